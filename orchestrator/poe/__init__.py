@@ -1,0 +1,86 @@
+"""Product-of-experts posterior, Laplace approximation, active selection and ranking uncertainty.
+
+Pure functions and frozen dataclasses over torch tensors; no I/O. See the PoE paper
+(``shared/papers/poe-uncertainty-comparative-judging.txt``) for the equations cited here.
+"""
+
+from .bias import DEBIAS_MODES, permutation_debias
+from .experts import (
+    EXPERT_NAMES,
+    MIN_ABSOLUTE_VARIANCE,
+    Expert,
+    absolute_moments,
+    expected_curvature,
+    expert_derivatives,
+    get_expert,
+    linear_gaussian,
+    phi_gaussian,
+    sigma_beta,
+    soft_bradley_terry,
+)
+from .laplace import Posterior, fit_laplace, newton_map
+from .objective import NegLogPosterior, Observations, PoEConfig
+from .selection import (
+    STRATEGIES,
+    Strategy,
+    eps_metric,
+    min_uncertainty_metric,
+    pair_variance,
+    parse_strategy,
+    reorder_probability,
+    select_pairs,
+    selection_scores,
+    variance_metric,
+)
+from .uncertainty import (
+    RankIntervals,
+    StopDecision,
+    adjacent_reorder_probabilities,
+    entropy,
+    expected_calibration_error,
+    fit_temperature,
+    rank_intervals,
+    stopping_rule,
+    temperature_scale,
+)
+
+__all__ = [
+    "DEBIAS_MODES",
+    "EXPERT_NAMES",
+    "MIN_ABSOLUTE_VARIANCE",
+    "STRATEGIES",
+    "Expert",
+    "NegLogPosterior",
+    "Observations",
+    "PoEConfig",
+    "Posterior",
+    "RankIntervals",
+    "StopDecision",
+    "Strategy",
+    "absolute_moments",
+    "adjacent_reorder_probabilities",
+    "entropy",
+    "eps_metric",
+    "expected_calibration_error",
+    "expected_curvature",
+    "expert_derivatives",
+    "fit_laplace",
+    "fit_temperature",
+    "get_expert",
+    "linear_gaussian",
+    "min_uncertainty_metric",
+    "newton_map",
+    "pair_variance",
+    "parse_strategy",
+    "permutation_debias",
+    "phi_gaussian",
+    "rank_intervals",
+    "reorder_probability",
+    "select_pairs",
+    "selection_scores",
+    "sigma_beta",
+    "soft_bradley_terry",
+    "stopping_rule",
+    "temperature_scale",
+    "variance_metric",
+]

@@ -1,0 +1,260 @@
+"""Active selection of the next comparisons (PoE §4.2, Eqs. 3–6).
+
+All metrics have the form ``w(μ_i − μ_j) · V_ij`` with ``V_ij = Σ_ii + Σ_jj − 2Σ_ij``:
+
+- ``min_uncertainty`` (Eq. 3): ``σ(μ_i−μ_j) σ(μ_j−μ_i) V_ij``
+- ``variance`` (Eq. 4): ``V_ij``
+- ``reorder`` (Eq. 5): probability of reordering ``Φ(−|μ_i−μ_j| / √V_ij)``, ranked as ``V_ij/(μ_i−μ_j)²``
+- ``eps:<ε>`` (Eq. 6): ``V_ij / |μ_i−μ_j|^ε`` (ε=0 is variance, ε=2 ranks like reorder)
+- ``random``: uniform over the pairs still available
+- ``diverse``: beyond the paper; reorder, but after each pick of a batch Σ is updated as if that
+  comparison had been made, with the expert's expected curvature (a rank-one update), so the
+  batch spreads over the ranking instead of piling onto one uncertain region.
+
+Metrics are ranked in log space (so ``1/0`` ties and huge ratios stay ordered) with a seeded
+random tie-break, which makes selection deterministic given the posterior and the seed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .experts import Expert, expected_curvature, soft_bradley_terry
+from .laplace import Posterior
+
+__all__ = [
+    "STRATEGIES",
+    "Strategy",
+    "parse_strategy",
+    "pair_variance",
+    "mean_differences",
+    "min_uncertainty_metric",
+    "variance_metric",
+    "reorder_probability",
+    "eps_metric",
+    "selection_scores",
+    "select_pairs",
+]
+
+STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse")
+_TINY = 1e-300
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A parsed selection strategy."""
+
+    name: str
+    """One of ``reorder``, ``variance``, ``min_uncertainty``, ``random``, ``eps``, ``diverse``."""
+    eps: float = 2.0
+    """Exponent for the ε-family (Eq. 6); 2 for ``reorder`` and ``diverse``."""
+
+    def __str__(self) -> str:
+        return f"eps:{self.eps:g}" if self.name == "eps" else self.name
+
+
+def parse_strategy(text: str) -> Strategy:
+    """Parse ``reorder|variance|min_uncertainty|random|diverse|eps:<x>``.
+
+    Raises:
+        ValueError: unknown name or a non-numeric ε.
+    """
+    key = text.strip().lower()
+    if key in ("reorder", "diverse"):
+        return Strategy(key, 2.0)
+    if key in ("variance", "min_uncertainty", "random"):
+        return Strategy(key, 0.0)
+    if key.startswith("eps:"):
+        try:
+            eps = float(key[4:])
+        except ValueError:
+            raise ValueError(f"strategy {text!r}: ε must be a number, e.g. eps:0.5") from None
+        if not math.isfinite(eps) or eps < 0:
+            raise ValueError(f"strategy {text!r}: ε must be finite and >= 0")
+        return Strategy("eps", eps)
+    raise ValueError(f"unknown strategy {text!r}; choose one of {', '.join(STRATEGIES)}")
+
+
+def pair_variance(cov: Tensor) -> Tensor:
+    """``V_ij = Σ_ii + Σ_jj − 2Σ_ij``: variance of ``s_i − s_j`` (PoE Eq. 4), ``(N, N)``."""
+    diag = cov.diagonal()
+    return (diag[:, None] + diag[None, :] - 2.0 * cov).clamp_min(0.0)
+
+
+def mean_differences(mean: Tensor) -> Tensor:
+    """``μ_i − μ_j`` as an ``(N, N)`` matrix."""
+    return mean[:, None] - mean[None, :]
+
+
+def min_uncertainty_metric(mean: Tensor, cov: Tensor) -> Tensor:
+    """PoE Eq. (3): ``σ(μ_i−μ_j) σ(μ_j−μ_i) (Σ_ii − 2Σ_ij + Σ_jj)``."""
+    dmu = mean_differences(mean)
+    return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * pair_variance(cov)
+
+
+def variance_metric(mean: Tensor, cov: Tensor) -> Tensor:
+    """PoE Eq. (4): ``Σ_ii − 2Σ_ij + Σ_jj``."""
+    del mean
+    return pair_variance(cov)
+
+
+def reorder_probability(mean: Tensor, cov: Tensor) -> Tensor:
+    """Probability of reordering ``Φ(−|μ_i − μ_j| / √V_ij)`` (PoE §4.2, Eq. 5's exact form).
+
+    The diagonal is 0 (a candidate is not reordered with itself); a pair with ``V_ij = 0``
+    and distinct means has probability 0.
+    """
+    dmu = mean_differences(mean).abs()
+    v = pair_variance(cov)
+    z = -dmu / v.sqrt().clamp_min(1e-150)
+    prob = torch.special.ndtr(z)
+    prob = torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
+    prob.fill_diagonal_(0.0)
+    return prob
+
+
+def eps_metric(mean: Tensor, cov: Tensor, eps: float) -> Tensor:
+    """PoE Eq. (6): ``V_ij / |μ_i − μ_j|^ε`` (may be ``inf`` where means coincide)."""
+    return pair_variance(cov) / mean_differences(mean).abs().pow(eps)
+
+
+def _log_scores(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Generator) -> Tensor:
+    """Log of the strategy's metric (a monotone transform of it), ``(N, N)``."""
+    log_v = v.clamp_min(_TINY).log()
+    if strategy.name == "random":
+        return torch.rand(dmu.shape, generator=generator, dtype=dmu.dtype)
+    if strategy.name == "variance":
+        return log_v
+    if strategy.name == "min_uncertainty":
+        return torch.nn.functional.logsigmoid(dmu) + torch.nn.functional.logsigmoid(-dmu) + log_v
+    return log_v - strategy.eps * dmu.abs().clamp_min(_TINY).log()
+
+
+def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
+    """The strategy's metric for every ordered pair, ``(N, N)`` (for inspection and reports)."""
+    strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
+    mean, cov = posterior.mean, posterior.cov
+    if strategy.name == "min_uncertainty":
+        return min_uncertainty_metric(mean, cov)
+    if strategy.name == "variance":
+        return variance_metric(mean, cov)
+    if strategy.name in ("reorder", "diverse"):
+        return reorder_probability(mean, cov)
+    if strategy.name == "eps":
+        return eps_metric(mean, cov, strategy.eps)
+    return torch.ones_like(cov)
+
+
+def select_pairs(
+    posterior: Posterior,
+    strategy: Strategy | str,
+    available: Tensor,
+    batch_size: int,
+    *,
+    ordered: bool = True,
+    generator: torch.Generator | None = None,
+    expert: Expert | None = None,
+) -> list[tuple[int, int]]:
+    """Pick the next ``batch_size`` comparisons.
+
+    Args:
+        posterior: the current Laplace posterior.
+        strategy: a :class:`Strategy` or its text form (see :data:`STRATEGIES`).
+        available: ``(N, N)`` bool; ``available[i, j]`` means the comparison with ``i`` shown
+            first and ``j`` second may still be asked.
+        batch_size: the most pairs to return (fewer when fewer are available).
+        ordered: True when each order is its own comparison (no debiasing, or home advantage):
+            an unordered pair is eligible while either order is available, and the order is
+            the one still available (seeded coin when both are). False for permutation
+            debiasing: a pair ``(i, j)`` with ``i < j`` is eligible only while both orders are
+            available, and the caller asks both.
+        generator: seeded generator for tie-breaks, orientation and ``random``.
+        expert: the comparative expert, for the expected curvature of ``diverse`` batches.
+
+    Returns:
+        Distinct pairs ``(first, second)``; never an unavailable or repeated one, and at most
+        one order of an unordered pair per batch.
+    """
+    strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
+    n = posterior.n
+    if available.shape != (n, n):
+        raise ValueError(f"available must be ({n}, {n}), got {tuple(available.shape)}")
+    generator = generator or torch.Generator().manual_seed(0)
+    available = available.clone()
+    available.fill_diagonal_(False)
+    upper = torch.ones(n, n, dtype=torch.bool).triu(1)
+    eligible = (available | available.T) if ordered else (available & available.T)
+    eligible &= upper
+    if not bool(eligible.any()):
+        return []
+
+    dmu = mean_differences(posterior.mean)
+    v = pair_variance(posterior.cov)
+    # Seeded jitter far below any meaningful metric difference breaks exact ties.
+    jitter = torch.rand((n, n), generator=generator, dtype=dmu.dtype) * 1e-9
+    if strategy.name == "diverse":
+        pairs = _diverse_batch(posterior, dmu, v, eligible, batch_size, jitter, expert or soft_bradley_terry())
+    else:
+        scores = _log_scores(strategy, dmu, v, generator) + jitter
+        scores = scores.masked_fill(~eligible, -math.inf).view(-1)
+        k = min(batch_size, int(eligible.sum()))
+        top = torch.topk(scores, k).indices
+        pairs = [(int(t) // n, int(t) % n) for t in top]
+    return [_orient(i, j, available, ordered, generator) for i, j in pairs]
+
+
+def _orient(i: int, j: int, available: Tensor, ordered: bool, generator: torch.Generator) -> tuple[int, int]:
+    if not ordered:
+        return (i, j)
+    can_ij, can_ji = bool(available[i, j]), bool(available[j, i])
+    if can_ij and can_ji:
+        return (i, j) if float(torch.rand((), generator=generator)) < 0.5 else (j, i)
+    return (i, j) if can_ij else (j, i)
+
+
+def _diverse_batch(
+    posterior: Posterior,
+    dmu: Tensor,
+    v: Tensor,
+    eligible: Tensor,
+    batch_size: int,
+    jitter: Tensor,
+    expert: Expert,
+) -> list[tuple[int, int]]:
+    """Greedy reorder picks with a rank-one covariance update after each (expected curvature).
+
+    Observing ``d = s_i − s_j`` with curvature ``c`` adds ``c uuᵀ`` to the precision
+    (``u = e_i − e_j``); by Sherman–Morrison ``Σ' = Σ − c Σu uᵀΣ / (1 + c uᵀΣu)``, so with
+    ``w = Σu``: ``V'_kl = V_kl − c (w_k − w_l)² / (1 + c V_ij)``. Σ itself is never rebuilt:
+    ``Σ'u`` is the original ``Σu`` minus the stored rank-one corrections.
+    """
+    cov = posterior.cov
+    v = v.clone()
+    abs_dmu = dmu.abs().clamp_min(_TINY)
+    log_dmu = abs_dmu.log()
+    eligible = eligible.clone()
+    corrections: list[tuple[Tensor, float]] = []
+    pairs: list[tuple[int, int]] = []
+    n = cov.shape[0]
+    for _ in range(min(batch_size, int(eligible.sum()))):
+        scores = v.clamp_min(_TINY).log() - 2.0 * log_dmu + jitter
+        flat = int(torch.argmax(scores.masked_fill(~eligible, -math.inf)))
+        i, j = flat // n, flat % n
+        pairs.append((i, j))
+        eligible[i, j] = False
+        w = cov[:, i] - cov[:, j]
+        for w_k, coef_k in corrections:
+            w = w - coef_k * (w_k[i] - w_k[j]) * w_k
+        v_ij = float(w[i] - w[j])
+        c = float(expected_curvature(expert, dmu[i, j].reshape(1))[0])
+        coef = c / (1.0 + c * max(v_ij, 0.0))
+        corrections.append((w, coef))
+        v -= coef * (w[:, None] - w[None, :]) ** 2
+        v.clamp_min_(0.0)
+    return pairs

@@ -1,0 +1,207 @@
+"""Ranking uncertainty (PoE §4.3), the stopping rule, and calibration (PoE Appendix B)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .laplace import Posterior
+from .selection import reorder_probability
+
+__all__ = [
+    "entropy",
+    "adjacent_reorder_probabilities",
+    "RankIntervals",
+    "rank_intervals",
+    "StopDecision",
+    "stopping_rule",
+    "temperature_scale",
+    "expected_calibration_error",
+    "fit_temperature",
+]
+
+
+def entropy(cov: Tensor) -> float:
+    """Differential entropy of ``N(μ, Σ)`` (PoE §4.3): ``N(1 + ln 2π)/2 + ½ ln det Σ``."""
+    n = cov.shape[0]
+    _, logdet = torch.linalg.slogdet(cov)
+    return float(n * (1.0 + math.log(2.0 * math.pi)) / 2.0 + 0.5 * logdet)
+
+
+def adjacent_reorder_probabilities(posterior: Posterior) -> tuple[Tensor, Tensor]:
+    """Probability of reordering for each pair of neighbours in the current ranking.
+
+    Returns:
+        ``(order, probs)``: candidate indices best-first, and ``(N−1,)`` probabilities that
+        ranks ``r`` and ``r+1`` are in the wrong order.
+    """
+    order = torch.argsort(posterior.mean, descending=True)
+    if order.numel() < 2:
+        return order, torch.zeros(0, dtype=posterior.mean.dtype)
+    probs = reorder_probability(posterior.mean, posterior.cov)
+    return order, probs[order[:-1], order[1:]]
+
+
+@dataclass(frozen=True)
+class RankIntervals:
+    """Posterior rank summaries from samples of ``N(μ, Σ)``; rank 1 is the best."""
+
+    mean_rank: Tensor
+    """``(N,)`` expected rank."""
+    lower: Tensor
+    """``(N,)`` best rank of the shortest interval holding ``level`` of the rank mass."""
+    upper: Tensor
+    """``(N,)`` worst rank of that interval."""
+    level: float
+    """Credible level of the interval, e.g. 0.95."""
+    rank_probs: Tensor
+    """``(N, N)``: ``rank_probs[i, r]`` = P(candidate i has rank r+1)."""
+
+
+def rank_intervals(
+    posterior: Posterior,
+    *,
+    level: float = 0.95,
+    n_samples: int = 4000,
+    generator: torch.Generator | None = None,
+) -> RankIntervals:
+    """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3).
+
+    Raises:
+        ValueError: level outside (0, 1) or fewer than 100 samples.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if n_samples < 100:
+        raise ValueError(f"n_samples must be >= 100, got {n_samples}")
+    generator = generator or torch.Generator().manual_seed(0)
+    n = posterior.n
+    chol, info = torch.linalg.cholesky_ex(posterior.cov)
+    if int(info) != 0:
+        chol = torch.linalg.cholesky(posterior.cov + 1e-10 * torch.eye(n, dtype=posterior.cov.dtype))
+    z = torch.randn((n_samples, n), generator=generator, dtype=posterior.cov.dtype)
+    draws = posterior.mean + z @ chol.T
+    # rank 1 = highest score
+    ranks = torch.argsort(torch.argsort(-draws, dim=1), dim=1) + 1
+    ranks_f = ranks.to(torch.float64)
+    rank_probs = torch.zeros(n, n, dtype=torch.float64)
+    rank_probs.scatter_add_(1, (ranks - 1).T, torch.ones(n, n_samples, dtype=torch.float64))
+    rank_probs /= n_samples
+    lower, upper = _shortest_intervals(rank_probs, level)
+    return RankIntervals(ranks_f.mean(0), lower, upper, level, rank_probs)
+
+
+def _shortest_intervals(rank_probs: Tensor, level: float) -> tuple[Tensor, Tensor]:
+    """For each candidate the shortest run of consecutive ranks holding ``level`` of its mass
+    (the most massive one among equally short runs).
+
+    Ranks are discrete, so a central interval (quantiles at ½(1−level) and ½(1+level)) keeps
+    both tails below ½(1−level) and over-covers badly when the mass sits on few ranks (98–99%
+    for a nominal 95% in our simulations); the shortest interval is narrower and covers
+    96–97% (``tests/test_laplace.py``).
+    """
+    n = rank_probs.shape[0]
+    cum = torch.cat([torch.zeros(n, 1, dtype=rank_probs.dtype), rank_probs.cumsum(1)], dim=1)
+    lower = torch.zeros(n, dtype=torch.long)
+    upper = torch.zeros(n, dtype=torch.long)
+    todo = torch.arange(n)
+    target = level - 1e-9
+    for width in range(1, n + 1):
+        mass = cum[todo, width:] - cum[todo, : n - width + 1]  # windows of `width` ranks
+        best_mass, start = mass.max(dim=1)
+        done = best_mass >= target
+        lower[todo[done]] = start[done] + 1
+        upper[todo[done]] = start[done] + width
+        todo = todo[~done]
+        if todo.numel() == 0:
+            break
+    return lower, upper
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """Outcome of the stopping rule."""
+
+    stop: bool
+    """Whether to stop asking."""
+    reason: str
+    """Human-readable reason (empty when not stopping)."""
+    max_adjacent_reorder: float
+    """Largest probability of reordering among neighbours in the ranking."""
+    entropy: float
+    """Entropy of the score posterior."""
+
+
+def stopping_rule(
+    posterior: Posterior,
+    *,
+    max_adjacent_reorder: float | None = None,
+    entropy_target: float | None = None,
+) -> StopDecision:
+    """Stop when every adjacent pair is reordered with probability below ``max_adjacent_reorder``
+    or when the posterior entropy is below ``entropy_target`` (either rule may be None)."""
+    _, adj = adjacent_reorder_probabilities(posterior)
+    worst = float(adj.max()) if adj.numel() else 0.0
+    ent = entropy(posterior.cov)
+    if max_adjacent_reorder is not None and worst < max_adjacent_reorder:
+        return StopDecision(True, f"max adjacent reorder probability {worst:.4f} < {max_adjacent_reorder}", worst, ent)
+    if entropy_target is not None and ent < entropy_target:
+        return StopDecision(True, f"entropy {ent:.3f} < target {entropy_target}", worst, ent)
+    return StopDecision(False, "", worst, ent)
+
+
+def temperature_scale(p: Tensor | np.ndarray, temperature: float) -> Tensor:
+    """PoE Appendix B: ``p^{1/T} / (p^{1/T} + (1−p)^{1/T})`` (computed as ``σ(logit(p)/T)``)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    p = torch.as_tensor(p, dtype=torch.float64).clamp(1e-12, 1 - 1e-12)
+    return torch.sigmoid(torch.logit(p) / temperature)
+
+
+def expected_calibration_error(p: Tensor | np.ndarray, outcome: Tensor | np.ndarray, n_bins: int = 10) -> float:
+    """Expected calibration error of binary predictions (PoE Appendix B).
+
+    Confidence is ``max(p, 1−p)``; a prediction is correct when ``(p > ½) == outcome``.
+    Bins are equal-width over ``[½, 1]``; the error is the bin-size-weighted mean
+    ``|accuracy − confidence|``.
+    """
+    p = torch.as_tensor(p, dtype=torch.float64)
+    y = torch.as_tensor(outcome, dtype=torch.float64)
+    if p.numel() == 0:
+        raise ValueError("expected_calibration_error needs at least one prediction")
+    conf = torch.maximum(p, 1 - p)
+    correct = ((p > 0.5).to(torch.float64) == y).to(torch.float64)
+    edges = torch.linspace(0.5, 1.0, n_bins + 1, dtype=torch.float64)
+    idx = torch.bucketize(conf, edges[1:-1], right=True)
+    total = 0.0
+    for b in range(n_bins):
+        mask = idx == b
+        if mask.any():
+            total += float(mask.sum()) * abs(float(correct[mask].mean() - conf[mask].mean()))
+    return total / p.numel()
+
+
+def fit_temperature(p: Tensor | np.ndarray, outcome: Tensor | np.ndarray, *, method: str = "ece") -> float:
+    """Temperature ``T`` that calibrates the judge probabilities (PoE Appendix B).
+
+    ``method="ece"`` minimises the expected calibration error over a log-spaced grid (as the
+    paper does); ``"nll"`` minimises the binary log-loss (smooth, unique optimum).
+    Temperature scaling never changes which candidate a comparison favours, and for soft
+    Bradley–Terry it rescales the fitted scores by ``1/T`` (Appendix B), leaving the ranking.
+    """
+    p = torch.as_tensor(p, dtype=torch.float64)
+    y = torch.as_tensor(outcome, dtype=torch.float64)
+    grid = torch.logspace(math.log10(0.05), math.log10(20.0), 400, dtype=torch.float64)
+    if method == "ece":
+        errors = torch.tensor([expected_calibration_error(temperature_scale(p, float(t)), y) for t in grid])
+    elif method == "nll":
+        errors = torch.stack(
+            [torch.nn.functional.binary_cross_entropy(temperature_scale(p, float(t)), y) for t in grid]
+        )
+    else:
+        raise ValueError(f"method must be 'ece' or 'nll', got {method!r}")
+    return float(grid[int(torch.argmin(errors))])

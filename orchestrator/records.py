@@ -1,0 +1,173 @@
+"""Boundary records: the judgment-log JSONL and the dataset JSONL files, validated with pydantic.
+
+Judgment log (one judgment per line; the format ``orchestrator replay`` reads and the store exports)::
+
+    {"kind": "pairwise",  "judge": J, "prompt_id": P, "candidates": [first, second], "probs": {"A": pA, "B": pB}}
+    {"kind": "absolute",  "judge": J, "prompt_id": P, "candidates": [c], "probs": {"1": p1, ..., "10": p10}}
+    {"kind": "reference", "judge": J, "prompt_id": P, "candidates": [reference, c], "probs": {"A": .., "B": .., "C": ..}}
+
+``A`` is the first-shown candidate; ``C`` is a tie. Other fields are allowed and ignored.
+Responses (``shared/data/summeval/responses.jsonl`` format)::
+
+    {"prompt_id": P, "candidate": C, "text": T, "human": {"coherence": 4.33, ...}}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import OrchestratorError
+
+__all__ = ["LogRecord", "ResponseRow", "load_log", "load_responses", "read_jsonl"]
+
+
+class LogRecord(BaseModel):
+    """One judgment of the judgment log."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: Literal["pairwise", "absolute", "reference"]
+    """Which template family produced it."""
+    judge: str = "unknown"
+    """Judge name (profile or model id)."""
+    prompt_id: str
+    """The prompt both candidates answered."""
+    candidates: list[str] = Field(min_length=1, max_length=2)
+    """Shown candidates in order (first = option A)."""
+    probs: dict[str, float]
+    """Option probabilities (normalised over the options)."""
+
+    @field_validator("probs")
+    @classmethod
+    def _probabilities(cls, probs: dict[str, float]) -> dict[str, float]:
+        if not probs:
+            raise ValueError("probs is empty")
+        for option, value in probs.items():
+            if not math.isfinite(value):
+                raise ValueError(f"probs[{option!r}] is {value} (not a finite number)")
+            if value < 0.0 or value > 1.0:
+                raise ValueError(f"probs[{option!r}] = {value} is outside [0, 1]")
+        total = sum(probs.values())
+        if total <= 0.0:
+            raise ValueError("probs sum to 0")
+        return probs
+
+    @model_validator(mode="after")
+    def _shape(self) -> "LogRecord":
+        want = 1 if self.kind == "absolute" else 2
+        if len(self.candidates) != want:
+            raise ValueError(f"a {self.kind} judgment needs {want} candidate(s), got {len(self.candidates)}")
+        if want == 2 and self.candidates[0] == self.candidates[1]:
+            raise ValueError(f"candidates are the same ({self.candidates[0]!r})")
+        if self.kind in ("pairwise", "reference") and not {"A", "B"} <= set(self.probs):
+            raise ValueError(f"a {self.kind} judgment needs probs for 'A' and 'B', got {sorted(self.probs)}")
+        if self.kind == "absolute":
+            try:
+                [float(k) for k in self.probs]
+            except ValueError:
+                raise ValueError(f"absolute probs keys must be numeric levels, got {sorted(self.probs)}") from None
+        return self
+
+    def prob_first(self) -> float:
+        """P(first-shown is better), a tie ``C`` counted as half a win."""
+        a, b, c = self.probs["A"], self.probs["B"], self.probs.get("C", 0.0)
+        return (a + 0.5 * c) / (a + b + c)
+
+    def level_distribution(self) -> tuple[list[float], list[float]]:
+        """Absolute judgments: ``(levels, probabilities)`` sorted by level, normalised."""
+        items = sorted((float(k), v) for k, v in self.probs.items())
+        total = sum(v for _, v in items)
+        return [k for k, _ in items], [v / total for _, v in items]
+
+
+class ResponseRow(BaseModel):
+    """One candidate response to one prompt."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    prompt_id: str
+    candidate: str
+    text: str = ""
+    human: dict[str, float | None] = Field(default_factory=dict)
+    """Human scores, carried only for evaluation, never shown to judges."""
+
+
+def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
+    """``(line_number, object)`` for every non-blank line.
+
+    Raises:
+        OrchestratorError: the file is missing or a line is not a JSON object.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise OrchestratorError(f"{path}: no such file")
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise OrchestratorError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise OrchestratorError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+            rows.append((number, obj))
+    return rows
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts)
+
+
+def load_log(path: str | Path) -> list[tuple[int, LogRecord]]:
+    """Load and validate a judgment log; returns ``(line_number, record)`` pairs.
+
+    Raises:
+        OrchestratorError: naming the file and line of the first bad record, or an empty log.
+    """
+    out = []
+    for number, obj in read_jsonl(path):
+        try:
+            out.append((number, LogRecord.model_validate(obj)))
+        except ValidationError as exc:
+            raise OrchestratorError(f"{path}:{number}: {_validation_message(exc)}") from None
+    if not out:
+        raise OrchestratorError(f"{path}: the judgment log is empty")
+    return out
+
+
+def load_responses(path: str | Path) -> list[tuple[int, ResponseRow]]:
+    """Load responses; duplicate ``(prompt_id, candidate)`` pairs are an error.
+
+    Raises:
+        OrchestratorError: naming the file and line of the first bad row.
+    """
+    out = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, obj in read_jsonl(path):
+        try:
+            row = ResponseRow.model_validate(obj)
+        except ValidationError as exc:
+            raise OrchestratorError(f"{path}:{number}: {_validation_message(exc)}") from None
+        key = (row.prompt_id, row.candidate)
+        if key in seen:
+            raise OrchestratorError(
+                f"{path}:{number}: duplicate response for prompt {row.prompt_id!r}, candidate "
+                f"{row.candidate!r} (first at line {seen[key]})"
+            )
+        seen[key] = number
+        out.append((number, row))
+    if not out:
+        raise OrchestratorError(f"{path}: no responses")
+    return out

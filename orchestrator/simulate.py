@@ -1,0 +1,147 @@
+"""A simulator of realistic LLM judges, writing the judgment-log and responses JSONL formats.
+
+What makes an LLM judge hard to rank with, each a parameter of :class:`SimulatedJudge`:
+
+- **partial agreement**: the judge's notion of quality correlates with the true quality only
+  at ``agreement`` (the rest is the judge's own taste, fixed per response);
+- **noise**: every call adds logit noise, so asking again (or in the other order) differs;
+- **over-confidence / miscalibration**: logits are multiplied by ``overconfidence`` (> 1 pushes
+  probabilities towards 0 and 1, as the PoE paper's Appendix B measures for Qwen);
+- **position bias**: ``position_bias`` logits in favour of the first-shown response;
+- **absolute scores**: a distribution over 1..``levels`` centred on an affine map of the judge's
+  latent quality, blurred and sharpened the same way.
+
+Humans are simulated as the mean of three 1–5 ratings of the true quality (ties, like SummEval).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["SimulatedJudge", "simulate_dataset", "JUDGE_PRESETS"]
+
+
+@dataclass(frozen=True)
+class SimulatedJudge:
+    """Parameters of a simulated judge (logit units unless stated)."""
+
+    name: str = "sim-judge"
+    agreement: float = 0.8
+    """Correlation of the judge's latent quality with the true quality, in [0, 1]."""
+    sharpness: float = 1.5
+    """Logit difference per unit of the judge's (standardised) latent quality difference."""
+    noise: float = 0.7
+    """Sd of per-call logit noise."""
+    overconfidence: float = 1.0
+    """Multiplier on the final logit; > 1 over-confident, < 1 under-confident."""
+    position_bias: float = 0.0
+    """Logit in favour of the first-shown response."""
+    absolute_noise: float = 1.0
+    """Sd (in levels) of per-call noise of the absolute score's centre."""
+    levels: int = 10
+    """Absolute scale 1..levels."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.agreement <= 1.0:
+            raise ValueError(f"agreement must be in [0, 1], got {self.agreement}")
+        if self.levels < 2:
+            raise ValueError(f"levels must be >= 2, got {self.levels}")
+
+
+JUDGE_PRESETS = {
+    "good": SimulatedJudge("sim-good", agreement=0.9, sharpness=2.0, noise=0.5, overconfidence=1.0, position_bias=0.0),
+    "llm": SimulatedJudge("sim-llm", agreement=0.7, sharpness=1.5, noise=0.8, overconfidence=2.5, position_bias=0.8),
+    "weak": SimulatedJudge("sim-weak", agreement=0.4, sharpness=1.0, noise=1.2, overconfidence=3.0, position_bias=1.5),
+}
+"""A near-calibrated strong judge, a typical over-confident position-biased LLM, and a weak one."""
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def simulate_dataset(
+    n_prompts: int,
+    n_candidates: int,
+    judge: SimulatedJudge,
+    *,
+    seed: int = 0,
+    system_sd: float = 0.7,
+    item_sd: float = 0.7,
+    pairwise: bool = True,
+    absolute: bool = True,
+    truth_field: str = "quality",
+) -> tuple[list[dict], list[dict]]:
+    """Simulate every ordered pair and every absolute score for ``n_prompts × n_candidates``.
+
+    True quality of candidate c on prompt t is ``system_c + item_{t,c}`` (so candidates are also
+    rankable globally). Returns ``(log_records, responses)`` as JSON-ready dicts; responses carry
+    ``human[truth_field]`` and ``human["latent"]`` (the noise-free truth).
+    """
+    if n_prompts < 1 or n_candidates < 2:
+        raise ValueError("need at least 1 prompt and 2 candidates")
+    rng = np.random.default_rng(seed)
+    names = [f"M{c}" for c in range(n_candidates)]
+    system = rng.normal(0.0, system_sd, n_candidates)
+    records: list[dict] = []
+    responses: list[dict] = []
+    a = judge.agreement
+    for t in range(n_prompts):
+        pid = f"p{t:04d}"
+        quality = system + rng.normal(0.0, item_sd, n_candidates)
+        ratings = np.clip(np.rint(3.0 + quality[:, None] + rng.normal(0.0, 0.6, (n_candidates, 3))), 1, 5)
+        human = ratings.mean(1)
+        z = (quality - quality.mean()) / (quality.std() + 1e-12)
+        taste = rng.normal(0.0, 1.0, n_candidates)
+        latent = a * z + math.sqrt(max(0.0, 1.0 - a * a)) * taste
+        for c in range(n_candidates):
+            responses.append(
+                {
+                    "prompt_id": pid,
+                    "candidate": names[c],
+                    "text": f"simulated response of {names[c]} to {pid}",
+                    "human": {truth_field: round(float(human[c]), 4), "latent": round(float(quality[c]), 6)},
+                }
+            )
+        if pairwise:
+            for i in range(n_candidates):
+                for j in range(n_candidates):
+                    if i == j:
+                        continue
+                    logit = judge.sharpness * (latent[i] - latent[j]) + judge.noise * rng.normal()
+                    logit = judge.overconfidence * logit + judge.position_bias
+                    p = float(np.clip(_sigmoid(np.array(logit)), 1e-6, 1 - 1e-6))
+                    records.append(
+                        {
+                            "kind": "pairwise",
+                            "judge": judge.name,
+                            "prompt_id": pid,
+                            "candidates": [names[i], names[j]],
+                            "probs": {"A": round(p, 8), "B": round(1.0 - p, 8)},
+                        }
+                    )
+        if absolute:
+            levels = np.arange(1, judge.levels + 1)
+            for c in range(n_candidates):
+                centre = (judge.levels + 1) / 2 + 1.5 * latent[c] + judge.absolute_noise * rng.normal()
+                logits = -0.5 * (levels - centre) ** 2 * judge.overconfidence
+                probs = np.exp(logits - logits.max())
+                probs /= probs.sum()
+                records.append(
+                    {
+                        "kind": "absolute",
+                        "judge": judge.name,
+                        "prompt_id": pid,
+                        "candidates": [names[c]],
+                        "probs": {str(int(k)): round(float(v), 8) for k, v in zip(levels, probs)},
+                    }
+                )
+    return records, responses
+
+
+def judge_parameters(judge: SimulatedJudge) -> dict:
+    """The judge's parameters as a dict (for reports)."""
+    return asdict(judge)
