@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from .errors import OrchestratorError
 
@@ -147,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=False)
     except OrchestratorError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # Text, not markup: messages quote user data such as "[[rating]]" or "['X']".
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["SimulatedJudge", "simulate_dataset", "JUDGE_PRESETS"]
+__all__ = ["SimulatedJudge", "simulate_dataset", "judge_latent", "pairwise_probabilities", "JUDGE_PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,24 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def judge_latent(quality: np.ndarray, judge: SimulatedJudge, rng: np.random.Generator) -> np.ndarray:
+    """The judge's notion of quality: ``agreement·z(quality) + √(1−agreement²)·taste``."""
+    z = (quality - quality.mean()) / (quality.std() + 1e-12)
+    taste = rng.normal(0.0, 1.0, quality.shape[0])
+    a = judge.agreement
+    return a * z + math.sqrt(max(0.0, 1.0 - a * a)) * taste
+
+
+def pairwise_probabilities(latent: np.ndarray, judge: SimulatedJudge, rng: np.random.Generator) -> np.ndarray:
+    """``(N, N)`` matrix: entry ``[i, j]`` is the judge's P(i better) with i shown first, one
+    independent noisy call per ordered pair (diagonal 0.5)."""
+    n = latent.shape[0]
+    logit = judge.sharpness * (latent[:, None] - latent[None, :]) + judge.noise * rng.normal(size=(n, n))
+    probs = np.clip(_sigmoid(judge.overconfidence * logit + judge.position_bias), 1e-6, 1 - 1e-6)
+    np.fill_diagonal(probs, 0.5)
+    return probs
+
+
 def simulate_dataset(
     n_prompts: int,
     n_candidates: int,
@@ -88,15 +106,12 @@ def simulate_dataset(
     system = rng.normal(0.0, system_sd, n_candidates)
     records: list[dict] = []
     responses: list[dict] = []
-    a = judge.agreement
     for t in range(n_prompts):
         pid = f"p{t:04d}"
         quality = system + rng.normal(0.0, item_sd, n_candidates)
         ratings = np.clip(np.rint(3.0 + quality[:, None] + rng.normal(0.0, 0.6, (n_candidates, 3))), 1, 5)
         human = ratings.mean(1)
-        z = (quality - quality.mean()) / (quality.std() + 1e-12)
-        taste = rng.normal(0.0, 1.0, n_candidates)
-        latent = a * z + math.sqrt(max(0.0, 1.0 - a * a)) * taste
+        latent = judge_latent(quality, judge, rng)
         for c in range(n_candidates):
             responses.append(
                 {
@@ -107,13 +122,12 @@ def simulate_dataset(
                 }
             )
         if pairwise:
+            probs_matrix = pairwise_probabilities(latent, judge, rng)
             for i in range(n_candidates):
                 for j in range(n_candidates):
                     if i == j:
                         continue
-                    logit = judge.sharpness * (latent[i] - latent[j]) + judge.noise * rng.normal()
-                    logit = judge.overconfidence * logit + judge.position_bias
-                    p = float(np.clip(_sigmoid(np.array(logit)), 1e-6, 1 - 1e-6))
+                    p = float(probs_matrix[i, j])
                     records.append(
                         {
                             "kind": "pairwise",

@@ -114,11 +114,19 @@ def test_warm_start_reaches_the_same_mode_faster():
     gen = torch.Generator().manual_seed(5)
     truth = torch.randn(30, generator=gen, dtype=torch.float64)
     comps = _bt_outcomes(truth, 2, gen)
-    cold_prev = fit_laplace(Observations.from_lists(30, comps[:-40]))
+    # a large change (40 new hard outcomes): quasi-Newton steps with the previous inverse
+    # Hessian, then Newton, reach the same mode
+    previous = fit_laplace(Observations.from_lists(30, comps[:-40]))
     cold = fit_laplace(Observations.from_lists(30, comps))
-    warm = fit_laplace(Observations.from_lists(30, comps), warm_start=cold_prev)
+    warm = fit_laplace(Observations.from_lists(30, comps), warm_start=previous)
+    assert warm.converged
     torch.testing.assert_close(warm.mean, cold.mean, atol=1e-6, rtol=0)
-    assert warm.n_iter <= cold.n_iter
+    torch.testing.assert_close(warm.cov, cold.cov, atol=1e-6, rtol=0)
+    # a small change (one new comparison) converges on the frozen Hessian in a few steps
+    previous = fit_laplace(Observations.from_lists(30, comps[:-1]))
+    warm = fit_laplace(Observations.from_lists(30, comps), warm_start=previous)
+    torch.testing.assert_close(warm.mean, cold.mean, atol=1e-6, rtol=0)
+    assert warm.n_iter <= 6
 
 
 def test_no_observations_is_the_prior():

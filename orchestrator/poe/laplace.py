@@ -31,6 +31,8 @@ class Posterior:
     """``(N, N)`` Laplace covariance Σ of the scores (Δ and link marginalised)."""
     theta: Tensor
     """Full parameter vector at the mode ``[s, Δ?, a?, b?]``; pass it back as a warm start."""
+    theta_cov: Tensor
+    """Inverse Hessian over all of θ (``cov`` is its score block); reused by warm starts."""
     delta: float | None
     """Fitted home advantage Δ (``d = s_i − s_j − Δ``; Δ < 0 favours the first-shown), or None."""
     delta_sd: float | None
@@ -49,41 +51,62 @@ class Posterior:
         return int(self.mean.numel())
 
 
+def _armijo(objective: NegLogPosterior, theta: Tensor, value: Tensor, grad: Tensor, step: Tensor) -> Tensor | None:
+    """Backtracking along ``−step``; None when no decrease is found (numerical optimum)."""
+    slope = float(grad @ step)
+    t = 1.0
+    while t >= 1e-12:
+        candidate = theta - t * step
+        new_value = objective.value(candidate)
+        if torch.isfinite(new_value) and float(new_value) <= float(value) - 1e-4 * t * slope:
+            return candidate
+        t *= 0.5
+    return None
+
+
 def newton_map(
     objective: NegLogPosterior,
     theta0: Tensor | None = None,
     *,
     tol: float = 1e-7,
     max_iter: int = 100,
+    inverse_hessian_guess: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, int, bool]:
     """Minimise ``objective`` by damped Newton steps.
+
+    With ``inverse_hessian_guess`` (the previous round's inverse Hessian, when only a few
+    comparisons were added), first take quasi-Newton steps ``θ ← θ − G ∇`` with that frozen
+    matrix: each costs one matrix-vector product instead of a Cholesky factorisation, and they
+    converge in a few steps when the Hessian has barely moved. Full Newton takes over if not.
 
     Returns:
         ``(theta, hessian_at_theta, iterations, converged)``.
     """
     theta = objective.initial() if theta0 is None else theta0.detach().to(DTYPE).clone()
-    value, grad, hess = objective.evaluate(theta)
-    eye = torch.eye(objective.dim, dtype=DTYPE)
-    converged = False
     it = 0
-    for it in range(1, max_iter + 1):
+    if inverse_hessian_guess is not None and inverse_hessian_guess.shape == (objective.dim, objective.dim):
+        value, grad = objective.value_and_grad(theta)
+        for _ in range(12):
+            if float(grad.abs().max()) < tol:
+                return theta, objective.evaluate(theta)[2], it, True
+            candidate = _armijo(objective, theta, value, grad, inverse_hessian_guess @ grad)
+            if candidate is None:
+                break
+            theta = candidate
+            it += 1
+            value, grad = objective.value_and_grad(theta)
+    value, grad, hess = objective.evaluate(theta)
+    converged = False
+    start = it
+    for it in range(start + 1, start + max_iter + 1):
         if float(grad.abs().max()) < tol:
             converged = True
             it -= 1
             break
-        chol, _ = _damped_cholesky(hess, eye)
+        chol, _ = _damped_cholesky(hess)
         step = torch.cholesky_solve(grad[:, None], chol)[:, 0]
-        slope = float(grad @ step)
-        t = 1.0
-        while True:
-            candidate = theta - t * step
-            new_value = objective.value(candidate)
-            if torch.isfinite(new_value) and float(new_value) <= float(value) - 1e-4 * t * slope:
-                break
-            t *= 0.5
-            if t < 1e-12:
-                break
-        if t < 1e-12:
+        candidate = _armijo(objective, theta, value, grad, step)
+        if candidate is None:
             # No decrease along the Newton direction: we are at the numerical optimum.
             converged = float(grad.abs().max()) < max(tol, 1e-5)
             break
@@ -96,11 +119,12 @@ def newton_map(
     return theta, hess, it, converged
 
 
-def _damped_cholesky(hess: Tensor, eye: Tensor) -> tuple[Tensor, float]:
+def _damped_cholesky(hess: Tensor) -> tuple[Tensor, float]:
     """Cholesky of ``hess + λI`` with the smallest λ in ``{0, 1e-6·s, 1e-5·s, ...}`` that works."""
     chol, info = torch.linalg.cholesky_ex(hess)
     if int(info) == 0:
         return chol, 0.0
+    eye = torch.eye(hess.shape[0], dtype=hess.dtype)
     scale = float(hess.diagonal().abs().max()) or 1.0
     damping = 1e-6 * scale
     while True:
@@ -135,6 +159,9 @@ def fit_laplace(
     config = config or PoEConfig()
     objective = NegLogPosterior(obs, config)
     theta0 = objective.initial()
+    guess = None
+    if isinstance(warm_start, Posterior) and warm_start.theta_cov.shape == (objective.dim, objective.dim):
+        guess = warm_start.theta_cov
     if warm_start is not None:
         prev = warm_start.theta if isinstance(warm_start, Posterior) else warm_start
         prev_n = warm_start.n if isinstance(warm_start, Posterior) else obs.n
@@ -144,8 +171,8 @@ def fit_laplace(
             theta0[objective.delta_index] = warm_start.delta
         if objective.link_index is not None and isinstance(warm_start, Posterior) and warm_start.link is not None:
             theta0[objective.link_index : objective.link_index + 2] = torch.tensor(warm_start.link, dtype=DTYPE)
-    theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter)
-    chol, _ = _damped_cholesky(hess, torch.eye(objective.dim, dtype=DTYPE))
+    theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter, inverse_hessian_guess=guess)
+    chol, _ = _damped_cholesky(hess)
     full_cov = torch.cholesky_inverse(chol)
     n = obs.n
     delta = delta_sd = None
@@ -157,8 +184,9 @@ def fit_laplace(
         link = (float(theta[objective.link_index]), float(theta[objective.link_index + 1]))
     return Posterior(
         mean=theta[:n].clone(),
-        cov=full_cov[:n, :n].clone() if objective.dim > n else full_cov,
+        cov=full_cov[:n, :n] if objective.dim > n else full_cov,
         theta=theta,
+        theta_cov=full_cov,
         delta=delta,
         delta_sd=delta_sd,
         link=link,

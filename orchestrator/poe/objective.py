@@ -162,7 +162,12 @@ class NegLogPosterior:
             value = value + 0.5 * (r * r / obs.abs_var).sum()
         return value
 
-    def evaluate(self, theta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def value_and_grad(self, theta: Tensor) -> tuple[Tensor, Tensor]:
+        """Value and gradient only (no Hessian assembly)."""
+        value, grad, _ = self.evaluate(theta, hessian=False)
+        return value, grad
+
+    def evaluate(self, theta: Tensor, hessian: bool = True) -> tuple[Tensor, Tensor, Tensor | None]:
         """Value, gradient ``(P,)`` and Hessian ``(P, P)`` of ``−log p(θ | C, A)``.
 
         Comparative block: with per-expert derivatives ``g = ∂ log e/∂d`` and ``h = ∂² log e/∂d²``
@@ -174,9 +179,9 @@ class NegLogPosterior:
         precision, mean = self._prior_terms()
         value = 0.5 * (precision * (theta - mean) ** 2).sum()
         grad = precision * (theta - mean)
-        hess = torch.zeros(P * P, dtype=DTYPE)
-        diag = torch.arange(P) * (P + 1)
-        hess.index_add_(0, diag, precision)
+        hess = torch.zeros(P * P if hessian else 0, dtype=DTYPE)
+        if hessian:
+            hess.index_add_(0, torch.arange(P) * (P + 1), precision)
 
         if obs.n_comparisons:
             logp, g, h = expert_derivatives(self.config.expert, self._differences(theta), obs.prob)
@@ -195,7 +200,8 @@ class NegLogPosterior:
                 rows += [i, k, j, k, k]
                 cols += [k, i, k, j, k]
                 vals += [-c, -c, c, c, c]
-            hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
+            if hessian:
+                hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
 
         if self.link_index is not None:
             li = self.link_index
@@ -208,6 +214,8 @@ class NegLogPosterior:
             grad.index_add_(0, item, -w * r * a)
             grad[li] += -(w * r * s_item).sum()
             grad[li + 1] += -(w * r).sum()
+            if not hessian:
+                return value, grad, None
             ka = torch.full_like(item, li)
             kb = torch.full_like(item, li + 1)
             cross_a = -w * (r - a * s_item)  # ∂²(½wr²)/∂s∂a
@@ -219,4 +227,4 @@ class NegLogPosterior:
             block = torch.stack([(w * s_item * s_item).sum(), (w * s_item).sum(), w.sum()])
             hess.index_add_(0, torch.tensor([li * P + li, li * P + li + 1, (li + 1) * P + li, (li + 1) * P + li + 1]),
                             block[[0, 1, 1, 2]])
-        return value, grad, hess.view(P, P)
+        return value, grad, hess.view(P, P) if hessian else None

@@ -122,16 +122,33 @@ def eps_metric(mean: Tensor, cov: Tensor, eps: float) -> Tensor:
     return pair_variance(cov) / mean_differences(mean).abs().pow(eps)
 
 
-def _log_scores(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Generator) -> Tensor:
-    """Log of the strategy's metric (a monotone transform of it), ``(N, N)``."""
-    log_v = v.clamp_min(_TINY).log()
+def _ranking_key(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Generator) -> Tensor:
+    """A monotone transform of the strategy's metric, ``(N, N)`` float32 (larger = ask first).
+
+    Reorder uses ``−(μ_i−μ_j)²/V_ij``, which orders pairs exactly as Eq. (5)'s ``V/(μ_i−μ_j)²``
+    without dividing by zero; the others are compared in log space.
+    """
     if strategy.name == "random":
-        return torch.rand(dmu.shape, generator=generator, dtype=dmu.dtype)
-    if strategy.name == "variance":
-        return log_v
+        return torch.rand(dmu.shape, generator=generator, dtype=torch.float32)
+    if strategy.name in ("reorder", "diverse") or (strategy.name == "eps" and strategy.eps == 2.0):
+        return (-(dmu * dmu) / v.clamp_min(_TINY)).float()
+    log_v = v.clamp_min(_TINY).log()
+    if strategy.name == "variance" or (strategy.name == "eps" and strategy.eps == 0.0):
+        return log_v.float()
     if strategy.name == "min_uncertainty":
-        return torch.nn.functional.logsigmoid(dmu) + torch.nn.functional.logsigmoid(-dmu) + log_v
-    return log_v - strategy.eps * dmu.abs().clamp_min(_TINY).log()
+        return (torch.nn.functional.logsigmoid(dmu) + torch.nn.functional.logsigmoid(-dmu) + log_v).float()
+    return (log_v - strategy.eps * dmu.abs().clamp_min(_TINY).log()).float()
+
+
+def _with_tie_break(key: Tensor, generator: torch.Generator) -> Tensor:
+    """Add seeded offsets of relative size ≤ 1e-6 (float32 resolution) so that exact ties, e.g.
+    every pair under the symmetric prior, fall by the seed. The offsets come from two random
+    vectors, so they cost a broadcast rather than N² random draws."""
+    n = key.shape[0]
+    a = torch.rand(n, generator=generator)
+    b = torch.rand(n, generator=generator)
+    offsets = (a[:, None] + 0.5 * b[None, :]) * 1e-6
+    return key + (key.abs() + 1e-30) * offsets
 
 
 def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
@@ -196,15 +213,14 @@ def select_pairs(
 
     dmu = mean_differences(posterior.mean)
     v = pair_variance(posterior.cov)
-    # Seeded jitter far below any meaningful metric difference breaks exact ties.
-    jitter = torch.rand((n, n), generator=generator, dtype=dmu.dtype) * 1e-9
+    key = _ranking_key(strategy, dmu, v, generator)
+    key = _with_tie_break(key, generator) if strategy.name != "random" else key
+    key = key.masked_fill_(~eligible, -math.inf).view(-1)
+    k = min(batch_size, int(eligible.sum()))
     if strategy.name == "diverse":
-        pairs = _diverse_batch(posterior, dmu, v, eligible, batch_size, jitter, expert or soft_bradley_terry())
+        pairs = _diverse_batch(posterior, dmu, v, key, k, expert or soft_bradley_terry())
     else:
-        scores = _log_scores(strategy, dmu, v, generator) + jitter
-        scores = scores.masked_fill(~eligible, -math.inf).view(-1)
-        k = min(batch_size, int(eligible.sum()))
-        top = torch.topk(scores, k).indices
+        top = torch.topk(key, k).indices
         pairs = [(int(t) // n, int(t) % n) for t in top]
     return [_orient(i, j, available, ordered, generator) for i, j in pairs]
 
@@ -222,32 +238,37 @@ def _diverse_batch(
     posterior: Posterior,
     dmu: Tensor,
     v: Tensor,
-    eligible: Tensor,
+    key: Tensor,
     batch_size: int,
-    jitter: Tensor,
     expert: Expert,
+    shortlist_factor: int = 20,
 ) -> list[tuple[int, int]]:
     """Greedy reorder picks with a rank-one covariance update after each (expected curvature).
 
     Observing ``d = s_i − s_j`` with curvature ``c`` adds ``c uuᵀ`` to the precision
     (``u = e_i − e_j``); by Sherman–Morrison ``Σ' = Σ − c Σu uᵀΣ / (1 + c uᵀΣu)``, so with
     ``w = Σu``: ``V'_kl = V_kl − c (w_k − w_l)² / (1 + c V_ij)``. Σ itself is never rebuilt:
-    ``Σ'u`` is the original ``Σu`` minus the stored rank-one corrections.
+    ``Σ'u`` is the original ``Σu`` minus the stored rank-one corrections. Updates only ever lower
+    a pair's variance, so the batch is drawn from the ``shortlist_factor · b`` pairs ranked
+    highest before any update, which keeps a batch O(N·b + b²·factor) instead of O(N²·b).
     """
     cov = posterior.cov
-    v = v.clone()
-    abs_dmu = dmu.abs().clamp_min(_TINY)
-    log_dmu = abs_dmu.log()
-    eligible = eligible.clone()
+    n = cov.shape[0]
+    finite = int(torch.isfinite(key).sum())
+    short = torch.topk(key, min(finite, max(batch_size * shortlist_factor, batch_size))).indices
+    rows, cols = short // n, short % n
+    v_short = v[rows, cols].clone()
+    dmu2_short = dmu[rows, cols] ** 2
+    tie = key[short] - (-(dmu2_short / v_short.clamp_min(_TINY))).float()  # keep the seeded tie-break
+    taken = torch.zeros(short.numel(), dtype=torch.bool)
     corrections: list[tuple[Tensor, float]] = []
     pairs: list[tuple[int, int]] = []
-    n = cov.shape[0]
-    for _ in range(min(batch_size, int(eligible.sum()))):
-        scores = v.clamp_min(_TINY).log() - 2.0 * log_dmu + jitter
-        flat = int(torch.argmax(scores.masked_fill(~eligible, -math.inf)))
-        i, j = flat // n, flat % n
+    for _ in range(batch_size):
+        score = (-(dmu2_short / v_short.clamp_min(_TINY))).float() + tie
+        pick = int(torch.argmax(score.masked_fill(taken, -math.inf)))
+        taken[pick] = True
+        i, j = int(rows[pick]), int(cols[pick])
         pairs.append((i, j))
-        eligible[i, j] = False
         w = cov[:, i] - cov[:, j]
         for w_k, coef_k in corrections:
             w = w - coef_k * (w_k[i] - w_k[j]) * w_k
@@ -255,6 +276,5 @@ def _diverse_batch(
         c = float(expected_curvature(expert, dmu[i, j].reshape(1))[0])
         coef = c / (1.0 + c * max(v_ij, 0.0))
         corrections.append((w, coef))
-        v -= coef * (w[:, None] - w[None, :]) ** 2
-        v.clamp_min_(0.0)
+        v_short = (v_short - coef * (w[rows] - w[cols]) ** 2).clamp_min(0.0)
     return pairs
