@@ -78,6 +78,26 @@ def replay(
     table.add_row("k_self90 (calls to 0.9 with own all-pairs)", fmt(report.k_self90, report.k_self90_sd))
     table.add_row("calls used (per group)", str(report.curve[-1][0]))
     out_console.print(table)
+    if report.n_groups == 1:
+        out_console.print(_ranking_table(report.groups[0]))
+
+
+def _ranking_table(result) -> Table:
+    """The final ranking of a single-group replay, with 95% rank intervals."""
+    from .poe import rank_intervals
+
+    post = result.final
+    intervals = rank_intervals(post)
+    sd = post.cov.diagonal().sqrt()
+    table = Table(title=f"ranking after {result.curve[-1][0]} calls (rank 1 = best)")
+    for name, justify in (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"),
+                          ("95% rank interval", "center"), ("truth", "right")):
+        table.add_column(name, justify=justify)
+    order = sorted(range(post.n), key=lambda c: -float(post.mean[c]))
+    for rank, c in enumerate(order, start=1):
+        table.add_row(str(rank), result.names[c], f"{float(post.mean[c]):+.3f}", f"{float(sd[c]):.3f}",
+                      f"{int(intervals.lower[c])}–{int(intervals.upper[c])}", f"{float(result.truth[c]):.3f}")
+    return table
 
 
 @app.command()

@@ -73,6 +73,10 @@ class GroupReplay:
     """Result of replaying one group."""
 
     key: str
+    names: list[str]
+    """Candidate names, in posterior index order."""
+    truth: np.ndarray
+    """Ground truth per candidate."""
     curve: list[tuple[int, float, float]]
     """``(calls, spearman_vs_truth, spearman_vs_all_pairs)`` after every batch, from k = 0."""
     full_spearman: float
@@ -320,7 +324,7 @@ def replay_group(
     if full_spearman > 0:
         k90 = next((k for k, sp, _ in curve if sp >= 0.9 * full_spearman), None)
     k_self90 = next((k for k, _, self_sp in curve if self_sp >= 0.9), None)
-    return GroupReplay(group.key, curve, full_spearman, k90, k_self90, posterior)
+    return GroupReplay(group.key, group.names, group.truth, curve, full_spearman, k90, k_self90, posterior)
 
 
 def _average_curves(curves: list[list[tuple[int, float, float]]]) -> list[tuple[int, float, float]]:
