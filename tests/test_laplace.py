@@ -110,21 +110,24 @@ def test_temperature_fit_reduces_calibration_error():
     assert torch.equal(overconfident > 0.5, temperature_scale(overconfident, t) > 0.5)
 
 
-def test_warm_start_reaches_the_same_mode_faster():
+@pytest.mark.parametrize("n", [30, 300])  # Newton warm start, and frozen-Hessian steps first
+def test_warm_start_reaches_the_same_mode(n):
     gen = torch.Generator().manual_seed(5)
-    truth = torch.randn(30, generator=gen, dtype=torch.float64)
-    comps = _bt_outcomes(truth, 2, gen)
+    truth = torch.randn(n, generator=gen, dtype=torch.float64)
+    pairs = torch.randint(0, n, (30 * n, 2), generator=gen).tolist()
+    comps = [(i, j, float(torch.rand((), generator=gen, dtype=torch.float64) < torch.sigmoid(truth[i] - truth[j])))
+             for i, j in pairs if i != j]
     # a large change (40 new hard outcomes): quasi-Newton steps with the previous inverse
     # Hessian, then Newton, reach the same mode
-    previous = fit_laplace(Observations.from_lists(30, comps[:-40]))
-    cold = fit_laplace(Observations.from_lists(30, comps))
-    warm = fit_laplace(Observations.from_lists(30, comps), warm_start=previous)
+    previous = fit_laplace(Observations.from_lists(n, comps[:-40]))
+    cold = fit_laplace(Observations.from_lists(n, comps))
+    warm = fit_laplace(Observations.from_lists(n, comps), warm_start=previous)
     assert warm.converged
     torch.testing.assert_close(warm.mean, cold.mean, atol=1e-6, rtol=0)
     torch.testing.assert_close(warm.cov, cold.cov, atol=1e-6, rtol=0)
     # a small change (one new comparison) converges on the frozen Hessian in a few steps
-    previous = fit_laplace(Observations.from_lists(30, comps[:-1]))
-    warm = fit_laplace(Observations.from_lists(30, comps), warm_start=previous)
+    previous = fit_laplace(Observations.from_lists(n, comps[:-1]))
+    warm = fit_laplace(Observations.from_lists(n, comps), warm_start=previous)
     torch.testing.assert_close(warm.mean, cold.mean, atol=1e-6, rtol=0)
     assert warm.n_iter <= 6
 

@@ -15,6 +15,7 @@ from orchestrator.poe import (
     pair_variance,
     parse_strategy,
     reorder_probability,
+    select_across,
     select_pairs,
     variance_metric,
 )
@@ -159,3 +160,16 @@ def test_parse_strategy_errors():
         parse_strategy("eps:abc")
     with pytest.raises(ValueError, match="batch_size"):
         select_pairs(_posterior(MEAN, COV), "reorder", torch.ones(3, 3, dtype=torch.bool), 0)
+
+
+def test_select_across_sends_the_budget_where_rankings_are_uncertain():
+    settled = _posterior([3.0, 0.0, -3.0], [[0.01, 0, 0], [0, 0.01, 0], [0, 0, 0.01]])
+    uncertain = _posterior([0.1, 0.0, -0.1], [[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]])
+    everything = torch.ones(3, 3, dtype=torch.bool)
+    batch = select_across([settled, uncertain], "reorder", [everything, everything], 3)
+    assert len(batch) == 3 and all(g == 1 for g, _, _ in batch)
+    # when the uncertain group runs out, the rest goes to the settled one
+    only_one = torch.zeros(3, 3, dtype=torch.bool)
+    only_one[0, 1] = True
+    batch = select_across([settled, uncertain], "reorder", [everything, only_one], 3)
+    assert batch[0] == (1, 0, 1) and [g for g, _, _ in batch[1:]] == [0, 0]

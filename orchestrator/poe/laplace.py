@@ -20,6 +20,10 @@ from .objective import DTYPE, NegLogPosterior, Observations, PoEConfig
 
 __all__ = ["Posterior", "fit_laplace", "newton_map"]
 
+QUASI_NEWTON_MIN_DIM = 256
+"""Below this many parameters a Cholesky factorisation is cheaper than the extra iterations of
+frozen-Hessian steps (measured: 3.6 vs 5.3 ms per round at N=16), so warm starts use Newton."""
+
 
 @dataclass(frozen=True)
 class Posterior:
@@ -160,7 +164,11 @@ def fit_laplace(
     objective = NegLogPosterior(obs, config)
     theta0 = objective.initial()
     guess = None
-    if isinstance(warm_start, Posterior) and warm_start.theta_cov.shape == (objective.dim, objective.dim):
+    if (
+        isinstance(warm_start, Posterior)
+        and objective.dim >= QUASI_NEWTON_MIN_DIM
+        and warm_start.theta_cov.shape == (objective.dim, objective.dim)
+    ):
         guess = warm_start.theta_cov
     if warm_start is not None:
         prev = warm_start.theta if isinstance(warm_start, Posterior) else warm_start

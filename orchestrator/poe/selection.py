@@ -38,6 +38,7 @@ __all__ = [
     "eps_metric",
     "selection_scores",
     "select_pairs",
+    "select_across",
 ]
 
 STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse")
@@ -193,9 +194,48 @@ def select_pairs(
         expert: the comparative expert, for the expected curvature of ``diverse`` batches.
 
     Returns:
-        Distinct pairs ``(first, second)``; never an unavailable or repeated one, and at most
-        one order of an unordered pair per batch.
+        Distinct pairs ``(first, second)``, best first; never an unavailable or repeated one,
+        and at most one order of an unordered pair per batch.
     """
+    pairs, _ = _ranked_pairs(posterior, strategy, available, batch_size, ordered, generator, expert)
+    return pairs
+
+
+def select_across(
+    posteriors: list[Posterior],
+    strategy: Strategy | str,
+    available: list[Tensor],
+    batch_size: int,
+    *,
+    ordered: bool = True,
+    generator: torch.Generator | None = None,
+    expert: Expert | None = None,
+) -> list[tuple[int, int, int]]:
+    """One batch for several independent posteriors sharing one budget (``per_prompt`` scope).
+
+    Each group proposes its best ``batch_size`` pairs with their metric; the batch is the best
+    ``batch_size`` of all proposals, so the budget flows to the prompts whose rankings are most
+    likely wrong. The metrics are comparable across groups (a probability of reordering, a
+    variance). Returns ``(group, first, second)`` triples.
+    """
+    generator = generator or torch.Generator().manual_seed(0)
+    proposals: list[tuple[float, int, int, int]] = []
+    for g, (post, avail) in enumerate(zip(posteriors, available)):
+        pairs, keys = _ranked_pairs(post, strategy, avail, batch_size, ordered, generator, expert)
+        proposals += [(key, g, i, j) for key, (i, j) in zip(keys, pairs)]
+    proposals.sort(key=lambda t: -t[0])
+    return [(g, i, j) for _, g, i, j in proposals[:batch_size]]
+
+
+def _ranked_pairs(
+    posterior: Posterior,
+    strategy: Strategy | str,
+    available: Tensor,
+    batch_size: int,
+    ordered: bool,
+    generator: torch.Generator | None,
+    expert: Expert | None,
+) -> tuple[list[tuple[int, int]], list[float]]:
     strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
@@ -209,7 +249,7 @@ def select_pairs(
     eligible = (available | available.T) if ordered else (available & available.T)
     eligible &= upper
     if not bool(eligible.any()):
-        return []
+        return [], []
 
     dmu = mean_differences(posterior.mean)
     v = pair_variance(posterior.cov)
@@ -219,10 +259,12 @@ def select_pairs(
     k = min(batch_size, int(eligible.sum()))
     if strategy.name == "diverse":
         pairs = _diverse_batch(posterior, dmu, v, key, k, expert or soft_bradley_terry())
+        keys = [float(key[i * n + j]) for i, j in pairs]
     else:
-        top = torch.topk(key, k).indices
-        pairs = [(int(t) // n, int(t) % n) for t in top]
-    return [_orient(i, j, available, ordered, generator) for i, j in pairs]
+        top = torch.topk(key, k)
+        pairs = [(int(t) // n, int(t) % n) for t in top.indices]
+        keys = top.values.tolist()
+    return [_orient(i, j, available, ordered, generator) for i, j in pairs], keys
 
 
 def _orient(i: int, j: int, available: Tensor, ordered: bool, generator: torch.Generator) -> tuple[int, int]:
