@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
@@ -50,6 +51,7 @@ __all__ = ["SCOPES", "Group", "GroupReplay", "ReplayReport", "build_groups", "re
 Scope = Literal["per_prompt", "global", "items"]
 SCOPES: tuple[str, ...] = ("per_prompt", "global", "items")
 ITEM_SEPARATOR = "::"
+SMALL_GROUP = 256
 
 
 @dataclass
@@ -208,19 +210,22 @@ def build_groups(
         return "items", f"{rec_prompt}{ITEM_SEPARATOR}{cand}"
 
     members: dict[str, dict[str, int]] = defaultdict(dict)
+    origin: dict[str, tuple[str, str]] = {}  # item name → (prompt, candidate), for the items scope
     for rec in used:
         for cand in rec.candidates:
             gkey, name = item_key(rec.prompt_id, cand)
             members[gkey].setdefault(name, len(members[gkey]))
+            origin[name] = (rec.prompt_id, cand)
+    system_truth: dict[str, list[float]] = defaultdict(list)
+    for (_, cand), value in truth_by_key.items():
+        system_truth[cand].append(value)
     groups: dict[str, Group] = {}
     for gkey, index in members.items():
         names = sorted(index, key=index.get)
-        if scope == "global":
-            truth = [
-                np.mean([v for (p, c), v in truth_by_key.items() if c == name]) for name in names
-            ]
+        if scope == "global":  # a system's truth is its mean human score over all prompts
+            truth = [float(np.mean(system_truth[name])) for name in names]
         elif scope == "items":
-            truth = [truth_by_key[tuple(name.split(ITEM_SEPARATOR, 1))] for name in names]
+            truth = [truth_by_key[origin[name]] for name in names]
         else:
             truth = [truth_by_key[(gkey, name)] for name in names]
         groups[gkey] = Group(gkey, names, np.asarray(truth, dtype=float))
@@ -327,6 +332,19 @@ def replay_group(
     return GroupReplay(group.key, group.names, group.truth, curve, full_spearman, k90, k_self90, posterior)
 
 
+@contextmanager
+def _threads_for(n_max: int):
+    """One torch thread for small posteriors: below a few hundred candidates the thread pool's
+    overhead outweighs the work (measured 3.5 → 0.96 ms per round at N=16)."""
+    before = torch.get_num_threads()
+    if n_max < SMALL_GROUP and before > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _average_curves(curves: list[list[tuple[int, float, float]]]) -> list[tuple[int, float, float]]:
     """Average step-function curves over their union of k values (a finished curve holds its last value)."""
     ks = sorted({k for curve in curves for k, _, _ in curve})
@@ -393,9 +411,10 @@ def replay(
     for seed in range(seeds):
         results = []
         for group in groups:
-            results.append(
-                replay_group(group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed, with_absolute=with_absolute)
-            )
+            with _threads_for(len(group.names)):
+                results.append(
+                    replay_group(group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed, with_absolute=with_absolute)
+                )
             done += 1
             if progress is not None:
                 progress(done, total)
