@@ -173,3 +173,13 @@ def test_select_across_sends_the_budget_where_rankings_are_uncertain():
     only_one[0, 1] = True
     batch = select_across([settled, uncertain], "reorder", [everything, only_one], 3)
     assert batch[0] == (1, 0, 1) and [g for g, _, _ in batch[1:]] == [0, 0]
+
+
+def test_first_batch_under_the_prior_is_spread_out():
+    """Under the prior every pair ties; the seeded tie-break must not build a star around one candidate."""
+    post = fit_laplace(Observations.from_lists(200))
+    available = torch.ones(200, 200, dtype=torch.bool)
+    for strategy in ("reorder", "variance", "diverse"):
+        pairs = select_pairs(post, strategy, available, 50, generator=torch.Generator().manual_seed(0))
+        counts = torch.bincount(torch.tensor([c for p in pairs for c in p]), minlength=200)
+        assert int(counts.max()) <= 4, strategy

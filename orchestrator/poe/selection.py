@@ -142,13 +142,11 @@ def _ranking_key(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Ge
 
 
 def _with_tie_break(key: Tensor, generator: torch.Generator) -> Tensor:
-    """Add seeded offsets of relative size ≤ 1e-6 (float32 resolution) so that exact ties, e.g.
-    every pair under the symmetric prior, fall by the seed. The offsets come from two random
-    vectors, so they cost a broadcast rather than N² random draws."""
-    n = key.shape[0]
-    a = torch.rand(n, generator=generator)
-    b = torch.rand(n, generator=generator)
-    offsets = (a[:, None] + 0.5 * b[None, :]) * 1e-6
+    """Add seeded per-pair offsets of relative size ≤ 1e-6 (float32 resolution) so that exact
+    ties, e.g. every pair under the symmetric prior, fall by the seed. The offsets are independent
+    per pair: structured ones (a row vector plus a column vector) would rank a whole row first and
+    make the first batch a star around one candidate."""
+    offsets = torch.rand(key.shape, generator=generator, dtype=torch.float32) * 1e-6
     return key + (key.abs() + 1e-30) * offsets
 
 
