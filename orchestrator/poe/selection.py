@@ -124,30 +124,31 @@ def eps_metric(mean: Tensor, cov: Tensor, eps: float) -> Tensor:
 
 
 def _ranking_key(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Generator) -> Tensor:
-    """A monotone transform of the strategy's metric, ``(N, N)`` float32 (larger = ask first).
+    """A monotone transform of the strategy's metric, ``(N, N)`` (larger = ask first).
 
     Reorder uses ``−(μ_i−μ_j)²/V_ij``, which orders pairs exactly as Eq. (5)'s ``V/(μ_i−μ_j)²``
     without dividing by zero; the others are compared in log space.
     """
     if strategy.name == "random":
-        return torch.rand(dmu.shape, generator=generator, dtype=torch.float32)
+        return torch.rand(dmu.shape, generator=generator, dtype=dmu.dtype)
     if strategy.name in ("reorder", "diverse") or (strategy.name == "eps" and strategy.eps == 2.0):
-        return (-(dmu * dmu) / v.clamp_min(_TINY)).float()
+        return -(dmu * dmu) / v.clamp_min(_TINY)
     log_v = v.clamp_min(_TINY).log()
     if strategy.name == "variance" or (strategy.name == "eps" and strategy.eps == 0.0):
-        return log_v.float()
+        return log_v
     if strategy.name == "min_uncertainty":
-        return (torch.nn.functional.logsigmoid(dmu) + torch.nn.functional.logsigmoid(-dmu) + log_v).float()
-    return (log_v - strategy.eps * dmu.abs().clamp_min(_TINY).log()).float()
+        return torch.nn.functional.logsigmoid(dmu) + torch.nn.functional.logsigmoid(-dmu) + log_v
+    return log_v - strategy.eps * dmu.abs().clamp_min(_TINY).log()
 
 
 def _with_tie_break(key: Tensor, generator: torch.Generator) -> Tensor:
-    """Add seeded per-pair offsets of relative size ≤ 1e-6 (float32 resolution) so that exact
-    ties, e.g. every pair under the symmetric prior, fall by the seed. The offsets are independent
-    per pair: structured ones (a row vector plus a column vector) would rank a whole row first and
-    make the first batch a star around one candidate."""
-    offsets = torch.rand(key.shape, generator=generator, dtype=torch.float32) * 1e-6
-    return key + (key.abs() + 1e-30) * offsets
+    """Add seeded per-pair offsets of relative size ≤ 1e-9 so that exact ties, e.g. every pair
+    under the symmetric prior, fall by the seed. The offsets are independent per pair (structured
+    ones, a row vector plus a column vector, would rank a whole row first and make the first batch
+    a star around one candidate) and the key stays float64 (in float32 a relative offset this small
+    leaves only a handful of distinct values, so ties would fall by index instead)."""
+    offsets = torch.rand(key.shape, generator=generator, dtype=key.dtype) * 1e-9
+    return key + (key.abs() + 1e-300) * offsets
 
 
 def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
@@ -299,12 +300,12 @@ def _diverse_batch(
     rows, cols = short // n, short % n
     v_short = v[rows, cols].clone()
     dmu2_short = dmu[rows, cols] ** 2
-    tie = key[short] - (-(dmu2_short / v_short.clamp_min(_TINY))).float()  # keep the seeded tie-break
+    tie = key[short] - (-(dmu2_short / v_short.clamp_min(_TINY)))  # keep the seeded tie-break
     taken = torch.zeros(short.numel(), dtype=torch.bool)
     corrections: list[tuple[Tensor, float]] = []
     pairs: list[tuple[int, int]] = []
     for _ in range(batch_size):
-        score = (-(dmu2_short / v_short.clamp_min(_TINY))).float() + tie
+        score = -(dmu2_short / v_short.clamp_min(_TINY)) + tie
         pick = int(torch.argmax(score.masked_fill(taken, -math.inf)))
         taken[pick] = True
         i, j = int(rows[pick]), int(cols[pick])
