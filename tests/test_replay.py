@@ -160,3 +160,19 @@ def test_bundled_real_judge_example_through_the_installed_command():
     assert report["scope"] == "global" and report["n_groups"] == 1
     assert report["curve"][-1][0] == 200
     assert report["full_spearman"] > 0.3  # GPT-3.5 agrees with the human system ranking
+
+
+def test_simulate_then_replay(tmp_path, capsys):
+    log, responses = tmp_path / "sim" / "log.jsonl", tmp_path / "sim" / "responses.jsonl"
+    code, _, err = run_cli(["simulate", "--out-log", str(log), "--out-responses", str(responses),
+                            "--prompts", "2", "--candidates", "5", "--judge", "good"], capsys)
+    assert code == 0, err
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 * (5 * 4 + 5)  # every ordered pair and every absolute score
+    code, out, err = run_cli(["replay", str(log), "--responses", str(responses), "--truth", "quality",
+                              "--with-absolute", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["curve"][0][0] == 5 and report["full_spearman"] > 0.5  # a good judge agrees
+    code, _, err = run_cli(["simulate", "--out-log", str(log), "--out-responses", str(responses), "--judge", "oracle"], capsys)
+    assert code == 2 and "unknown judge preset 'oracle'" in err

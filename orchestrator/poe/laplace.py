@@ -170,15 +170,16 @@ def fit_laplace(
         and warm_start.theta_cov.shape == (objective.dim, objective.dim)
     ):
         guess = warm_start.theta_cov
-    if warm_start is not None:
-        prev = warm_start.theta if isinstance(warm_start, Posterior) else warm_start
-        prev_n = warm_start.n if isinstance(warm_start, Posterior) else obs.n
-        m = min(prev_n, obs.n)
-        theta0[:m] = prev[:m]
-        if objective.delta_index is not None and isinstance(warm_start, Posterior) and warm_start.delta is not None:
+    if isinstance(warm_start, Posterior):
+        m = min(warm_start.n, obs.n)
+        theta0[:m] = warm_start.mean[:m]
+        if objective.delta_index is not None and warm_start.delta is not None:
             theta0[objective.delta_index] = warm_start.delta
-        if objective.link_index is not None and isinstance(warm_start, Posterior) and warm_start.link is not None:
+        if objective.link_index is not None and warm_start.link is not None:
             theta0[objective.link_index : objective.link_index + 2] = torch.tensor(warm_start.link, dtype=DTYPE)
+    elif warm_start is not None:  # a raw parameter vector: its leading entries are scores
+        m = min(int(warm_start.numel()), objective.dim)
+        theta0[:m] = warm_start[:m]
     theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter, inverse_hessian_guess=guess)
     chol, _ = _damped_cholesky(hess)
     full_cov = torch.cholesky_inverse(chol)
