@@ -1,0 +1,18 @@
+"""Judges: prompt templates as data, log-probability extraction, litellm client, embedded judge."""
+
+from .extract import Extraction, OptionReading, extract_options, parse_verdicts, read_positions
+from .templates import Criterion, Template, get_template, load_template, load_templates, template_dirs
+
+__all__ = [
+    "Criterion",
+    "Extraction",
+    "OptionReading",
+    "Template",
+    "extract_options",
+    "get_template",
+    "load_template",
+    "load_templates",
+    "parse_verdicts",
+    "read_positions",
+    "template_dirs",
+]

@@ -1,0 +1,190 @@
+"""Read option probabilities from a judge's log-probabilities (pure functions, no I/O).
+
+Input is the OpenAI-format ``logprobs.content`` list that litellm returns: one entry per generated
+token with its ``top_logprobs``. At each read position (the first generated token, or the token
+after a marker such as ``"score": "``):
+
+- token variants are summed: ``"A"``, ``" A"`` and ``"a"`` all count for option ``A``;
+- an option missing from the top-k gets at most the smallest returned log-probability (it was
+  below the cut-off) and is recorded as *capped*;
+- multi-token options (``"10"`` as ``"1"`` + ``"0"``, ``"-1"`` as ``"-"`` + ``"1"``) are read
+  through the continuation: when the judge generated the prefix, the next position's top-k splits
+  its mass between the short option and the long one; when it did not, the split is unknown and
+  the option is recorded as *unresolved* (the mass stays with the complete shorter option);
+- the probabilities are normalised over the options.
+
+Without log-probabilities the verdict is parsed from the text (one-hot, method ``verdict``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["OptionReading", "Extraction", "extract_options", "read_positions", "parse_verdicts"]
+
+
+@dataclass(frozen=True)
+class OptionReading:
+    """Option probabilities at one read position."""
+
+    probs: dict[str, float]
+    """Normalised over the options."""
+    method: Literal["logprobs", "verdict"]
+    position: int | None = None
+    """Index of the generated token read (None for a parsed verdict)."""
+    capped: tuple[str, ...] = ()
+    """Options absent from the top-k, given the smallest returned log-probability."""
+    unresolved: tuple[str, ...] = ()
+    """Multi-token options whose share of a shared prefix could not be read."""
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything read from one answer."""
+
+    readings: list[OptionReading]
+    """One per read position (several for multi-candidate templates)."""
+    top_logprobs: list[list[tuple[str, float]]] = field(default_factory=list)
+    """The top-k list at every generated position, kept for the log."""
+    error: str | None = None
+    """Why nothing could be read (``readings`` is then empty)."""
+    note: str | None = None
+    """How a fallback was used (e.g. verdict parsed because no log-probabilities came back)."""
+
+
+def _norm(token: str) -> str:
+    return token.strip().casefold()
+
+
+def read_positions(tokens: list[str], read: str, markers: list[str]) -> list[int]:
+    """Token indices at which options are read: ``[0]`` for first-token reads; for marker reads,
+    every index whose preceding text ends with a marker (a marker must end on a token boundary)."""
+    if read == "first_token":
+        return [0] if tokens else []
+    positions, text = [], ""
+    for t, token in enumerate(tokens):
+        text += token
+        if t + 1 < len(tokens) and any(text.endswith(m) for m in markers):
+            positions.append(t + 1)
+    return positions
+
+
+def _masses(entry: dict) -> dict[str, float]:
+    """Normalised token → probability mass summed over variants, from one position's top-k."""
+    out: dict[str, float] = {}
+    for alt in entry.get("top_logprobs") or []:
+        key = _norm(alt["token"])
+        out[key] = out.get(key, 0.0) + math.exp(alt["logprob"])
+    return out
+
+
+def _read_at(content: list[dict], pos: int, options: list[str]) -> OptionReading:
+    entry = content[pos]
+    masses = _masses(entry)
+    floor = min((alt["logprob"] for alt in entry.get("top_logprobs") or []), default=-30.0)
+    keyed = {_norm(o): o for o in options}
+    probs = {o: 0.0 for o in options}
+    unresolved: list[str] = []
+    generated = _norm(entry.get("token", ""))
+    for token, mass in masses.items():
+        equal = keyed.get(token)
+        longer = [o for k, o in keyed.items() if k != token and token and k.startswith(token)]
+        if not longer:
+            if equal is not None:
+                probs[equal] += mass
+            continue
+        if generated == token and pos + 1 < len(content):
+            # The judge took this prefix: the next position says how it continues.
+            nxt = _masses(content[pos + 1])
+            extended = 0.0
+            for opt in longer:
+                share = nxt.get(_norm(opt)[len(token):], 0.0)
+                probs[opt] += mass * share
+                extended += share
+            if equal is not None:
+                probs[equal] += mass * max(0.0, 1.0 - extended)
+            elif extended > 0:
+                for opt in longer:  # no complete short option: the continuation mass is all ours
+                    probs[opt] += mass * (1.0 - extended) * (nxt.get(_norm(opt)[len(token):], 0.0) / extended)
+        elif equal is not None:
+            probs[equal] += mass
+            unresolved += longer
+        else:
+            for opt in longer:
+                probs[opt] += mass / len(longer)
+            if len(longer) > 1:
+                unresolved += longer
+    capped = tuple(o for o in options if probs[o] == 0.0 and o not in unresolved)
+    for o in capped:
+        probs[o] = math.exp(floor)
+    total = sum(probs.values())
+    return OptionReading(
+        {o: p / total for o, p in probs.items()}, "logprobs", pos, capped, tuple(dict.fromkeys(unresolved))
+    )
+
+
+def parse_verdicts(text: str, read: str, markers: list[str], option_sets: list[list[str]], prefill: str | None = None) -> list[OptionReading]:
+    """Parse one-hot verdicts from the answer text (for judges without log-probabilities)."""
+    if prefill and text.startswith(prefill):
+        text = text[len(prefill):]
+    if read == "first_token":
+        starts = [0]
+    else:
+        pattern = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
+        starts = [m.end() for m in re.finditer(pattern, text)]
+    out = []
+    for k, start in enumerate(starts):
+        options = option_sets[k % len(option_sets)]
+        rest = text[start:].lstrip().casefold()
+        for opt in sorted(options, key=len, reverse=True):  # "10" before "1"
+            if rest.startswith(opt.casefold()):
+                tail = rest[len(opt):len(opt) + 1]
+                if opt.lstrip("-").isdigit() and tail.isdigit():
+                    continue  # "12" is not option "1"
+                out.append(OptionReading({o: float(o == opt) for o in options}, "verdict"))
+                break
+    return out
+
+
+def extract_options(
+    response: dict,
+    *,
+    read: str,
+    markers: list[str],
+    option_sets: list[list[str]],
+    prefill: str | None = None,
+) -> Extraction:
+    """Option probabilities from an OpenAI-format chat completion (a dict).
+
+    ``option_sets`` are the options at successive read positions (cycled: multi-candidate
+    templates repeat their criteria once per candidate).
+    """
+    try:
+        choice = response["choices"][0]
+    except (KeyError, IndexError, TypeError):
+        return Extraction([], error="response has no choices")
+    text = (choice.get("message") or {}).get("content") or ""
+    content = ((choice.get("logprobs") or {}).get("content")) or []
+    top = [[(alt["token"], float(alt["logprob"])) for alt in (e.get("top_logprobs") or [])] for e in content]
+    if content and any(e.get("top_logprobs") for e in content):
+        tokens = [e.get("token", "") for e in content]
+        positions = read_positions(tokens, read, markers)
+        readings = []
+        for k, pos in enumerate(positions):
+            reading = _read_at(content, pos, option_sets[k % len(option_sets)])
+            if len(reading.capped) == len(reading.probs):
+                continue  # no option in the top-k here: not an answer position (e.g. '"score": "' in prose)
+            readings.append(reading)
+        if readings:
+            return Extraction(readings, top)
+        verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
+        if verdicts:
+            return Extraction(verdicts, top, note="no option among the top log-probabilities at the read position; verdict parsed from text")
+        return Extraction([], top, error=f"no answer option found in {text[:120]!r}")
+    verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
+    if verdicts:
+        return Extraction(verdicts, top, note="judge returned no log-probabilities; verdict parsed from text")
+    return Extraction([], top, error=f"no log-probabilities and no parsable verdict in {text[:120]!r}")

@@ -1,0 +1,201 @@
+"""Judge prompt templates, stored as TOML data files in ``prompts/`` (one file per template).
+
+A template names its kind, its answer options, where the answer token is read (the first generated
+token, or the token after a marker such as ``"score": "`` inside a longer answer), an optional
+assistant prefix (``prefill``), and chat messages with ``${placeholder}`` fields (``string.Template``
+syntax, so JSON braces in prompt texts need no escaping). Drop a new ``.toml`` file into ``prompts/``
+(or a directory named by ``ORCHESTRATOR_PROMPTS``) to add one; a malformed file fails on load with
+its path and the offending field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import string
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import OrchestratorError
+
+__all__ = ["Template", "Criterion", "load_template", "load_templates", "get_template", "template_dirs"]
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Criterion(BaseModel):
+    """One scored criterion of a multi-candidate template."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    options: list[str] = Field(min_length=2)
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["system", "user", "assistant"]
+    content: str = Field(min_length=1)
+
+
+class Template(BaseModel):
+    """A judge prompt template (see module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Unique name; the file is ``<name>.toml``."""
+    kind: Literal["absolute", "pairwise", "reference", "direct", "multi"]
+    """absolute 1..M of one response; pairwise A/B; reference A(=reference)/B/C(tie); direct
+    rating against a reference; multi-candidate JSON scores."""
+    source: str
+    """Where the prompt comes from (paper, figure)."""
+    description: str = ""
+    options: list[str] = Field(default_factory=list)
+    """Answer options in order (for multi templates: per criterion, in ``criteria``)."""
+    criteria: list[Criterion] = Field(default_factory=list)
+    read: Literal["first_token", "marker"]
+    """Where option log-probabilities are read."""
+    markers: list[str] = Field(default_factory=list)
+    """For ``read = "marker"``: the option token follows any of these strings."""
+    prefill: str | None = None
+    """Assistant prefix continued by the judge (chat form); None for no prefix."""
+    attribute: str | None = None
+    """Default attribute when the text has ``${attribute}``."""
+    attributes: dict[str, str] = Field(default_factory=dict)
+    """Attribute name → the phrase substituted for ``${attribute}``."""
+    max_tokens: int | None = None
+    """Tokens to generate; default 2 for first-token reads (room for a two-token option), 256 otherwise."""
+    candidate_format: str | None = None
+    """Multi templates: how one candidate is rendered into ``${candidates_section}`` (``${i}`` = 1-based)."""
+    messages: list[Message] = Field(min_length=1)
+    digest: str = ""
+    """sha256 of the template file (part of every request's idempotency key)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Template":
+        if self.kind == "multi":
+            if not self.criteria:
+                raise ValueError("a multi template needs [[criteria]] with options")
+            if not self.candidate_format:
+                raise ValueError("a multi template needs candidate_format")
+        elif len(self.options) < 2:
+            raise ValueError("options needs at least two answer options")
+        if len(set(self.options)) != len(self.options):
+            raise ValueError("options has duplicates")
+        if self.read == "marker" and not self.markers:
+            raise ValueError('read = "marker" needs markers')
+        if "attribute" in self.placeholders and not (self.attribute and self.attribute in self.attributes):
+            raise ValueError("${attribute} is used: set attribute to one of [attributes]")
+        return self
+
+    @property
+    def placeholders(self) -> set[str]:
+        """Placeholder names used by the messages (and the candidate format)."""
+        names = {m for msg in self.messages for m in _PLACEHOLDER.findall(msg.content)}
+        return names
+
+    @property
+    def max_new_tokens(self) -> int:
+        if self.max_tokens is not None:
+            return self.max_tokens
+        return 2 if self.read == "first_token" else 256
+
+    def option_sets(self) -> list[list[str]]:
+        """Options at each read position of one answer (one set for single-verdict templates)."""
+        return [c.options for c in self.criteria] if self.kind == "multi" else [self.options]
+
+    def render(self, values: dict[str, str], *, attribute: str | None = None, prefill: bool = True) -> list[dict]:
+        """Chat messages with placeholders filled; the prefill becomes a final assistant message.
+
+        Raises:
+            OrchestratorError: a placeholder has no value, or the attribute is unknown.
+        """
+        values = dict(values)
+        if "attribute" in self.placeholders:
+            key = attribute or self.attribute
+            if key not in self.attributes:
+                raise OrchestratorError(
+                    f"template {self.name!r}: unknown attribute {key!r}; choose one of {', '.join(self.attributes)}"
+                )
+            values["attribute"] = self.attributes[key]
+        missing = sorted(self.placeholders - set(values))
+        if missing:
+            raise OrchestratorError(f"template {self.name!r}: no value for placeholder(s) {', '.join(missing)}")
+        messages = [
+            {"role": m.role, "content": string.Template(m.content).safe_substitute(values)} for m in self.messages
+        ]
+        if prefill and self.prefill:
+            messages.append({"role": "assistant", "content": self.prefill})
+        return messages
+
+    def candidates_section(self, candidates: list[dict[str, str]]) -> str:
+        """Render ``${candidates_section}`` of a multi template (``${i}`` numbers from 1)."""
+        if not self.candidate_format:
+            raise OrchestratorError(f"template {self.name!r} has no candidate_format")
+        fmt = string.Template(self.candidate_format)
+        return "\n\n".join(fmt.safe_substitute({**c, "i": str(k)}) for k, c in enumerate(candidates, start=1))
+
+
+def template_dirs(extra: list[Path] | None = None) -> list[Path]:
+    """Where templates are looked up, first match wins: ``extra``, ``$ORCHESTRATOR_PROMPTS``,
+    ``./prompts``, then the ``prompts/`` folder of this checkout."""
+    dirs = list(extra or [])
+    if os.environ.get("ORCHESTRATOR_PROMPTS"):
+        dirs += [Path(p) for p in os.environ["ORCHESTRATOR_PROMPTS"].split(os.pathsep) if p]
+    dirs += [Path.cwd() / "prompts", Path(__file__).resolve().parents[2] / "prompts"]
+    seen, out = set(), []
+    for d in dirs:
+        key = d.resolve()
+        if key not in seen and d.is_dir():
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def load_template(path: str | Path) -> Template:
+    """Load and validate one template file.
+
+    Raises:
+        OrchestratorError: unreadable TOML or an invalid field, naming the file.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OrchestratorError(f"{path}: cannot read template ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise OrchestratorError(f"{path}: not valid TOML ({exc})") from None
+    try:
+        template = Template.model_validate({**data, "digest": hashlib.sha256(raw).hexdigest()})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "template"
+        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+    if template.name != path.stem:
+        raise OrchestratorError(f"{path}: name {template.name!r} does not match the file name {path.stem!r}")
+    return template
+
+
+def load_templates(directory: str | Path) -> dict[str, Template]:
+    """Every ``*.toml`` template in a directory, by name."""
+    return {p.stem: load_template(p) for p in sorted(Path(directory).glob("*.toml"))}
+
+
+def get_template(name: str, dirs: list[Path] | None = None) -> Template:
+    """The template called ``name`` from the first directory that has it.
+
+    Raises:
+        OrchestratorError: no such template (listing the available ones).
+    """
+    search = template_dirs(dirs)
+    for d in search:
+        path = d / f"{name}.toml"
+        if path.is_file():
+            return load_template(path)
+    available = sorted({p.stem for d in search for p in d.glob("*.toml")})
+    raise OrchestratorError(f"no template {name!r}; available: {', '.join(available) or 'none'}")
