@@ -26,3 +26,9 @@ def sim_files(tmp_path):
 
     records, responses = simulate_dataset(3, 8, JUDGE_PRESETS["llm"], seed=3)
     return write_jsonl(tmp_path / "log.jsonl", records), write_jsonl(tmp_path / "responses.jsonl", responses)
+
+
+def pytest_configure(config):
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners on the failures tests provoke

@@ -10,17 +10,15 @@ its path and the offending field.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import string
-import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import OrchestratorError
+from .datafiles import data_dirs, find_data_file, load_toml_model
 
 __all__ = ["Template", "Criterion", "load_template", "load_templates", "get_template", "template_dirs"]
 
@@ -141,19 +139,8 @@ class Template(BaseModel):
 
 
 def template_dirs(extra: list[Path] | None = None) -> list[Path]:
-    """Where templates are looked up, first match wins: ``extra``, ``$ORCHESTRATOR_PROMPTS``,
-    ``./prompts``, then the ``prompts/`` folder of this checkout."""
-    dirs = list(extra or [])
-    if os.environ.get("ORCHESTRATOR_PROMPTS"):
-        dirs += [Path(p) for p in os.environ["ORCHESTRATOR_PROMPTS"].split(os.pathsep) if p]
-    dirs += [Path.cwd() / "prompts", Path(__file__).resolve().parents[2] / "prompts"]
-    seen, out = set(), []
-    for d in dirs:
-        key = d.resolve()
-        if key not in seen and d.is_dir():
-            seen.add(key)
-            out.append(d)
-    return out
+    """Template lookup order: ``extra``, ``$ORCHESTRATOR_PROMPTS``, ``./prompts``, this checkout's ``prompts/``."""
+    return data_dirs("ORCHESTRATOR_PROMPTS", "prompts", extra)
 
 
 def load_template(path: str | Path) -> Template:
@@ -162,23 +149,7 @@ def load_template(path: str | Path) -> Template:
     Raises:
         OrchestratorError: unreadable TOML or an invalid field, naming the file.
     """
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OrchestratorError(f"{path}: cannot read template ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise OrchestratorError(f"{path}: not valid TOML ({exc})") from None
-    try:
-        template = Template.model_validate({**data, "digest": hashlib.sha256(raw).hexdigest()})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "template"
-        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
-    if template.name != path.stem:
-        raise OrchestratorError(f"{path}: name {template.name!r} does not match the file name {path.stem!r}")
-    return template
+    return load_toml_model(path, Template, "template")
 
 
 def load_templates(directory: str | Path) -> dict[str, Template]:
@@ -192,10 +163,4 @@ def get_template(name: str, dirs: list[Path] | None = None) -> Template:
     Raises:
         OrchestratorError: no such template (listing the available ones).
     """
-    search = template_dirs(dirs)
-    for d in search:
-        path = d / f"{name}.toml"
-        if path.is_file():
-            return load_template(path)
-    available = sorted({p.stem for d in search for p in d.glob("*.toml")})
-    raise OrchestratorError(f"no template {name!r}; available: {', '.join(available) or 'none'}")
+    return load_template(find_data_file(name, template_dirs(dirs), "template"))

@@ -1,0 +1,250 @@
+"""Judge profiles and the async judge client on litellm.
+
+One interface: ``async def judge(request) -> Judgment``. :class:`LiteLLMJudge` implements it for
+any litellm model (API judges, the embedded llama.cpp judge, a test server); the loop injects it,
+so the same loop runs against a replayed log or a fake. A judge never raises on a bad answer or a
+failed call: the :class:`Judgment` records status, error and whether a retry could help.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .datafiles import data_dirs, find_data_file, load_toml_model
+from .extract import extract_options
+from .templates import Template
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+__all__ = ["JudgeProfile", "JudgeRequest", "Judgment", "Judge", "LiteLLMJudge", "get_profile", "profile_dirs"]
+
+
+class JudgeProfile(BaseModel):
+    """A judge as data (``judges/<name>.toml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    model: str
+    """litellm model string, e.g. ``openai/gpt-4o-mini`` or ``openai/qwen1.5b`` for the embedded judge."""
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Environment variable holding the API key (keys never live in profiles)."""
+    logprobs: bool = True
+    top_logprobs: int = Field(default=20, ge=1, le=100)
+    """Provider cap on returned alternatives per position."""
+    prefill: bool = False
+    """Whether an assistant prefix is continued (llama.cpp yes, OpenAI no)."""
+    samples: int = Field(default=1, ge=1, le=64)
+    """Without logprobs: verdicts sampled this many times to estimate the distribution."""
+    embedded: str | None = None
+    """Key of a local llama.cpp model started by ``orchestrator judge serve``."""
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Extra completion parameters (temperature, seed, ...)."""
+    timeout_s: float = 120.0
+
+
+def profile_dirs(extra: list[Path] | None = None) -> list[Path]:
+    """Profile lookup order: ``extra``, ``$ORCHESTRATOR_JUDGES``, ``./judges``, this checkout's ``judges/``."""
+    return data_dirs("ORCHESTRATOR_JUDGES", "judges", extra)
+
+
+def get_profile(name: str, dirs: list[Path] | None = None) -> JudgeProfile:
+    """Load the profile called ``name``.
+
+    Raises:
+        OrchestratorError: unknown profile or invalid file.
+    """
+    return load_toml_model(find_data_file(name, profile_dirs(dirs), "judge profile"), JudgeProfile, "judge profile")
+
+
+class JudgeRequest(BaseModel):
+    """One judge call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    """Deterministic idempotency key (run, judge, template digest, prompt, candidates, repeat)."""
+    template: Template
+    messages: list[dict[str, str]]
+    """Rendered chat messages (with the prefill as the last assistant message, if any)."""
+    prompt_id: str = ""
+    candidates: list[str] = Field(default_factory=list)
+    """Shown candidates in order (first = option A)."""
+
+
+class Judgment(BaseModel):
+    """What one judge call produced (stored whole in the run database)."""
+
+    key: str
+    judge: str
+    template: str
+    kind: str
+    prompt_id: str = ""
+    candidates: list[str] = Field(default_factory=list)
+    status: Literal["ok", "failed"]
+    probs: list[dict[str, float]] = Field(default_factory=list)
+    """Option probabilities at each read position (one for single-verdict templates)."""
+    method: Literal["logprobs", "verdict", "samples"] | None = None
+    capped: list[list[str]] = Field(default_factory=list)
+    unresolved: list[list[str]] = Field(default_factory=list)
+    top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)
+    """The top-k list at every generated position."""
+    text: str = ""
+    raw: dict[str, Any] | None = None
+    """The raw response (or responses, for sampled verdicts)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    error: str | None = None
+    error_type: str | None = None
+    """``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``, ``auth``, ``unparsed`` or ``other``."""
+    retryable: bool = False
+    retry_after_s: float | None = None
+    note: str | None = None
+
+
+class Judge(Protocol):
+    """Anything that answers judge requests."""
+
+    name: str
+
+    async def judge(self, request: JudgeRequest) -> Judgment: ...
+
+
+def _classify(exc: BaseException) -> tuple[str, bool, float | None]:
+    """(error type, retryable, Retry-After seconds) for an exception raised by litellm."""
+    import litellm
+
+    retry_after = None
+    # litellm keeps the provider's headers on the exception; its .response may be a stub
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None) or {}
+    try:
+        retry_after = float(headers.get("retry-after")) if headers.get("retry-after") is not None else None
+    except (TypeError, ValueError):
+        retry_after = None
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limit", True, retry_after
+    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError)):
+        return "timeout", True, None
+    if isinstance(exc, litellm.APIConnectionError):
+        return "connection", True, None
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        return "auth", False, None
+    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)):
+        return "bad_request", False, None
+    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.APIError)):
+        return "server", True, retry_after
+    return "other", False, None
+
+
+class LiteLLMJudge:
+    """A judge reached through ``litellm.acompletion``."""
+
+    def __init__(self, profile: JudgeProfile, *, api_base: str | None = None):
+        self.profile = profile
+        self.name = profile.name
+        self.api_base = api_base or os.environ.get("ORCHESTRATOR_API_BASE") or profile.api_base
+
+    def _kwargs(self, request: JudgeRequest) -> dict[str, Any]:
+        p = self.profile
+        kwargs: dict[str, Any] = {
+            "model": p.model,
+            "messages": request.messages if p.prefill else [m for m in request.messages if m["role"] != "assistant"],
+            "max_tokens": request.template.max_new_tokens,
+            "timeout": p.timeout_s,
+            "extra_headers": {"X-Idempotency-Key": request.key},
+            **p.params,
+        }
+        if p.logprobs:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = p.top_logprobs
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if p.api_key_env:
+            kwargs["api_key"] = os.environ.get(p.api_key_env)
+        elif self.api_base:
+            kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
+        return kwargs
+
+    def _cost(self, response: Any, prompt_tokens: int, completion_tokens: int) -> float:
+        p = self.profile
+        if p.price_input_per_mtok is not None or p.price_output_per_mtok is not None:
+            return (prompt_tokens * (p.price_input_per_mtok or 0.0) + completion_tokens * (p.price_output_per_mtok or 0.0)) / 1e6
+        if p.embedded or (self.api_base or "").startswith(("http://127.", "http://localhost")):
+            return 0.0
+        try:
+            import litellm
+
+            return float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # unknown model price: litellm raises; record 0 rather than fail the judgment
+            return 0.0
+
+    async def judge(self, request: JudgeRequest) -> Judgment:
+        """Call the judge once (``samples`` times without logprobs) and read the options."""
+        import litellm
+
+        template = request.template
+        base = dict(key=request.key, judge=self.name, template=template.name, kind=template.kind,
+                    prompt_id=request.prompt_id, candidates=list(request.candidates))
+        started = time.perf_counter()
+        n_calls = 1 if self.profile.logprobs else self.profile.samples
+        responses = []
+        try:
+            for _ in range(n_calls):
+                responses.append(await litellm.acompletion(**self._kwargs(request)))
+        except Exception as exc:  # a failed call is data, not a crash
+            kind, retryable, retry_after = _classify(exc)
+            return Judgment(**base, status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}", error_type=kind,
+                            retryable=retryable, retry_after_s=retry_after, latency_s=time.perf_counter() - started)
+        latency = time.perf_counter() - started
+        dumps = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in responses]
+        usages = [((d.get("usage") or {}).get("prompt_tokens") or 0, (d.get("usage") or {}).get("completion_tokens") or 0) for d in dumps]
+        prompt_tokens = sum(u[0] for u in usages)
+        completion_tokens = sum(u[1] for u in usages)
+        cost = sum(self._cost(r, *u) for r, u in zip(responses, usages))
+        prefill = next((m["content"] for m in request.messages if m["role"] == "assistant"), None) if self.profile.prefill else None
+        extractions = [
+            extract_options(d, read=template.read, markers=template.markers, option_sets=template.option_sets(), prefill=prefill)
+            for d in dumps
+        ]
+        text = ((dumps[0].get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        common = dict(**base, text=text, raw=dumps[0] if len(dumps) == 1 else {"samples": dumps},
+                      prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost, latency_s=latency)
+        first = extractions[0]
+        if len(extractions) > 1:  # sampled verdicts: the option distribution is their average
+            good = [e for e in extractions if e.readings]
+            if not good:
+                return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs)
+            n_reads = min(len(e.readings) for e in good)
+            probs = [
+                {o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs}
+                for k in range(n_reads)
+            ]
+            return Judgment(**common, status="ok", probs=probs, method="samples",
+                            note=f"{len(good)} of {len(extractions)} samples parsed")
+        if not first.readings:
+            return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs)
+        expected = len(template.option_sets()) * max(1, len(request.candidates)) if template.kind == "multi" else 1
+        note = first.note
+        if len(first.readings) < expected:
+            note = ((note + "; ") if note else "") + f"read {len(first.readings)} of {expected} expected scores"
+        return Judgment(
+            **common,
+            status="ok",
+            probs=[r.probs for r in first.readings],
+            method=first.readings[0].method,
+            capped=[list(r.capped) for r in first.readings],
+            unresolved=[list(r.unresolved) for r in first.readings],
+            top_logprobs=first.top_logprobs,
+            note=note,
+        )

@@ -1,0 +1,75 @@
+"""Loading the project's TOML data files (prompt templates, judge profiles) into pydantic models."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import OrchestratorError
+
+__all__ = ["data_dirs", "load_toml_model", "find_data_file"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def data_dirs(env_var: str, folder: str, extra: list[Path] | None = None) -> list[Path]:
+    """Lookup order, first match wins: ``extra``, the directories in ``$env_var``, ``./folder``,
+    then ``folder`` in this checkout."""
+    dirs = list(extra or [])
+    if os.environ.get(env_var):
+        dirs += [Path(p) for p in os.environ[env_var].split(os.pathsep) if p]
+    dirs += [Path.cwd() / folder, Path(__file__).resolve().parents[2] / folder]
+    seen, out = set(), []
+    for d in dirs:
+        key = d.resolve()
+        if key not in seen and d.is_dir():
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def load_toml_model(path: str | Path, model: type[M], what: str) -> M:
+    """Parse ``path`` as TOML into ``model`` (with ``digest`` = sha256 of the file when the model has it).
+
+    Raises:
+        OrchestratorError: unreadable file, bad TOML, an invalid field, or a ``name`` that differs
+            from the file name — always naming the file.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OrchestratorError(f"{path}: cannot read {what} ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise OrchestratorError(f"{path}: not valid TOML ({exc})") from None
+    if "digest" in model.model_fields:
+        data["digest"] = hashlib.sha256(raw).hexdigest()
+    try:
+        obj = model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or what
+        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+    if getattr(obj, "name", path.stem) != path.stem:
+        raise OrchestratorError(f"{path}: name {obj.name!r} does not match the file name {path.stem!r}")
+    return obj
+
+
+def find_data_file(name: str, dirs: list[Path], what: str) -> Path:
+    """``<dir>/<name>.toml`` from the first directory that has it.
+
+    Raises:
+        OrchestratorError: not found, listing what is available.
+    """
+    for d in dirs:
+        path = d / f"{name}.toml"
+        if path.is_file():
+            return path
+    available = sorted({p.stem for d in dirs for p in d.glob("*.toml")})
+    raise OrchestratorError(f"no {what} {name!r}; available: {', '.join(available) or 'none'}")
