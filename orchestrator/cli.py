@@ -125,6 +125,80 @@ def simulate(
     err_console.print(f"wrote {len(records)} judgments to {out_log} and {len(rows)} responses to {out_responses} (truth field: quality)")
 
 
+judge_app = typer.Typer(no_args_is_help=True, help="Judges: run the embedded local judge.")
+app.add_typer(judge_app, name="judge")
+
+
+@judge_app.command("serve")
+def judge_serve(
+    model: str = typer.Option("qwen1.5b", "--model", help="Embedded model: qwen1.5b | gemma270m."),
+    port: int = typer.Option(8080, "--port", help="Port on 127.0.0.1."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: all cores)."),
+) -> None:
+    """Serve an embedded llama.cpp judge on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
+    import time as _time
+
+    from .judging.embedded import EmbeddedServer
+
+    with EmbeddedServer(model, port=port, threads=threads) as server:
+        err_console.print(f"embedded judge {model!r} serving at {server.api_base} (litellm model 'openai/{model}'); Ctrl-C stops it")
+        try:
+            while True:
+                _time.sleep(1)
+        except KeyboardInterrupt:
+            err_console.print("stopped")
+
+
+@app.command("record")
+def record_cmd(
+    prompts: Path = typer.Option(..., "--prompts", help="prompts.jsonl ({id, text})."),
+    responses: Path = typer.Option(..., "--responses", help="responses.jsonl ({prompt_id, candidate, text})."),
+    out: Path = typer.Option(..., "--out", help="Judgment-log JSONL to append to (resumable)."),
+    judge: str = typer.Option("qwen1.5b", "--judge", help="Judge profile (judges/<name>.toml)."),
+    prompt_ids: Optional[str] = typer.Option(None, "--prompt-ids", help="Comma-separated prompt ids."),
+    first: Optional[int] = typer.Option(None, "--first", help="Use the first N prompts instead of --prompt-ids."),
+    pairwise_template: str = typer.Option("poe-pairwise", "--pairwise-template", help="Template for every ordered pair ('' to skip)."),
+    absolute_template: str = typer.Option("poe-absolute", "--absolute-template", help="Template for every response ('' to skip)."),
+    attribute: str = typer.Option("coherence", "--attribute", help="Attribute for ${attribute} templates."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Judge calls in flight."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Override the judge's address (e.g. a running `judge serve`)."),
+) -> None:
+    """Ask one judge every ordered pair and every absolute score of chosen prompts; write the judgment log."""
+    import asyncio
+    import contextlib
+
+    from .judging.client import LiteLLMJudge, get_profile
+    from .judging.embedded import EmbeddedServer
+    from .judging.templates import get_template
+    from .record import load_prompts, plan_recording, record
+
+    profile = get_profile(judge)
+    prompt_rows = load_prompts(prompts)
+    if prompt_ids:
+        ids = [p.strip() for p in prompt_ids.split(",") if p.strip()]
+    elif first:
+        ids = list(prompt_rows)[:first]
+    else:
+        raise OrchestratorError("choose prompts with --prompt-ids or --first")
+    plan = plan_recording(
+        prompt_rows, responses, ids, profile.name,
+        pairwise=get_template(pairwise_template) if pairwise_template else None,
+        absolute=get_template(absolute_template) if absolute_template else None,
+        attribute=attribute, prefill=profile.prefill,
+    )
+    server = EmbeddedServer(profile.embedded) if profile.embedded and not api_base else contextlib.nullcontext()
+    with server as running, _progress(False) as progress:
+        base = api_base or (running.api_base if running is not None else None)
+        task = progress.add_task(f"recording with {profile.name}", total=len(plan.requests))
+        counts = asyncio.run(record(
+            plan, LiteLLMJudge(profile, api_base=base), out, attribute=attribute, concurrency=concurrency,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        ))
+    err_console.print(f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}")
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
 def _progress(quiet: bool) -> Progress:
     return Progress(
         TextColumn("{task.description}"),

@@ -110,3 +110,20 @@ def test_shipped_profiles_load():
     assert get_profile("claude-3-5-haiku").logprobs is False
     with pytest.raises(OrchestratorError, match="no judge profile 'nope'"):
         get_profile("nope")
+
+
+def test_unresolved_two_token_option_is_resolved_by_a_follow_up_call():
+    def behaviour(body):
+        last = body["messages"][-1]
+        if last["role"] == "assistant" and last["content"].endswith("Score: 1"):
+            return 200, {}, completion("0", [logprob_entry("0", [("0", 0.8), ("\n", 0.2)])])
+        # the judge answers 8; "1" is in the top-k but its split into 1 / 10 is unknown
+        return 200, {}, completion("8", [logprob_entry("8", [("8", 0.5), ("1", 0.4), ("7", 0.1)])])
+
+    with FakeOpenAIServer(behaviour) as server:
+        judgment = run(LiteLLMJudge(PROFILE, api_base=server.url).judge(_request("poe-absolute")))
+        assert len(server.requests) == 2 and server.requests[1][0] == "k1:1"
+    probs = judgment.probs[0]
+    total = 0.5 + 0.4 + 0.1 + 6 * 0.1  # six levels capped at the smallest returned probability
+    assert probs["10"] == pytest.approx(0.4 * 0.8 / total) and probs["1"] == pytest.approx(0.4 * 0.2 / total)
+    assert judgment.unresolved == [[]]

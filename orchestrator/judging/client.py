@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from .datafiles import data_dirs, find_data_file, load_toml_model
-from .extract import extract_options
+from .extract import OptionReading, continuation_mass, extract_options, split_prefix
 from .templates import Template
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -234,17 +234,48 @@ class LiteLLMJudge:
                             note=f"{len(good)} of {len(extractions)} samples parsed")
         if not first.readings:
             return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs)
+        readings = list(first.readings)
+        if readings[0].unresolved and template.read == "first_token" and self.profile.prefill:
+            readings[0], extra_cost = await self._resolve_prefixes(request, readings[0])
+            common["cost_usd"] += extra_cost
         expected = len(template.option_sets()) * max(1, len(request.candidates)) if template.kind == "multi" else 1
         note = first.note
-        if len(first.readings) < expected:
-            note = ((note + "; ") if note else "") + f"read {len(first.readings)} of {expected} expected scores"
+        if len(readings) < expected:
+            note = ((note + "; ") if note else "") + f"read {len(readings)} of {expected} expected scores"
         return Judgment(
             **common,
             status="ok",
-            probs=[r.probs for r in first.readings],
-            method=first.readings[0].method,
-            capped=[list(r.capped) for r in first.readings],
-            unresolved=[list(r.unresolved) for r in first.readings],
+            probs=[r.probs for r in readings],
+            method=readings[0].method,
+            capped=[list(r.capped) for r in readings],
+            unresolved=[list(r.unresolved) for r in readings],
             top_logprobs=first.top_logprobs,
             note=note,
         )
+
+    async def _resolve_prefixes(self, request: JudgeRequest, reading: OptionReading) -> tuple[OptionReading, float]:
+        """For two-token options the judge did not take (``10`` when it answered ``8``), continue
+        the answer with the shared prefix (``1``) in a follow-up call and read P(``0`` | ``1``)."""
+        import litellm
+
+        cost = 0.0
+        messages = [m for m in request.messages if m["role"] != "assistant"]
+        prefill = next((m["content"] for m in request.messages if m["role"] == "assistant"), "")
+        for long in list(reading.unresolved):
+            short = max((o for o in reading.probs if o != long and long.startswith(o)), key=len, default=None)
+            if short is None:
+                continue
+            kwargs = self._kwargs(request)
+            kwargs.update(messages=messages + [{"role": "assistant", "content": prefill + short}], max_tokens=1,
+                          extra_headers={"X-Idempotency-Key": request.key + ":" + short})
+            try:
+                response = await litellm.acompletion(**kwargs)
+            except Exception:  # keep the unresolved reading; it is flagged already
+                continue
+            dump = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+            usage = dump.get("usage") or {}
+            cost += self._cost(response, usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+            share = continuation_mass(dump, long[len(short):])
+            if share is not None:
+                reading = split_prefix(reading, short, long, share)
+        return reading, cost

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["OptionReading", "Extraction", "extract_options", "read_positions", "parse_verdicts"]
+__all__ = ["OptionReading", "Extraction", "extract_options", "read_positions", "parse_verdicts", "split_prefix", "continuation_mass"]
 
 
 @dataclass(frozen=True)
@@ -188,3 +188,26 @@ def extract_options(
     if verdicts:
         return Extraction(verdicts, top, note="judge returned no log-probabilities; verdict parsed from text")
     return Extraction([], top, error=f"no log-probabilities and no parsable verdict in {text[:120]!r}")
+
+
+def continuation_mass(response: dict, remainder: str) -> float | None:
+    """Probability that the first generated token is ``remainder`` (variants summed), from a
+    follow-up call that continued the answer with a shared prefix; None without logprobs."""
+    try:
+        content = response["choices"][0]["logprobs"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not content:
+        return None
+    return _masses(content[0]).get(_norm(remainder), 0.0)
+
+
+def split_prefix(reading: OptionReading, short: str, long: str, continuation: float) -> OptionReading:
+    """Split the mass of option ``short`` between ``short`` and ``long`` (= short + remainder)
+    given P(remainder | short) from a follow-up call; the pair's total is unchanged."""
+    probs = dict(reading.probs)
+    mass = probs[short] + probs[long]
+    probs[long] = mass * continuation
+    probs[short] = mass * (1.0 - continuation)
+    unresolved = tuple(o for o in reading.unresolved if o != long)
+    return OptionReading(probs, reading.method, reading.position, reading.capped, unresolved)
