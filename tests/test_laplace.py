@@ -13,7 +13,6 @@ from orchestrator.poe import (
     expected_calibration_error,
     fit_laplace,
     fit_temperature,
-    get_expert,
     permutation_debias,
     rank_intervals,
     stopping_rule,

@@ -7,7 +7,6 @@ import torch
 
 from orchestrator.poe import (
     Observations,
-    PoEConfig,
     Posterior,
     eps_metric,
     fit_laplace,
