@@ -27,8 +27,8 @@ out_console = Console()
 @app.command()
 def replay(
     log: Path = typer.Argument(..., help="Judgment-log JSONL (one judgment per line)."),
-    responses: Path = typer.Option(..., "--responses", help="responses.jsonl with human scores."),
-    truth: str = typer.Option(..., "--truth", help="Field of 'human' holding the ground truth."),
+    responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Field of 'human' holding the ground truth (omit both to only rank)."),
     strategy: str = typer.Option("reorder", "--strategy", help="reorder | variance | min_uncertainty | random | eps:<x> | diverse"),
     scope: str = typer.Option("per_prompt", "--scope", help="per_prompt | global | items"),
     expert: str = typer.Option("soft_bt", "--expert", help="soft_bt | beta:<a>,<b> | ngaussian | linear"),
@@ -66,6 +66,12 @@ def replay(
     if as_json:
         print(json.dumps(report.to_json()))
         return
+    if truth is None:
+        for result in report.groups[:5]:
+            out_console.print(_ranking_table(result, with_truth=False, title=f"{result.key}: "))
+        if report.n_groups > 5:
+            out_console.print(f"… and {report.n_groups - 5} more groups (use --json)")
+        return
     table = Table(title=f"replay: {report.strategy} ({report.scope}, {report.expert}, debias={report.debias}, batch={report.batch})")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -82,21 +88,21 @@ def replay(
         out_console.print(_ranking_table(report.groups[0]))
 
 
-def _ranking_table(result) -> Table:
-    """The final ranking of a single-group replay, with 95% rank intervals."""
-    from .poe import rank_intervals
+def _ranking_table(result, *, with_truth: bool = True, title: str = "") -> Table:
+    """The final ranking of a replayed group, with 95% rank intervals."""
+    from .poe import rank_intervals, ranking_order
 
     post = result.final
     intervals = rank_intervals(post)
     sd = post.cov.diagonal().sqrt()
-    table = Table(title=f"ranking after {result.curve[-1][0]} calls (rank 1 = best)")
-    for name, justify in (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"),
-                          ("95% rank interval", "center"), ("truth", "right")):
+    table = Table(title=f"{title}ranking after {result.curve[-1][0]} calls (rank 1 = best)")
+    columns = (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"), ("95% rank interval", "center"))
+    for name, justify in columns + ((("truth", "right"),) if with_truth else ()):
         table.add_column(name, justify=justify)
-    order = sorted(range(post.n), key=lambda c: -float(post.mean[c]))
-    for rank, c in enumerate(order, start=1):
-        table.add_row(str(rank), result.names[c], f"{float(post.mean[c]):+.3f}", f"{float(sd[c]):.3f}",
-                      f"{int(intervals.lower[c])}–{int(intervals.upper[c])}", f"{float(result.truth[c]):.3f}")
+    for rank, c in enumerate(ranking_order(post.mean, result.names), start=1):
+        cells = [str(rank), result.names[c], f"{float(post.mean[c]):+.3f}", f"{float(sd[c]):.3f}",
+                 f"{int(intervals.lower[c])}–{int(intervals.upper[c])}"]
+        table.add_row(*(cells + ([f"{float(result.truth[c]):.3f}"] if with_truth else [])))
     return table
 
 
@@ -197,6 +203,190 @@ def record_cmd(
     err_console.print(f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}")
     if counts["failed"]:
         raise typer.Exit(1)
+
+
+def _run_display(total: int | None):
+    """A rich progress display for a run; returns (context manager, event callback)."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal,
+    )
+    task = progress.add_task("round 0", total=total, info="")
+    state = {"entropy": None, "top": [], "max_adj": None}
+
+    def on_event(event) -> None:
+        if event.entropy is not None:
+            state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
+        spend = event.spend
+        info = f"{spend.tokens} tok"
+        if spend.usd:
+            info += f" ${spend.usd:.4f}"
+        if event.failed:
+            info += f" · {event.failed} failed"
+        if state["entropy"] is not None:
+            info += f" · entropy {state['entropy']:.2f} · max reorder {state['max_adj']:.2f} · top {' > '.join(state['top'][:3])}"
+        progress.update(task, description=f"round {event.round}", completed=spend.calls, info=info)
+        if event.kind == "stop" and not err_console.is_terminal:
+            err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls, {spend.tokens} tokens)")
+
+    return progress, on_event
+
+
+def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
+    groups = report["groups"]
+    for entry in groups[:limit_groups]:
+        title = f"{entry['group']} · {entry['comparisons']} comparisons · entropy {entry['entropy']}"
+        if "spearman_vs_truth" in entry:
+            title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
+        table = Table(title=title)
+        has_truth = any("truth" in r for r in entry["ranking"])
+        for name, justify in (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"),
+                              (f"{int(report['level'] * 100)}% rank interval", "center")) + ((("truth", "right"),) if has_truth else ()):
+            table.add_column(name, justify=justify)
+        for r in entry["ranking"]:
+            cells = [str(r["rank"]), r["candidate"], f"{r['score']:+.3f}", f"{r['sd']:.3f}", f"{r['rank_low']}–{r['rank_high']}"]
+            if has_truth:
+                cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
+            table.add_row(*cells)
+        out_console.print(table)
+    if limit_groups is not None and len(groups) > limit_groups:
+        out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
+
+
+@app.command("run")
+def run_cmd(
+    config: Path = typer.Argument(..., help="Run config (TOML)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated calls, tokens and cost; send nothing."),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
+) -> None:
+    """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
+    from . import runs
+
+    if dry_run:
+        from .config import load_config
+
+        cfg = load_config(config)
+        if runs_dir is not None:
+            cfg = cfg.model_copy(update={"runs_dir": runs_dir})
+        estimate = runs.dry_run(runs.prepare(cfg))
+        table = Table(title=f"dry run: {config} (nothing sent)")
+        table.add_column("item")
+        table.add_column("value", justify="right")
+        for k, v in estimate.items():
+            table.add_row(k.replace("_", " "), str(v))
+        out_console.print(table)
+        return
+    from .config import load_config
+
+    cfg = load_config(config)
+    if runs_dir is not None:
+        cfg = cfg.model_copy(update={"runs_dir": runs_dir})
+    display, on_event = _run_display(cfg.budget.max_calls)
+    try:
+        with display:
+            path, reason = runs.start(config, progress=on_event, runs_dir=runs_dir)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
+        raise typer.Exit(130)
+    err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
+    _print_ranking(runs.ranking(path), limit_groups=3)
+
+
+@app.command("resume")
+def resume_cmd(run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite).")) -> None:
+    """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
+    from . import runs
+
+    display, on_event = _run_display(None)
+    try:
+        with display:
+            reason = runs.resume(run, progress=on_event)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; continue with: orchestrator resume {run}")
+        raise typer.Exit(130)
+    if reason is None:
+        err_console.print(f"{run}: the run has already finished ({runs.status(run)['stop_reason']}); nothing to do")
+        return
+    err_console.print(f"finished: {reason}")
+    _print_ranking(runs.ranking(run), limit_groups=3)
+
+
+@app.command("status")
+def status_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Budget spent, rounds, requests, failures, current ranking and its uncertainty."""
+    from . import runs
+
+    summary = runs.status(run)
+    if as_json:
+        print(json.dumps(summary))
+        return
+    table = Table(title=f"{summary['name']} ({summary['state']})")
+    table.add_column("item")
+    table.add_column("value")
+    budget = summary["budget"]
+    spent = summary["spent"]
+    fmt = lambda used, cap: f"{used}" + (f" of {cap}" if cap is not None else "")  # noqa: E731
+    rows = [
+        ("stop reason", summary["stop_reason"] or "-"),
+        ("rounds", str(summary["rounds"])),
+        ("requests", ", ".join(f"{k} {v}" for k, v in sorted(summary["requests"].items())) or "none"),
+        ("failures", ", ".join(f"{k} {v}" for k, v in sorted(summary["failures"].items())) or "none"),
+        ("calls", fmt(spent["calls"], budget["calls"])),
+        ("tokens", fmt(spent["tokens"], budget["tokens"])),
+        ("USD", fmt(spent["usd"], budget["usd"])),
+        ("groups", str(summary["groups"])),
+        ("mean entropy", str(summary["mean_entropy"])),
+        ("max adjacent reorder probability", str(summary["max_adjacent_reorder"])),
+    ]
+    if "mean_spearman_vs_truth" in summary:
+        rows.append(("mean Spearman vs truth", str(summary["mean_spearman_vs_truth"])))
+    for group, top in summary["top"].items():
+        rows.append((f"top of {group[:40]}", " > ".join(top)))
+    for k, v in rows:
+        table.add_row(k, v)
+    out_console.print(table)
+
+
+@app.command("rank")
+def rank_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    show_all: bool = typer.Option(False, "--all", help="Every group (default: the first 5)."),
+    level: float = typer.Option(0.95, "--level", help="Rank interval level."),
+) -> None:
+    """The ranking with rank intervals (PoE posterior on every committed judgment)."""
+    from . import runs
+
+    if not 0 < level < 1:
+        raise OrchestratorError(f"--level must be in (0, 1) (got {level})")
+    report = runs.ranking(run, level=level)
+    if as_json:
+        print(json.dumps(report))
+        return
+    _print_ranking(report, limit_groups=None if show_all else 5)
+
+
+@app.command("export")
+def export_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl (judgment log for replay) | csv | parquet"),
+    out: Path = typer.Option(..., "--out", help="Output file."),
+    include_failed: bool = typer.Option(False, "--include-failed", help="csv/parquet: also the permanent failures."),
+) -> None:
+    """Export the judgments: JSONL judgment log (what `orchestrator replay` reads), CSV or Parquet."""
+    from . import runs
+
+    n = runs.export(run, fmt, out, include_failed=include_failed)
+    err_console.print(f"wrote {n} judgments to {out}")
 
 
 def _progress(quiet: bool) -> Progress:

@@ -107,17 +107,24 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     if not path.is_file():
         raise OrchestratorError(f"{path}: no such file")
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise OrchestratorError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise OrchestratorError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
-            rows.append((number, obj))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise OrchestratorError(f"{path}: cannot read ({exc.strerror})") from None
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise OrchestratorError(f"{path}:{number}: not valid UTF-8 (byte {exc.start})") from None
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise OrchestratorError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise OrchestratorError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+        rows.append((number, obj))
     return rows
 
 

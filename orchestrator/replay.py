@@ -42,6 +42,7 @@ from .poe import (
     get_expert,
     parse_strategy,
     permutation_debias,
+    ranking_order,
     select_pairs,
 )
 from .records import LogRecord, ResponseRow, load_log, load_responses
@@ -52,6 +53,7 @@ Scope = Literal["per_prompt", "global", "items"]
 SCOPES: tuple[str, ...] = ("per_prompt", "global", "items")
 ITEM_SEPARATOR = "::"
 SMALL_GROUP = 256
+NO_TRUTH = "__none__"
 
 
 @dataclass
@@ -130,6 +132,7 @@ class ReplayReport:
             "k_self90": _round(self.k_self90),
             "k_self90_sd": _round(self.k_self90_sd),
             "curve": [[k, _round(a), _round(b)] for k, a, b in self.curve],
+            "rankings": {g.key: [g.names[c] for c in ranking_order(g.final.mean, g.names)] for g in self.groups},
         }
 
 
@@ -216,6 +219,18 @@ def build_groups(
             gkey, name = item_key(rec.prompt_id, cand)
             members[gkey].setdefault(name, len(members[gkey]))
             origin[name] = (rec.prompt_id, cand)
+    # Candidates that were never judged still belong to the ranking (as a run ranks them).
+    for gkey in list(members):
+        for prompt_id, cands in sorted(by_prompt.items()):
+            if scope == "per_prompt" and prompt_id != gkey:
+                continue
+            if scope == "items" and not any(origin.get(n, ("",))[0] == prompt_id for n in members[gkey]):
+                continue
+            for cand in sorted(cands):
+                if (prompt_id, cand) in truth_by_key:
+                    _, name = item_key(prompt_id, cand)
+                    members[gkey].setdefault(name, len(members[gkey]))
+                    origin.setdefault(name, (prompt_id, cand))
     system_truth: dict[str, list[float]] = defaultdict(list)
     for (_, cand), value in truth_by_key.items():
         system_truth[cand].append(value)
@@ -325,6 +340,10 @@ def replay_group(
         mean = posterior.mean.numpy()
         curve.append((calls, spearman(mean, group.truth), spearman(mean, full.mean.numpy())))
 
+    if budget is None and int(counts.sum()) == 0:
+        # Every logged judgment was used: report the canonical (cold) fit on all of them, which is
+        # what `orchestrator rank` computes for a run, so a replay of an export reproduces it.
+        posterior = full
     k90 = None
     if full_spearman > 0:
         k90 = next((k for k, sp, _ in curve if sp >= 0.9 * full_spearman), None)
@@ -453,20 +472,31 @@ def replay(
 
 def replay_files(
     log: str | Path,
-    responses: str | Path,
-    truth: str,
+    responses: str | Path | None,
+    truth: str | None,
     strategy: str,
     *,
     scope: str = "per_prompt",
     judge: str | None = None,
     **kwargs,
 ) -> ReplayReport:
-    """:func:`replay` on files: a judgment-log JSONL and a responses JSONL (truth in ``human[truth]``)."""
+    """:func:`replay` on files: a judgment-log JSONL and a responses JSONL (truth in ``human[truth]``).
+
+    Without ``responses`` and ``truth`` the candidates come from the log and no Spearman is
+    computed: the replay then only yields the rankings (e.g. to check an export of a run).
+    """
     try:
         parse_strategy(strategy)
     except ValueError as exc:
         raise OrchestratorError(str(exc)) from None
+    if (responses is None) != (truth is None):
+        raise OrchestratorError("--responses and --truth go together (give both, or neither to only rank)")
     records = load_log(log)
-    rows = load_responses(responses)
+    if responses is None:
+        seen = dict.fromkeys((r.prompt_id, c) for _, r in records for c in r.candidates)
+        rows = [(0, ResponseRow(prompt_id=p, candidate=c, human={NO_TRUTH: 0.0})) for p, c in seen]
+        truth, responses = NO_TRUTH, "(from the log)"
+    else:
+        rows = load_responses(responses)
     groups = build_groups(records, rows, truth, scope, judge=judge, source=str(log), responses_source=str(responses))  # type: ignore[arg-type]
     return replay(groups, strategy, scope=scope, **kwargs)

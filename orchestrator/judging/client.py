@@ -162,6 +162,7 @@ class LiteLLMJudge:
             "messages": request.messages if p.prefill else [m for m in request.messages if m["role"] != "assistant"],
             "max_tokens": request.template.max_new_tokens,
             "timeout": p.timeout_s,
+            "max_retries": 0,  # one retry layer: the loop's tenacity policy (counts attempts, honours Retry-After)
             "extra_headers": {"X-Idempotency-Key": request.key},
             **p.params,
         }

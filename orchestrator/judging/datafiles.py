@@ -33,7 +33,7 @@ def data_dirs(env_var: str, folder: str, extra: list[Path] | None = None) -> lis
     return out
 
 
-def load_toml_model(path: str | Path, model: type[M], what: str) -> M:
+def load_toml_model(path: str | Path, model: type[M], what: str, *, name_is_file_name: bool = True) -> M:
     """Parse ``path`` as TOML into ``model`` (with ``digest`` = sha256 of the file when the model has it).
 
     Raises:
@@ -55,8 +55,9 @@ def load_toml_model(path: str | Path, model: type[M], what: str) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or what
-        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
-    if getattr(obj, "name", path.stem) != path.stem:
+        got = f" (got {first['input']!r})" if first["type"] not in ("missing", "extra_forbidden") and not isinstance(first.get("input"), dict) else ""
+        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}{got}"[:400]) from None
+    if name_is_file_name and getattr(obj, "name", path.stem) != path.stem:
         raise OrchestratorError(f"{path}: name {obj.name!r} does not match the file name {path.stem!r}")
     return obj
 

@@ -60,6 +60,8 @@ class FakeOpenAIServer:
         self.faults = list(faults or [])
         self.delay_s = delay_s
         self.requests: list[tuple[str | None, dict]] = []
+        self.arrivals: list[tuple[float, str | None]] = []
+        """``(time.time(), key)`` of every request, in arrival order."""
         self.lock = threading.Lock()
         server = self
 
@@ -77,6 +79,7 @@ class FakeOpenAIServer:
                     body = {}
                 with server.lock:
                     server.requests.append((self.headers.get("X-Idempotency-Key"), body))
+                    server.arrivals.append((time.time(), self.headers.get("X-Idempotency-Key")))
                     fault = server.faults.pop(0) if server.faults else None
                 if server.delay_s:
                     time.sleep(server.delay_s)
@@ -93,7 +96,11 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class QuietServer(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client killed mid-request is expected here
+                pass
+
+        self._httpd = QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 

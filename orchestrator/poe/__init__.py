@@ -41,6 +41,7 @@ from .uncertainty import (
     expected_calibration_error,
     fit_temperature,
     rank_intervals,
+    ranking_order,
     stopping_rule,
     temperature_scale,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "permutation_debias",
     "phi_gaussian",
     "rank_intervals",
+    "ranking_order",
     "reorder_probability",
     "select_across",
     "select_pairs",

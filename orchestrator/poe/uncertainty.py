@@ -122,6 +122,13 @@ def _shortest_intervals(rank_probs: Tensor, level: float) -> tuple[Tensor, Tenso
     return lower, upper
 
 
+def ranking_order(mean: Tensor, names: list[str]) -> list[int]:
+    """Candidate indices, best first. Means equal to 1e-9 tie on the name, so two fits of the same
+    judgments (in any order, warm or cold) give the same ranking."""
+    values = [round(float(m), 9) for m in mean]
+    return sorted(range(len(names)), key=lambda c: (-values[c], names[c]))
+
+
 @dataclass(frozen=True)
 class StopDecision:
     """Outcome of the stopping rule."""

@@ -1,0 +1,151 @@
+"""Run configuration: a TOML file validated with pydantic (every error names its field).
+
+Relative dataset paths are resolved against the directory of the config file. See
+``examples/summeval.toml`` for a commented example.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import OrchestratorError
+from .judging.datafiles import load_toml_model
+
+__all__ = ["RunConfig", "DataConfig", "JudgingConfig", "ModelConfig", "SelectionConfig", "BudgetConfig",
+           "StoppingConfig", "DispatchConfig", "load_config"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataConfig(_Section):
+    prompts: Path
+    """prompts.jsonl (``{id, text, reference?}``)."""
+    responses: Path
+    """responses.jsonl (``{prompt_id, candidate, text, human?}``)."""
+    scope: Literal["per_prompt", "global"] = "per_prompt"
+    """``per_prompt``: rank each prompt's responses; ``global``: rank candidates across prompts."""
+    prompt_ids: list[str] | None = None
+    """Only these prompts (default: all)."""
+    first: int | None = Field(default=None, ge=1)
+    """Only the first N prompts of the file (ignored when ``prompt_ids`` is given)."""
+    truth: str | None = None
+    """Human score field in ``responses.human`` to report Spearman against (never shown to judges)."""
+
+
+class JudgingConfig(_Section):
+    judges: list[str] = Field(default_factory=lambda: ["qwen1.5b"], min_length=1)
+    """Judge profile names (``judges/<name>.toml``); every selected comparison is asked to each."""
+    pairwise_template: str = "poe-pairwise"
+    absolute_template: str = "poe-absolute"
+    attribute: str | None = "coherence"
+    """Fills ``${attribute}`` in the templates (coherence, consistency, fluency, relevance, overall)."""
+
+    @field_validator("judges")
+    @classmethod
+    def _unique(cls, judges: list[str]) -> list[str]:
+        if len(set(judges)) != len(judges):
+            raise ValueError("judges are listed twice")
+        return judges
+
+
+class ModelConfig(_Section):
+    expert: str = "soft_bt"
+    """soft_bt | beta:<a>,<b> | ngaussian | linear."""
+    debias: Literal["none", "permutation", "home"] = "none"
+    """``permutation`` asks both orders of every pair; ``home`` fits the position bias Δ."""
+    absolute_warm_start: bool = False
+    """Score every candidate with the absolute template before any comparison (combined PoE)."""
+
+    @field_validator("expert")
+    @classmethod
+    def _known_expert(cls, expert: str) -> str:
+        from .poe import get_expert
+
+        get_expert(expert)  # ValueError names the choices
+        return expert
+
+
+class SelectionConfig(_Section):
+    strategy: str = "reorder"
+    """reorder | variance | min_uncertainty | random | eps:<x> | diverse."""
+    batch: int = Field(default=4, ge=1, le=4096)
+    """Comparisons chosen per posterior update (one round)."""
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, strategy: str) -> str:
+        from .poe import parse_strategy
+
+        parse_strategy(strategy)
+        return strategy
+
+
+class BudgetConfig(_Section):
+    max_calls: int | None = Field(default=None, gt=0)
+    """Judge requests (a permutation-debiased pair is two)."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Prompt + completion tokens."""
+    max_usd: float | None = Field(default=None, gt=0)
+
+
+class StoppingConfig(_Section):
+    max_adjacent_reorder: float | None = Field(default=None, gt=0, lt=1)
+    """Stop when every neighbour pair of every ranking is reordered with lower probability."""
+    entropy_target: float | None = None
+    """Stop when the posterior entropy of every ranking is below this."""
+
+
+class DispatchConfig(_Section):
+    concurrency: int = Field(default=4, ge=1, le=1024)
+    """Judge calls in flight."""
+    max_attempts: int = Field(default=6, ge=1, le=100)
+    """Tries per request on rate limits, 5xx, timeouts and connection errors."""
+    backoff_initial_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    api_base: str | None = None
+    """Send every judge to this OpenAI-compatible address (e.g. a running ``judge serve``)."""
+
+
+class RunConfig(_Section):
+    name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$", max_length=120)
+    """Run name; the run file is ``<runs_dir>/<name>.sqlite`` (default: the config file's name)."""
+    seed: int = 0
+    runs_dir: Path = Path("runs")
+    """Relative to the current directory."""
+    data: DataConfig
+    judging: JudgingConfig = Field(default_factory=JudgingConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    stopping: StoppingConfig = Field(default_factory=StoppingConfig)
+    dispatch: DispatchConfig = Field(default_factory=DispatchConfig)
+
+    @property
+    def run_path(self) -> Path:
+        return self.runs_dir / f"{self.name}.sqlite"
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Load a run config; dataset paths become relative to the config file.
+
+    Raises:
+        OrchestratorError: unreadable or invalid TOML, naming the file and the field.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise OrchestratorError(f"{path}: no such config file")
+    config = load_toml_model(path, RunConfig, "run config", name_is_file_name=False)
+    base = path.resolve().parent
+    data = config.data.model_copy(update={
+        "prompts": config.data.prompts if config.data.prompts.is_absolute() else base / config.data.prompts,
+        "responses": config.data.responses if config.data.responses.is_absolute() else base / config.data.responses,
+    })
+    return config.model_copy(update={"data": data, "name": config.name or path.stem})

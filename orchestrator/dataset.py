@@ -1,0 +1,150 @@
+"""Datasets: ``prompts.jsonl`` + ``responses.jsonl`` (the ``shared/data/summeval`` format), validated.
+
+::
+
+    prompts.jsonl    {"id": P, "text": T, "reference": R?}
+    responses.jsonl  {"prompt_id": P, "candidate": C, "text": T, "human": {...}?}
+
+A run stores a snapshot of its dataset with a :func:`fingerprint`, so a resumed run uses exactly
+the data it started with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .errors import OrchestratorError
+from .records import _validation_message, read_jsonl
+
+__all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint"]
+
+
+def _nonblank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is empty")
+    return value
+
+
+class PromptRow(BaseModel):
+    """One prompt (question, article, instruction)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+    id: str
+    text: str
+    reference: str | None = None
+    """Optional reference answer (for reference-anchored templates)."""
+
+    @field_validator("id", "text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return _nonblank(value)
+
+
+class ResponseText(BaseModel):
+    """One candidate's response to one prompt; ``human`` scores are only for evaluation."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+    prompt_id: str
+    candidate: str
+    text: str
+    human: dict[str, float | int | None] = {}
+
+    @field_validator("prompt_id", "candidate", "text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return _nonblank(value)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Prompts and responses, in file order."""
+
+    prompts: dict[str, PromptRow]
+    responses: dict[str, dict[str, ResponseText]]
+    """``prompt_id → candidate → response``."""
+
+    @property
+    def n_responses(self) -> int:
+        return sum(len(r) for r in self.responses.values())
+
+    def fingerprint(self) -> str:
+        return fingerprint(self)
+
+    def subset(self, prompt_ids: list[str]) -> "Dataset":
+        return Dataset({p: self.prompts[p] for p in prompt_ids}, {p: self.responses[p] for p in prompt_ids})
+
+
+def fingerprint(dataset: Dataset) -> str:
+    """sha256 of the canonical JSON of every prompt and response (order-independent)."""
+    h = hashlib.sha256()
+    for pid in sorted(dataset.prompts):
+        h.update(json.dumps(dataset.prompts[pid].model_dump(), sort_keys=True).encode())
+        for cand in sorted(dataset.responses.get(pid, {})):
+            h.update(json.dumps(dataset.responses[pid][cand].model_dump(), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _rows(path: Path, model: type[BaseModel]) -> list[tuple[int, BaseModel]]:
+    out = []
+    for number, obj in read_jsonl(path):
+        try:
+            out.append((number, model.model_validate(obj)))
+        except ValidationError as exc:
+            raise OrchestratorError(f"{path}:{number}: {_validation_message(exc)}") from None
+    if not out:
+        raise OrchestratorError(f"{path}: the file has no rows")
+    return out
+
+
+def load_prompts(path: str | Path) -> dict[str, PromptRow]:
+    """Prompts by id, in file order.
+
+    Raises:
+        OrchestratorError: a bad row or a duplicate id, naming file and line.
+    """
+    path = Path(path)
+    prompts: dict[str, PromptRow] = {}
+    first_line: dict[str, int] = {}
+    for number, row in _rows(path, PromptRow):
+        if row.id in prompts:
+            raise OrchestratorError(f"{path}:{number}: duplicate prompt id {row.id!r} (first at line {first_line[row.id]})")
+        prompts[row.id] = row
+        first_line[row.id] = number
+    return prompts
+
+
+def load_dataset(prompts_path: str | Path, responses_path: str | Path, *, min_candidates: int = 2) -> Dataset:
+    """Load and cross-check prompts and responses.
+
+    Raises:
+        OrchestratorError: naming file and line: bad JSON or UTF-8, wrong types, empty texts,
+            duplicate ids or responses, responses to unknown prompts; or no prompt with at
+            least ``min_candidates`` responses.
+    """
+    prompts = load_prompts(prompts_path)
+    responses_path = Path(responses_path)
+    responses: dict[str, dict[str, ResponseText]] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for number, row in _rows(responses_path, ResponseText):
+        if row.prompt_id not in prompts:
+            raise OrchestratorError(f"{responses_path}:{number}: prompt {row.prompt_id!r} is not in {prompts_path}")
+        key = (row.prompt_id, row.candidate)
+        if key in lines:
+            raise OrchestratorError(
+                f"{responses_path}:{number}: duplicate response of {row.candidate!r} to prompt {row.prompt_id!r} "
+                f"(first at line {lines[key]})"
+            )
+        lines[key] = number
+        responses.setdefault(row.prompt_id, {})[row.candidate] = row
+    usable = {p: r for p, r in responses.items() if len(r) >= min_candidates}
+    if not usable:
+        raise OrchestratorError(f"{responses_path}: no prompt has {min_candidates} or more responses to compare")
+    ordered = {p: usable[p] for p in prompts if p in usable}
+    return Dataset({p: prompts[p] for p in ordered}, ordered)

@@ -1,0 +1,542 @@
+"""The evaluation loop: select a batch from the PoE posterior, ask the judges, commit every judgment
+to the run file as it arrives, refit, repeat (DESIGN.md "Data flow of one run").
+
+The shell around the pure core: selection and fitting are :mod:`orchestrator.poe`; persistence is
+:mod:`orchestrator.store`; the judges are injected (``name → Judge``), so the same loop runs against
+litellm, the embedded llama.cpp judge or a test server.
+
+Determinism: the posterior of each group is a cold Laplace fit on its committed judgments (sorted
+by round and key) and round ``r`` draws its tie-breaks from a generator seeded with ``(seed, r)``,
+so a resumed run selects exactly what the uninterrupted run would have selected.
+
+Budgets: before a round is written, each request reserves its worst case (one call; every prompt
+byte as a token plus the template's ``max_tokens``; their price). Only requests whose reservation
+fits in what is left are planned, so calls, tokens and USD never exceed the limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
+
+from .config import RunConfig
+from .dataset import Dataset
+from .errors import OrchestratorError
+from .judging.client import Judge, JudgeProfile, JudgeRequest, Judgment
+from .judging.templates import Template
+from .poe import (
+    Observations,
+    PoEConfig,
+    Posterior,
+    absolute_moments,
+    adjacent_reorder_probabilities,
+    entropy,
+    fit_laplace,
+    get_expert,
+    parse_strategy,
+    permutation_debias,
+    ranking_order,
+    select_across,
+    selection_scores,
+    stopping_rule,
+)
+from .record import request_key
+from .store import RunStore, Spend
+
+__all__ = ["Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_groups"]
+
+MESSAGE_OVERHEAD_TOKENS = 16
+"""Chat-template tokens per message added on top of the content (generous for known templates)."""
+
+
+@dataclass
+class Group:
+    """One posterior: the responses of a prompt (``per_prompt``) or all candidates (``global``)."""
+
+    key: str
+    names: list[str]
+    index: dict[str, int]
+    prompts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """``global``: unordered candidate pair (sorted) → prompts where both responded."""
+
+
+def build_groups_for(dataset: Dataset, scope: str) -> list[Group]:
+    """The posteriors of a run: one per prompt, or one over all candidates."""
+    if scope == "per_prompt":
+        out = []
+        for pid, by_cand in dataset.responses.items():
+            names = sorted(by_cand)
+            out.append(Group(pid, names, {n: k for k, n in enumerate(names)}))
+        return out
+    if scope == "global":
+        names = sorted({c for by_cand in dataset.responses.values() for c in by_cand})
+        prompts: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for pid, by_cand in dataset.responses.items():
+            cands = sorted(by_cand)
+            for x in range(len(cands)):
+                for y in range(x + 1, len(cands)):
+                    prompts[(cands[x], cands[y])].append(pid)
+        return [Group("global", names, {n: k for k, n in enumerate(names)}, dict(prompts))]
+    raise OrchestratorError(f"scope {scope!r} is not supported by the loop (use per_prompt or global)")
+
+
+def group_observations(
+    group: Group, judgments: list[dict], *, debias: str, with_absolute: bool = True
+) -> tuple[list[tuple[int, int, float]], list[tuple[int, float, float]]]:
+    """Comparisons ``(first, second, P(first better))`` and absolutes ``(item, mean, var)`` of a group
+    from committed judgment rows (store format), in the given order.
+
+    With ``permutation`` debiasing the two orders of a pair (same judge and prompt) are combined
+    (PoE §3.3); an order whose partner failed permanently is used alone.
+    """
+    comparisons: list[tuple[int, int, float]] = []
+    absolutes: list[tuple[int, float, float]] = []
+    waiting: dict[tuple[str, str, str, str], float] = {}
+    combined: dict[tuple[str, str, str, str], int] = {}
+    for row in judgments:
+        cands = json.loads(row["candidates"]) if isinstance(row["candidates"], str) else row["candidates"]
+        if any(c not in group.index for c in cands):
+            continue
+        if group.key != "global" and row["prompt_id"] != group.key:
+            continue
+        if row["kind"] == "pairwise" and row["p_first"] is not None:
+            a, b = cands
+            if debias == "permutation":
+                back = (row["judge"], row["prompt_id"], b, a)
+                if back in waiting:
+                    p_back = waiting.pop(back)
+                    slot = combined.pop(back)
+                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row["p_first"])))
+                    continue
+                waiting[(row["judge"], row["prompt_id"], a, b)] = row["p_first"]
+                combined[(row["judge"], row["prompt_id"], a, b)] = len(comparisons)
+            comparisons.append((group.index[a], group.index[b], float(row["p_first"])))
+        elif row["kind"] == "absolute" and with_absolute:
+            probs = json.loads(row["probs"])[0] if isinstance(row["probs"], str) else row["probs"][0]
+            items = sorted((float(k), v) for k, v in probs.items())
+            total = sum(v for _, v in items)
+            if total <= 0:
+                continue
+            mean, var = absolute_moments(torch.tensor([[v / total for _, v in items]], dtype=torch.float64),
+                                         torch.tensor([k for k, _ in items], dtype=torch.float64))
+            absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0])))
+    return comparisons, absolutes
+
+
+def fit_groups(groups: list[Group], judgments: list[dict], config: PoEConfig, *, debias: str) -> list[Posterior]:
+    """Cold Laplace fits of every group on the judgments (the canonical posterior of a run)."""
+    by_group = _split(groups, judgments)
+    out = []
+    for g, group in enumerate(groups):
+        comparisons, absolutes = group_observations(group, by_group[g], debias=debias)
+        out.append(fit_laplace(Observations.from_lists(len(group.names), comparisons, absolutes), config))
+    return out
+
+
+def _split(groups: list[Group], judgments: list[dict]) -> list[list[dict]]:
+    if len(groups) == 1:
+        return [judgments]
+    where = {g.key: k for k, g in enumerate(groups)}
+    out: list[list[dict]] = [[] for _ in groups]
+    for row in judgments:
+        k = where.get(row["prompt_id"])
+        if k is not None:
+            out[k].append(row)
+    return out
+
+
+def _price(profile: JudgeProfile, local: bool) -> tuple[float, float] | None:
+    """USD per (prompt, completion) token, or None when unknown."""
+    if profile.price_input_per_mtok is not None or profile.price_output_per_mtok is not None:
+        return (profile.price_input_per_mtok or 0.0) / 1e6, (profile.price_output_per_mtok or 0.0) / 1e6
+    if local:
+        return 0.0, 0.0
+    import litellm
+
+    info = litellm.model_cost.get(profile.model) or litellm.model_cost.get(profile.model.split("/", 1)[-1])
+    if not info or info.get("input_cost_per_token") is None:
+        return None
+    return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
+
+
+def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, price: tuple[float, float]) -> tuple[int, float]:
+    """Upper bound on the tokens and USD of one request.
+
+    A byte-level tokenizer never produces more tokens than bytes, so every content byte counts as
+    a prompt token, plus a chat-template allowance per message; completions are capped by
+    ``max_tokens``. Judges without logprobs sample ``samples`` times; a follow-up call that
+    resolves a two-token option (``10``) is counted too.
+    """
+    prompt = sum(len(m["content"].encode()) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+    completion = template.max_new_tokens
+    calls = profile.samples if not profile.logprobs else 1
+    follow_ups = 0
+    if profile.prefill and profile.logprobs and template.read == "first_token":
+        options = template.options
+        follow_ups = sum(any(o != p and o.startswith(p) for p in options) for o in options)
+    tokens = calls * (prompt + completion) + follow_ups * (prompt + 8 + 1)
+    usd = calls * (prompt * price[0] + completion * price[1]) + follow_ups * ((prompt + 8) * price[0] + price[1])
+    return tokens, usd
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Progress of a run, for displays."""
+
+    kind: str
+    """``round`` (a round was planned), ``judgment`` (one arrived) or ``stop``."""
+    round: int
+    judgments: int
+    failed: int
+    spend: Spend
+    planned_requests: int = 0
+    entropy: float | None = None
+    max_adjacent_reorder: float | None = None
+    top: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class RunEngine:
+    """Runs (or resumes) one run to its end. ``judges`` maps profile name → :class:`Judge`."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        config: RunConfig,
+        judges: dict[str, Judge],
+        profiles: dict[str, JudgeProfile],
+        templates: dict[str, Template],
+        *,
+        local: set[str] | None = None,
+        progress: Callable[[RunEvent], None] | None = None,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ):
+        self.store = store
+        self.config = config
+        self.judges = judges
+        self.profiles = profiles
+        self.templates = templates
+        self.progress = progress
+        self.sleep = sleep
+        self.dataset = store.dataset()
+        self.groups = build_groups_for(self.dataset, config.data.scope)
+        self.poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
+        self.strategy = parse_strategy(config.selection.strategy)
+        self.ordered = config.model.debias != "permutation"
+        self.prices: dict[str, tuple[float, float]] = {}
+        for name, profile in profiles.items():
+            price = _price(profile, name in (local or set()))
+            if price is None:
+                if config.budget.max_usd is not None:
+                    raise OrchestratorError(
+                        f"judge {name!r}: litellm has no price for model {profile.model!r}; set price_input_per_mtok "
+                        f"and price_output_per_mtok in its profile to use budget.max_usd")
+                price = (0.0, 0.0)
+            self.prices[name] = price
+        self.posteriors: list[Posterior | None] = [None] * len(self.groups)
+        self._dirty = set(range(len(self.groups)))
+        self._judgments: list[list[dict]] = [[] for _ in self.groups]
+        self._where = {g.key: k for k, g in enumerate(self.groups)}
+        for row in store.judgments():
+            self._add(row)
+        self._asked = store.asked()
+        self._run_name = store.run["name"]
+        self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
+
+    # -- state -------------------------------------------------------------------------------
+    def _add(self, row: dict) -> None:
+        k = 0 if len(self.groups) == 1 else self._where.get(row["prompt_id"])
+        if k is None:
+            return
+        self._judgments[k].append(row)
+        self._dirty.add(k)
+
+    def refit(self) -> list[Posterior]:
+        """Refit the groups that received judgments (cold fits: see the module docstring)."""
+        for k in sorted(self._dirty):
+            rows = sorted(self._judgments[k], key=lambda r: (r["round"], r["key"]))
+            comparisons, absolutes = group_observations(self.groups[k], rows, debias=self.config.model.debias)
+            obs = Observations.from_lists(len(self.groups[k].names), comparisons, absolutes)
+            self.posteriors[k] = fit_laplace(obs, self.poe)
+        self._dirty.clear()
+        return self.posteriors  # type: ignore[return-value]
+
+    def _limits_left(self, spend: Spend) -> tuple[float, float, float]:
+        b = self.config.budget
+        return (
+            math.inf if b.max_calls is None else b.max_calls - spend.calls,
+            math.inf if b.max_tokens is None else b.max_tokens - spend.tokens,
+            math.inf if b.max_usd is None else b.max_usd - spend.usd,
+        )
+
+    # -- planning ----------------------------------------------------------------------------
+    def _request(self, judge: str, template: Template, prompt_id: str, candidates: list[str]) -> dict:
+        profile = self.profiles[judge]
+        prompt = self.dataset.prompts[prompt_id]
+        texts = [self.dataset.responses[prompt_id][c].text for c in candidates]
+        values = {"context": prompt.text, "reference": prompt.reference or ""}
+        if template.kind == "absolute":
+            values["response"] = texts[0]
+        else:
+            values.update(A=texts[0], B=texts[1])
+        messages = template.render(values, attribute=self.config.judging.attribute, prefill=profile.prefill)
+        tokens, usd = worst_case(messages, template, profile, self.prices[judge])
+        key = request_key(self._run_name, judge, template.digest, self.config.judging.attribute or "",
+                          prompt_id, *candidates, "0")
+        return {"key": key, "judge": judge, "template": template.name, "kind": template.kind, "prompt_id": prompt_id,
+                "candidates": json.dumps(candidates), "messages": json.dumps(messages),
+                "reserved_tokens": tokens, "reserved_usd": usd}
+
+    def _fit_budget(self, units: list[list[dict]], spend: Spend) -> tuple[list[list[dict]], str]:
+        """Keep units (a comparison's requests) in priority order while their reservations fit."""
+        calls, tokens, usd = self._limits_left(spend)
+        kept: list[list[dict]] = []
+        for unit in units:
+            need_calls = len(unit)
+            need_tokens = sum(r["reserved_tokens"] for r in unit)
+            need_usd = sum(r["reserved_usd"] for r in unit)
+            if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:
+                b = self.config.budget
+                if need_calls > calls:
+                    what = f"max_calls ({spend.calls} of {b.max_calls} used)"
+                elif need_tokens > tokens:
+                    what = f"max_tokens ({spend.tokens} of {b.max_tokens} used; the next request may need {need_tokens})"
+                else:
+                    what = f"max_usd (${spend.usd:.4f} of ${b.max_usd} used; the next request may need ${need_usd:.4f})"
+                return kept, f"budget: {what}"
+            calls, tokens, usd = calls - need_calls, tokens - need_tokens, usd - need_usd
+            kept.append(unit)
+        return kept, ""
+
+    def _prompt_use(self) -> Counter[str]:
+        """Requests per prompt so far (derived from the log, so a resumed run sees the same)."""
+        return Counter(p for _, p, _ in self._asked)
+
+    def _warm_start_units(self) -> list[list[dict]]:
+        """One absolute request per candidate and judge, unless the warm start was planned already."""
+        if any(len(c) == 1 for _, _, c in self._asked):
+            return []
+        template = self.templates["absolute"]
+        use = self._prompt_use()
+        units = []
+        for group in self.groups:
+            for name in group.names:
+                if group.key == "global":
+                    prompts = [p for p, by_cand in self.dataset.responses.items() if name in by_cand]
+                    prompt = min(prompts, key=lambda p: (use[p], _hash(self.config.seed, p, name)))
+                    use[prompt] += 1
+                else:
+                    prompt = group.key
+                units.append([self._request(j, template, prompt, [name]) for j in self.profiles])
+        random.Random(self.config.seed).shuffle(units)  # a budget too small for all spreads over groups
+        return units
+
+    def _available(self, group: Group) -> torch.Tensor:
+        n = len(group.names)
+        judge = next(iter(self.profiles))
+        avail = torch.zeros(n, n, dtype=torch.bool)
+        for i, a in enumerate(group.names):
+            for j, b in enumerate(group.names):
+                if i == j:
+                    continue
+                prompts = [group.key] if group.key != "global" else group.prompts.get((min(a, b), max(a, b)), [])
+                avail[i, j] = any(self._open(judge, p, a, b) for p in prompts)
+        return avail
+
+    def _open(self, judge: str, prompt: str, a: str, b: str) -> bool:
+        if (judge, prompt, (a, b)) in self._asked:
+            return False
+        return self.ordered or (judge, prompt, (b, a)) not in self._asked
+
+    def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[dict]], list[list]]:
+        available = [self._available(g) for g in self.groups]
+        generator = torch.Generator().manual_seed(self.config.seed * 1_000_003 + round_no)
+        picks = select_across(posteriors, self.strategy, available, self.config.selection.batch,
+                              ordered=self.ordered, generator=generator, expert=self.poe.expert)
+        template = self.templates["pairwise"]
+        judge0 = next(iter(self.profiles))
+        units, selected = [], []
+        use = self._prompt_use()
+        for g, i, j in picks:
+            group = self.groups[g]
+            a, b = group.names[i], group.names[j]
+            if group.key == "global":
+                options = [p for p in group.prompts[(min(a, b), max(a, b))] if self._open(judge0, p, a, b)]
+                prompt = min(options, key=lambda p: (use[p], _hash(self.config.seed, p, a, b)))
+            else:
+                prompt = group.key
+            use[prompt] += 1
+            orders = [(a, b)] if self.ordered else [(a, b), (b, a)]
+            units.append([self._request(jn, template, prompt, list(o)) for jn in self.profiles for o in orders])
+            metric = float(selection_scores(posteriors[g], self.strategy)[i, j])
+            selected.append([group.key, prompt, a, b, round(metric, 6)])
+        return units, selected
+
+    # -- dispatch ----------------------------------------------------------------------------
+    async def _call(self, request: JudgeRequest, judge: Judge) -> tuple[Judgment, int]:
+        d = self.config.dispatch
+        backoff = wait_exponential_jitter(multiplier=d.backoff_initial_s, max=d.backoff_max_s)
+
+        def wait(state) -> float:
+            # Honour the server's Retry-After when it gave one (capped by backoff_max_s).
+            judgment = state.outcome.result() if state.outcome and not state.outcome.failed else None
+            if judgment is not None and judgment.retry_after_s is not None:
+                return min(max(judgment.retry_after_s, 0.0), max(d.backoff_max_s, 0.0))
+            return backoff(state)
+
+        async def once() -> Judgment:
+            try:
+                return await judge.judge(request)
+            except Exception as exc:  # an injected judge that raises: record, do not crash the run
+                return Judgment(key=request.key, judge=getattr(judge, "name", "?"), template=request.template.name,
+                                kind=request.template.kind, prompt_id=request.prompt_id,
+                                candidates=list(request.candidates), status="failed",
+                                error=f"{type(exc).__name__}: {exc}"[:500], error_type="other")
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(d.max_attempts),
+            wait=wait,
+            retry=retry_if_result(lambda j: j.status == "failed" and j.retryable),
+            retry_error_callback=lambda state: state.outcome.result(),
+            sleep=self.sleep,
+        )
+        attempts = 0
+
+        async def counted() -> Judgment:
+            nonlocal attempts
+            attempts += 1
+            return await once()
+
+        judgment = await retrying(counted)
+        return judgment, attempts
+
+    async def _dispatch(self, rows: list[dict], round_no: int, on_done: Callable[[], None]) -> None:
+        semaphore = asyncio.Semaphore(self.config.dispatch.concurrency)
+        templates = {t.name: t for t in self.templates.values()}
+
+        async def one(row: dict) -> None:
+            request = JudgeRequest(key=row["key"], template=templates[row["template"]],
+                                   messages=json.loads(row["messages"]), prompt_id=row["prompt_id"],
+                                   candidates=json.loads(row["candidates"]))
+            async with semaphore:
+                judgment, attempts = await self._call(request, self.judges[row["judge"]])
+            judgment = judgment.model_copy(update={"judge": row["judge"]})
+            committed = self.store.commit_judgment(judgment, attempts, row["round"])
+            if judgment.status == "ok":
+                self._add(committed)
+            else:
+                self._failed += 1
+            on_done()
+
+        await asyncio.gather(*(one(r) for r in rows))
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _event(self, kind: str, round_no: int, **extra) -> None:
+        if self.progress is None:
+            return
+        n_ok = sum(len(rows) for rows in self._judgments)
+        self.progress(RunEvent(kind, round_no, n_ok, self._failed, self.store.spend(), **extra))
+
+    def _summary(self, posteriors: list[Posterior]) -> dict:
+        ent = [entropy(p.cov) for p in posteriors]
+        worst = 0.0
+        for p in posteriors:
+            _, adj = adjacent_reorder_probabilities(p)
+            if adj.numel():
+                worst = max(worst, float(adj.max()))
+        first = self.groups[0]
+        top = [first.names[c] for c in ranking_order(posteriors[0].mean, first.names)[:5]]
+        return {"entropy": float(sum(ent) / len(ent)), "max_adjacent_reorder": worst, "top": top}
+
+    def _should_stop(self, posteriors: list[Posterior]) -> str:
+        s = self.config.stopping
+        if s.max_adjacent_reorder is None and s.entropy_target is None:
+            return ""
+        reasons = []
+        for p in posteriors:
+            if p.n_comparisons == 0:
+                return ""
+            decision = stopping_rule(p, max_adjacent_reorder=s.max_adjacent_reorder, entropy_target=s.entropy_target)
+            if not decision.stop:
+                return ""
+            reasons.append(decision.reason)
+        return "stopping rule: " + (reasons[0] if len(reasons) == 1 else f"met in all {len(reasons)} groups")
+
+    async def run(self) -> str:
+        """Run to the end; returns the stop reason. Judgments are committed as they arrive."""
+        self.store.set_status("running")
+        round_no = self.store.last_round()
+        threads = torch.get_num_threads()
+        if max(len(g.names) for g in self.groups) < 256:
+            torch.set_num_threads(1)  # small posteriors: the thread pool costs more than it saves
+        try:
+            pending = self.store.pending_requests()
+            if pending:  # an interrupted round: finish it before selecting anything new
+                last = max(r["round"] for r in pending)
+                self._event("round", last, planned_requests=len(pending))
+                await self._dispatch(pending, last, lambda: self._event("judgment", last))
+                self.store.finish_round(last, self._round_info())
+            while True:
+                timings: dict[str, float] = {}
+                started = time.perf_counter()
+                posteriors = self.refit()
+                timings["fit_s"] = time.perf_counter() - started
+                reason = self._should_stop(posteriors)
+                if reason:
+                    break
+                spend = self.store.spend()
+                round_no += 1
+                started = time.perf_counter()
+                kind = "absolute"
+                units = self._warm_start_units() if self.config.model.absolute_warm_start else []
+                selected: list[list] = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
+                if not units:
+                    kind = "pairwise"
+                    units, selected = self._comparison_units(round_no, posteriors)
+                if not units:
+                    reason = "every comparison has been asked"
+                    break
+                kept, reason = self._fit_budget(units, spend)
+                if not kept:
+                    reason = reason or "budget spent"
+                    break
+                rows = [r for unit in kept for r in unit]
+                timings["select_s"] = time.perf_counter() - started
+                info = {**self._summary(posteriors), **timings}
+                info["top"] = json.dumps(info["top"])
+                self.store.add_round(round_no, kind, selected[: len(kept)], rows, info)
+                self._asked |= {(r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"]))) for r in rows}
+                self._event("round", round_no, planned_requests=len(rows), **self._summary(posteriors))
+                started = time.perf_counter()
+                written = self.store.pending_requests()
+                await self._dispatch(written, round_no, lambda: self._event("judgment", round_no))
+                self.store.finish_round(round_no, {**self._round_info(), "dispatch_s": time.perf_counter() - started})
+                reason = ""  # a round cut short by the budget: the next one sees the actual spend
+        except BaseException:
+            self.store.set_status("interrupted", "interrupted; resume to continue")
+            raise
+        finally:
+            torch.set_num_threads(threads)
+        self.store.set_status("finished", reason)
+        posteriors = self.refit()
+        self._event("stop", round_no, reason=reason, **self._summary(posteriors))
+        return reason
+
+    def _round_info(self) -> dict:
+        spend = self.store.spend()
+        return {"calls": spend.calls, "tokens": spend.tokens, "usd": spend.usd}
+
+
+def _hash(*parts: Any) -> str:
+    """Seeded, order-free tie-break between prompts (stable across processes, unlike hash())."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()

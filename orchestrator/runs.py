@@ -1,0 +1,306 @@
+"""Starting, resuming, inspecting and exporting runs: the imperative shell the CLI calls."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .config import RunConfig, load_config
+from .dataset import Dataset, load_dataset
+from .errors import OrchestratorError
+from .judging.client import Judge, JudgeProfile, LiteLLMJudge, get_profile
+from .judging.templates import Template, get_template
+from .loop import RunEngine, RunEvent, build_groups_for, fit_groups, worst_case, _price
+from .poe import PoEConfig, get_expert, rank_intervals, ranking_order
+from .poe.uncertainty import adjacent_reorder_probabilities, entropy
+from .store import RunStore, create_run, open_run
+
+__all__ = ["prepare", "dry_run", "start", "resume", "ranking", "status", "export", "EXPORT_FORMATS"]
+
+EXPORT_FORMATS = ("jsonl", "csv", "parquet")
+
+
+@dataclass
+class Prepared:
+    config: RunConfig
+    dataset: Dataset
+    templates: dict[str, Template]
+    profiles: dict[str, JudgeProfile]
+
+
+def _select_prompts(config: RunConfig, dataset: Dataset) -> Dataset:
+    d = config.data
+    if d.prompt_ids:
+        missing = [p for p in d.prompt_ids if p not in dataset.prompts]
+        if missing:
+            raise OrchestratorError(f"data.prompt_ids: {missing[0]!r} is not a prompt with two or more responses in {d.prompts}")
+        return dataset.subset(list(dict.fromkeys(d.prompt_ids)))
+    if d.first:
+        return dataset.subset(list(dataset.prompts)[: d.first])
+    return dataset
+
+
+def prepare(config: RunConfig) -> Prepared:
+    """Load and check everything a run needs before anything is written or sent."""
+    dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses))
+    if config.data.truth is not None:
+        missing = [(p, c) for p, by in dataset.responses.items() for c, r in by.items() if r.human.get(config.data.truth) is None]
+        if missing:
+            raise OrchestratorError(f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human "
+                                    f"score {config.data.truth!r}")
+    templates = {"pairwise": get_template(config.judging.pairwise_template)}
+    if templates["pairwise"].kind != "pairwise":
+        raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a {templates['pairwise'].kind} template")
+    if config.model.absolute_warm_start:
+        templates["absolute"] = get_template(config.judging.absolute_template)
+        if templates["absolute"].kind != "absolute":
+            raise OrchestratorError(f"judging.absolute_template: {templates['absolute'].name!r} is a {templates['absolute'].kind} template")
+    attribute = config.judging.attribute
+    for role, template in templates.items():
+        if "attribute" in template.placeholders and attribute is not None and attribute not in template.attributes:
+            raise OrchestratorError(f"judging.attribute: {attribute!r} is not an attribute of template {template.name!r} "
+                                    f"(choose one of {', '.join(template.attributes)})")
+    profiles = {name: get_profile(name) for name in config.judging.judges}
+    build_groups_for(dataset, config.data.scope)
+    return Prepared(config, dataset, templates, profiles)
+
+
+def _is_local(profile: JudgeProfile, api_base: str | None) -> bool:
+    base = api_base or profile.api_base or ""
+    return bool(profile.embedded) or base.startswith(("http://127.", "http://localhost", "http://[::1]"))
+
+
+def dry_run(prepared: Prepared) -> dict:
+    """What the run would ask at most, and its worst-case tokens and cost, without sending anything."""
+    config, dataset = prepared.config, prepared.dataset
+    groups = build_groups_for(dataset, config.data.scope)
+    per_judge_pairs = 0
+    for group in groups:
+        if group.key == "global":
+            per_judge_pairs += sum(len(ps) * 2 for ps in group.prompts.values())
+        else:
+            per_judge_pairs += len(group.names) * (len(group.names) - 1)
+    n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
+    n_judges = len(prepared.profiles)
+    possible = n_judges * (per_judge_pairs + n_abs)
+    calls = possible if config.budget.max_calls is None else min(possible, config.budget.max_calls)
+    # Mean worst case of a pairwise request, from the first prompt's pairs.
+    rows = []
+    template = prepared.templates["pairwise"]
+    for name, profile in prepared.profiles.items():
+        price = _price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
+        for pid, by_cand in list(dataset.responses.items())[:3]:
+            cands = sorted(by_cand)
+            for a, b in zip(cands, cands[1:]):
+                messages = template.render({"context": dataset.prompts[pid].text, "A": by_cand[a].text, "B": by_cand[b].text,
+                                            "reference": dataset.prompts[pid].reference or ""},
+                                           attribute=config.judging.attribute, prefill=profile.prefill)
+                rows.append(worst_case(messages, template, profile, price))
+    tokens = sum(t for t, _ in rows) / len(rows)
+    usd = sum(u for _, u in rows) / len(rows)
+    est_tokens = int(calls * tokens)
+    est_usd = calls * usd
+    if config.budget.max_tokens is not None:
+        est_tokens = min(est_tokens, config.budget.max_tokens)
+    if config.budget.max_usd is not None:
+        est_usd = min(est_usd, config.budget.max_usd)
+    return {
+        "run_file": str(config.run_path),
+        "prompts": len(dataset.prompts),
+        "responses": dataset.n_responses,
+        "groups": len(groups),
+        "judges": list(prepared.profiles),
+        "possible_requests": possible,
+        "max_calls": calls,
+        "max_tokens": est_tokens,
+        "max_usd": round(est_usd, 6),
+        "worst_case_tokens_per_request": int(tokens),
+        "note": "upper bounds: every prompt byte counted as a token, completions at max_tokens",
+    }
+
+
+@contextlib.contextmanager
+def judges_for(profiles: dict[str, JudgeProfile], *, api_base: str | None, parallel: int = 1) -> Iterator[tuple[dict[str, Judge], set[str]]]:
+    """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed."""
+    from .judging.embedded import EmbeddedServer
+
+    with contextlib.ExitStack() as stack:
+        servers: dict[str, EmbeddedServer] = {}
+        judges: dict[str, Judge] = {}
+        for name, profile in profiles.items():
+            base = api_base
+            if profile.embedded and not api_base:
+                if profile.embedded not in servers:
+                    servers[profile.embedded] = stack.enter_context(EmbeddedServer(profile.embedded, parallel=parallel))
+                base = servers[profile.embedded].api_base
+            judges[name] = LiteLLMJudge(profile, api_base=base)
+        yield judges, {n for n, p in profiles.items() if _is_local(p, api_base)}
+
+
+def _execute(store: RunStore, config: RunConfig, templates: dict[str, Template], profiles: dict[str, JudgeProfile],
+             progress: Callable[[RunEvent], None] | None, judges: dict[str, Judge] | None) -> str:
+    if judges is not None:
+        local = {n for n, p in profiles.items() if _is_local(p, config.dispatch.api_base)}
+        engine = RunEngine(store, config, judges, profiles, templates, local=local, progress=progress)
+        return asyncio.run(engine.run())
+    with judges_for(profiles, api_base=config.dispatch.api_base,
+                    parallel=min(config.dispatch.concurrency, 4)) as (made, local):
+        engine = RunEngine(store, config, made, profiles, templates, local=local, progress=progress)
+        return asyncio.run(engine.run())
+
+
+def start(config_path: str | Path, *, progress: Callable[[RunEvent], None] | None = None,
+          judges: dict[str, Judge] | None = None, runs_dir: Path | None = None) -> tuple[Path, str]:
+    """Create the run file from a config and run it; returns (run file, stop reason)."""
+    config = load_config(config_path)
+    if runs_dir is not None:
+        config = config.model_copy(update={"runs_dir": runs_dir})
+    prepared = prepare(config)
+    store = create_run(config.run_path, name=config.name, config=config.to_json(), seed=config.seed,
+                       dataset=prepared.dataset, templates=prepared.templates)
+    with store:
+        reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges)
+    return config.run_path, reason
+
+
+def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = None,
+           judges: dict[str, Judge] | None = None) -> str | None:
+    """Continue a run from its file; None when it had finished already."""
+    with open_run(path) as store:
+        run = store.run
+        if run["status"] == "finished":
+            return None
+        config = RunConfig.model_validate(store.config)
+        profiles = {name: get_profile(name) for name in config.judging.judges}
+        return _execute(store, config, store.templates(), profiles, progress, judges)
+
+
+def ranking(path: str | Path, *, level: float = 0.95) -> dict:
+    """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals."""
+    with open_run(path, write=False) as store:
+        config = RunConfig.model_validate(store.config)
+        dataset = store.dataset()
+        judgments = list(store.judgments())
+    groups = build_groups_for(dataset, config.data.scope)
+    poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
+    posteriors = fit_groups(groups, judgments, poe, debias=config.model.debias)
+    truth = config.data.truth
+    out = []
+    for group, post in zip(groups, posteriors):
+        intervals = rank_intervals(post, level=level)
+        sd = post.cov.diagonal().sqrt()
+        _, adj = adjacent_reorder_probabilities(post)
+        rows = []
+        for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
+            row = {"rank": rank, "candidate": group.names[c], "score": round(float(post.mean[c]), 6),
+                   "sd": round(float(sd[c]), 6), "rank_low": int(intervals.lower[c]), "rank_high": int(intervals.upper[c])}
+            if truth:
+                values = [by[group.names[c]].human.get(truth) for p, by in dataset.responses.items()
+                          if (group.key == "global" or p == group.key) and group.names[c] in by]
+                values = [v for v in values if v is not None]
+                row["truth"] = round(sum(values) / len(values), 6) if values else None
+            rows.append(row)
+        entry = {"group": group.key, "comparisons": post.n_comparisons, "entropy": round(entropy(post.cov), 4),
+                 "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0, "ranking": rows}
+        if truth and len(rows) > 2:
+            from scipy.stats import spearmanr
+
+            values = [r["truth"] for r in rows]
+            if None not in values and len(set(values)) > 1:
+                entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in rows], values).statistic), 4)
+        out.append(entry)
+    return {"run": str(path), "scope": config.data.scope, "level": level, "groups": out}
+
+
+def status(path: str | Path) -> dict:
+    """Budget spent, rounds, state, and the uncertainty of the current ranking."""
+    with open_run(path, write=False) as store:
+        run = store.run
+        config = RunConfig.model_validate(store.config)
+        spend = store.spend()
+        counts = {r["status"]: r["n"] for r in store.db.query("select status, count(*) as n from requests group by status")}
+        failures = {r["error_type"] or "unknown": r["n"] for r in store.db.query(
+            "select error_type, count(*) as n from judgments where status = 'failed' group by error_type")}
+        rounds = store.last_round() + 1
+    b = config.budget
+    rank = ranking(path)
+    groups = rank["groups"]
+    summary = {
+        "run": str(path), "name": run["name"], "state": run["status"], "stop_reason": run["stop_reason"],
+        "rounds": rounds, "requests": counts, "failures": failures,
+        "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6)},
+        "budget": {"calls": b.max_calls, "tokens": b.max_tokens, "usd": b.max_usd},
+        "groups": len(groups),
+        "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4),
+        "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups),
+        "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
+    }
+    sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
+    if sp:
+        summary["mean_spearman_vs_truth"] = round(sum(sp) / len(sp), 4)
+    return summary
+
+
+def _log_line(row: dict) -> dict:
+    probs = json.loads(row["probs"])
+    capped = json.loads(row["capped"])
+    unresolved = json.loads(row["unresolved"])
+    return {
+        "kind": row["kind"], "judge": row["judge"], "prompt_id": row["prompt_id"],
+        "candidates": json.loads(row["candidates"]), "probs": probs[0] if len(probs) == 1 else probs,
+        "key": row["key"], "template": row["template"], "method": row["method"],
+        "capped": capped[0] if len(capped) == 1 else capped, "unresolved": unresolved[0] if len(unresolved) == 1 else unresolved,
+        "text": row["text"], "top_logprobs": json.loads(row["top_logprobs"]), "round": row["round"],
+        "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
+        "cost_usd": row["cost_usd"], "latency_s": row["latency_s"], "attempts": row["attempts"], "note": row["note"],
+    }
+
+
+CSV_COLUMNS = ["key", "round", "kind", "judge", "template", "prompt_id", "candidate_a", "candidate_b", "status", "p_first",
+               "probs", "method", "capped", "unresolved", "text", "prompt_tokens", "completion_tokens", "cost_usd",
+               "latency_s", "attempts", "error_type", "error"]
+
+
+def _flat(row: dict) -> dict:
+    cands = json.loads(row["candidates"])
+    return {**{c: row.get(c) for c in CSV_COLUMNS if c in row}, "candidate_a": cands[0],
+            "candidate_b": cands[1] if len(cands) > 1 else None}
+
+
+def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False) -> int:
+    """Write the run's judgments: ``jsonl`` (the judgment log ``orchestrator replay`` reads), ``csv`` or
+    ``parquet`` (one row per judgment, option probabilities as JSON). Returns the number of rows."""
+    if fmt not in EXPORT_FORMATS:
+        raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    with open_run(path, write=False) as store:
+        rows = list(store.judgments(ok_only=not include_failed))
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise OrchestratorError(f"{out.parent}: no such directory")
+    tmp = out.with_name(out.name + ".partial")
+    if fmt == "jsonl":
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                if row["status"] == "ok":
+                    fh.write(json.dumps(_log_line(row)) + "\n")
+    elif fmt == "csv":
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(_flat(row))
+    else:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise OrchestratorError("--format parquet needs pyarrow: pip install 'llm-judge-orchestrator[parquet]'") from None
+        table = pa.Table.from_pylist([_flat(r) for r in rows]) if rows else pa.table({c: [] for c in CSV_COLUMNS})
+        pq.write_table(table, tmp)
+    tmp.replace(out)
+    return len(rows)

@@ -1,0 +1,338 @@
+"""The run file: one SQLite database (WAL) per run, written through sqlite-utils.
+
+Tables (``SCHEMA_VERSION`` 1; ``PRAGMA user_version`` holds the version):
+
+- ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
+- ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``).
+- ``responses``: the snapshot's responses (``prompt_id``, ``candidate``, ``text``, ``human`` JSON).
+- ``requests``: every planned judge call: idempotency ``key``, ``round``, ``judge``, ``template``,
+  ``kind``, ``prompt_id``, ``candidates`` (JSON, first = option A), rendered ``messages``, ``status``
+  (``pending`` → ``done`` | ``failed``) and the worst-case ``reserved_tokens`` / ``reserved_usd``.
+- ``judgments``: one row per finished request (same ``key``): ``status`` (``ok``/``failed``), option
+  ``probs`` at every read position, ``p_first`` (pairwise), ``method``, ``capped``, ``unresolved``,
+  every ``top_logprobs`` list, ``text``, ``raw`` response, tokens, ``cost_usd``, ``latency_s``,
+  ``attempts``, ``error``/``error_type``.
+- ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
+  largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
+
+Each judgment is committed in its own transaction as it arrives; a process killed at any moment
+leaves a consistent file (SQLite's journal) that :func:`open_run` resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+from filelock import FileLock, Timeout
+
+from .dataset import Dataset, PromptRow, ResponseText
+from .errors import OrchestratorError
+from .judging.client import Judgment
+from .judging.templates import Template
+
+__all__ = ["SCHEMA_VERSION", "RunStore", "Spend", "create_run", "open_run"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Spend:
+    calls: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+
+    def __add__(self, other: "Spend") -> "Spend":
+        return Spend(self.calls + other.calls, self.tokens + other.tokens, self.usd + other.usd)
+
+
+def _connect(path: Path) -> sqlite_utils.Database:
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+    db = sqlite_utils.Database(conn)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
+        db.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise OrchestratorError(f"{path}: not a run file ({exc})") from None
+    return db
+
+
+def _create_schema(db: sqlite_utils.Database) -> None:
+    db["runs"].create({
+        "id": int, "name": str, "config": str, "seed": int, "dataset_fingerprint": str, "schema_version": int,
+        "status": str, "stop_reason": str, "templates": str, "created_at": float, "updated_at": float,
+    }, pk="id")
+    db["prompts"].create({"id": str, "position": int, "text": str, "reference": str}, pk="id")
+    db["responses"].create({"prompt_id": str, "candidate": str, "text": str, "human": str},
+                           pk=("prompt_id", "candidate"), foreign_keys=[("prompt_id", "prompts", "id")])
+    db["requests"].create({
+        "key": str, "round": int, "judge": str, "template": str, "kind": str, "prompt_id": str,
+        "candidates": str, "messages": str, "status": str, "reserved_tokens": int, "reserved_usd": float,
+        "created_at": float,
+    }, pk="key")
+    db["requests"].create_index(["status"])
+    db["requests"].create_index(["round"])
+    db["judgments"].create({
+        "key": str, "judge": str, "template": str, "kind": str, "prompt_id": str, "candidates": str,
+        "status": str, "probs": str, "p_first": float, "method": str, "capped": str, "unresolved": str,
+        "top_logprobs": str, "text": str, "raw": str, "prompt_tokens": int, "completion_tokens": int,
+        "cost_usd": float, "latency_s": float, "attempts": int, "error": str, "error_type": str, "note": str,
+        "round": int, "created_at": float,
+    }, pk="key", foreign_keys=[("key", "requests", "key")])
+    db["rounds"].create({
+        "round": int, "kind": str, "selected": str, "n_requests": int, "entropy": float,
+        "max_adjacent_reorder": float, "top": str, "fit_s": float, "select_s": float, "dispatch_s": float,
+        "calls": int, "tokens": int, "usd": float, "started_at": float, "finished_at": float,
+    }, pk="round")
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def p_first(judgment: Judgment) -> float | None:
+    """P(first-shown better) of a pairwise/reference judgment (a tie ``C`` counts half)."""
+    if not judgment.probs or judgment.kind not in ("pairwise", "reference"):
+        return None
+    probs = judgment.probs[0]
+    a, b, c = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
+    total = a + b + c
+    return (a + 0.5 * c) / total if total > 0 else None
+
+
+class RunStore:
+    """An open run file. Use :func:`create_run` / :func:`open_run`; close with :meth:`close`."""
+
+    def __init__(self, path: Path, db: sqlite_utils.Database, lock: FileLock | None):
+        self.path = path
+        self.db = db
+        self._lock = lock
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One atomic write (raw SQL inside: sqlite-utils' helpers commit on their own)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def _insert(self, table: str, rows: list[dict], *, on_conflict: str = "REPLACE") -> None:
+        if not rows:
+            return
+        columns = list(rows[0])
+        sql = (f"INSERT OR {on_conflict} INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+               f"VALUES ({', '.join('?' for _ in columns)})")
+        self.db.conn.executemany(sql, [[r[c] for c in columns] for r in rows])
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        self.db.conn.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- run row -----------------------------------------------------------------------------
+    @property
+    def run(self) -> dict[str, Any]:
+        return next(self.db.query("select * from runs where id = 1"))
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return json.loads(self.run["config"])
+
+    def templates(self) -> dict[str, Template]:
+        """The templates the run was created with (role → template), so a resume asks the same."""
+        return {role: Template.model_validate(t) for role, t in json.loads(self.run["templates"]).items()}
+
+    def set_status(self, status: str, reason: str = "") -> None:
+        with self._transaction():
+            self.db.execute("update runs set status = ?, stop_reason = ?, updated_at = ? where id = 1",
+                            [status, reason, time.time()])
+
+    # -- dataset snapshot --------------------------------------------------------------------
+    def dataset(self) -> Dataset:
+        prompts = {r["id"]: PromptRow(id=r["id"], text=r["text"], reference=r["reference"])
+                   for r in self.db.query("select * from prompts order by position")}
+        responses: dict[str, dict[str, ResponseText]] = {p: {} for p in prompts}
+        for r in self.db.query("select * from responses order by rowid"):
+            responses[r["prompt_id"]][r["candidate"]] = ResponseText(
+                prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"]))
+        return Dataset(prompts, responses)
+
+    # -- requests and judgments --------------------------------------------------------------
+    def add_round(self, round_no: int, kind: str, selected: list, requests: list[dict], info: dict) -> None:
+        """Write a round's selection and its planned (pending) requests in one transaction."""
+        now = time.time()
+        with self._transaction():
+            self._insert("rounds", [{"round": round_no, "kind": kind, "selected": json.dumps(selected),
+                                     "n_requests": len(requests), "started_at": now, **info}])
+            self._insert("requests", [{**r, "round": round_no, "status": "pending", "created_at": now}
+                                      for r in requests], on_conflict="IGNORE")
+
+    def finish_round(self, round_no: int, info: dict) -> None:
+        info = {**info, "finished_at": time.time()}
+        with self._transaction():
+            self.db.execute(f"update rounds set {', '.join(f'[{k}] = ?' for k in info)} where round = ?",
+                            [*info.values(), round_no])
+
+    def pending_requests(self) -> list[dict]:
+        """Planned requests without a committed judgment, in planning order."""
+        return list(self.db.query(
+            "select r.* from requests r left join judgments j on j.key = r.key "
+            "where r.status = 'pending' and j.key is null order by r.round, r.key"))
+
+    def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int) -> dict:
+        """Store one finished request (its judgment or permanent failure) atomically."""
+        row = {
+            "key": judgment.key, "judge": judgment.judge, "template": judgment.template, "kind": judgment.kind,
+            "prompt_id": judgment.prompt_id, "candidates": json.dumps(judgment.candidates), "status": judgment.status,
+            "probs": json.dumps(judgment.probs), "p_first": p_first(judgment) if judgment.status == "ok" else None,
+            "method": judgment.method, "capped": json.dumps(judgment.capped), "unresolved": json.dumps(judgment.unresolved),
+            "top_logprobs": json.dumps(judgment.top_logprobs), "text": judgment.text,
+            "raw": json.dumps(judgment.raw) if judgment.raw is not None else None,
+            "prompt_tokens": judgment.prompt_tokens, "completion_tokens": judgment.completion_tokens,
+            "cost_usd": judgment.cost_usd, "latency_s": judgment.latency_s, "attempts": attempts,
+            "error": judgment.error, "error_type": judgment.error_type, "note": judgment.note,
+            "round": round_no, "created_at": time.time(),
+        }
+        status = "done" if judgment.status == "ok" else "failed"
+        with self._transaction():
+            self._insert("judgments", [row])
+            self.db.execute("update requests set status = ? where key = ?", [status, judgment.key])
+        return row
+
+    def judgments(self, *, ok_only: bool = True) -> Iterator[dict]:
+        where = "where status = 'ok'" if ok_only else ""
+        return self.db.query(f"select * from judgments {where} order by round, key")
+
+    def spend(self) -> Spend:
+        row = next(self.db.query(
+            "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+            "coalesce(sum(cost_usd), 0.0) as usd from judgments"))
+        return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]))
+
+    def asked(self) -> set[tuple[str, str, tuple[str, ...]]]:
+        """``(judge, prompt, candidates)`` of every planned request (asked or pending)."""
+        return {(r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"])))
+                for r in self.db.query("select judge, prompt_id, candidates from requests")}
+
+    def last_round(self) -> int:
+        row = next(self.db.query("select coalesce(max(round), -1) as r from rounds"))
+        return int(row["r"])
+
+    def rounds(self) -> list[dict]:
+        return list(self.db.query("select * from rounds order by round"))
+
+
+def _acquire(path: Path) -> FileLock:
+    lock = FileLock(str(path) + ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise OrchestratorError(f"{path} is in use by another orchestrator process (lock {path}.lock); "
+                                "wait for it to finish or stop it first") from None
+    return lock
+
+
+def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset: Dataset, templates: dict[str, Template]) -> RunStore:
+    """Create a new run file with the dataset snapshot.
+
+    Raises:
+        OrchestratorError: the file exists already (resume it instead) or cannot be written.
+    """
+    path = Path(path)
+    if path.exists():
+        raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` "
+                                "or give the run another name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OrchestratorError(f"{path.parent}: cannot create the runs directory ({exc.strerror})") from None
+    lock = _acquire(path)
+    partial = path.with_name(path.name + ".creating")
+    partial.unlink(missing_ok=True)
+    db = _connect(partial)
+    try:
+        now = time.time()
+        with db.conn:
+            _create_schema(db)
+            db["runs"].insert({"id": 1, "name": name, "config": json.dumps(config), "seed": seed,
+                               "dataset_fingerprint": dataset.fingerprint(), "schema_version": SCHEMA_VERSION,
+                               "status": "created", "stop_reason": "", "created_at": now, "updated_at": now,
+                               "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()})})
+            db["prompts"].insert_all([{"id": p.id, "position": k, "text": p.text, "reference": p.reference}
+                                      for k, p in enumerate(dataset.prompts.values())])
+            db["responses"].insert_all([{"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text,
+                                         "human": json.dumps(r.human)}
+                                        for by_cand in dataset.responses.values() for r in by_cand.values()])
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.conn.close()
+        # The run file appears complete or not at all.
+        partial.replace(path)
+        for suffix in ("-wal", "-shm"):
+            Path(str(partial) + suffix).unlink(missing_ok=True)
+    except BaseException:
+        db.conn.close()
+        partial.unlink(missing_ok=True)
+        lock.release()
+        raise
+    return RunStore(path, _connect(path), lock)
+
+
+def _check_run_file(path: Path) -> None:
+    """Refuse anything that is not a run file this version can read, without writing to it."""
+    if not path.is_file():
+        raise OrchestratorError(f"{path}: no such run file")
+    with path.open("rb") as fh:
+        if fh.read(16) != b"SQLite format 3\x00":
+            raise OrchestratorError(f"{path}: not a run file (not an SQLite database)")
+    conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise OrchestratorError(f"{path}: not a run file ({exc})") from None
+    finally:
+        conn.close()
+    if version > SCHEMA_VERSION:
+        raise OrchestratorError(f"{path}: written by a newer orchestrator (schema {version}, this one reads "
+                                f"up to {SCHEMA_VERSION}); upgrade llm-judge-orchestrator")
+    missing = {"runs", "prompts", "responses", "requests", "judgments", "rounds"} - tables
+    if version < 1 or missing:
+        raise OrchestratorError(f"{path}: not a run file (missing tables: {', '.join(sorted(missing)) or 'none'})")
+
+
+def open_run(path: str | Path, *, write: bool = True) -> RunStore:
+    """Open an existing run file; ``write`` takes the run's lock (one writer at a time).
+
+    Raises:
+        OrchestratorError: missing file, not a run file, a newer schema, another process holds it,
+            or the dataset snapshot no longer matches its fingerprint. Nothing is written then.
+    """
+    path = Path(path)
+    _check_run_file(path)
+    lock = _acquire(path) if write else None
+    try:
+        store = RunStore(path, _connect(path), lock)
+        if store.dataset().fingerprint() != store.run["dataset_fingerprint"]:
+            store.db.conn.close()
+            raise OrchestratorError(f"{path}: the dataset snapshot does not match its fingerprint (file modified?)")
+        return store
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
