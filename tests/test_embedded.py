@@ -5,6 +5,8 @@ import socket
 
 import pytest
 
+from conftest import ROOT
+
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging import get_template
 from orchestrator.judging.client import JudgeRequest, LiteLLMJudge, get_profile
@@ -69,3 +71,45 @@ def test_corrupted_model_file_is_reassembled(tmp_path, monkeypatch):
     data = bytearray(path.read_bytes()[:1000])
     path.write_bytes(bytes(data))  # truncated: the marker no longer matches, the hash fails
     assert model_path("gemma270m").stat().st_size > 100_000_000
+
+
+def test_run_with_the_embedded_judge_end_to_end(tmp_path):
+    """`orchestrator run` with a local judge profile: the loop starts llama.cpp, judges through
+    litellm, commits to SQLite, ranks; the server is stopped afterwards."""
+    import json
+    import sqlite3
+
+    from orchestrator import runs
+    from orchestrator.cli import main
+
+    sample = ROOT / "examples" / "summeval-sample"
+    config = tmp_path / "gemma.toml"
+    config.write_text(f"""
+name = "gemma-e2e"
+runs_dir = "{(tmp_path / 'runs').as_posix()}"
+[data]
+prompts = "{(sample / 'prompts.jsonl').as_posix()}"
+responses = "{(sample / 'responses.jsonl').as_posix()}"
+first = 1
+truth = "coherence"
+[judging]
+judges = ["gemma270m"]
+pairwise_template = "poe-pairwise-noprefill"
+[selection]
+batch = 3
+[budget]
+max_calls = 6
+[dispatch]
+concurrency = 2
+""")
+    main(["run", str(config)])
+    path = tmp_path / "runs" / "gemma-e2e.sqlite"
+    db = sqlite3.connect(path)
+    rows = db.execute("select status, probs, top_logprobs, prompt_tokens, cost_usd from judgments").fetchall()
+    assert len(rows) == 6 and {r[0] for r in rows} == {"ok"}
+    for _, probs, top, tokens, cost in rows:
+        assert sum(json.loads(probs)[0].values()) == pytest.approx(1.0)
+        assert len(json.loads(top)[0]) == 20 and tokens > 300 and cost == 0.0
+    ranking = runs.ranking(path)["groups"][0]["ranking"]
+    assert len(ranking) == 16 and sorted(r["rank"] for r in ranking) == list(range(1, 17))
+    assert runs.status(path)["state"] == "finished"

@@ -177,6 +177,8 @@ class EmbeddedServer:
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
         params.prefill_assistant = True
+        # llama.cpp logs every request at info level; keep the terminal for the progress display
+        params.verbosity = 3 if os.environ.get("ORCHESTRATOR_VERBOSE") else -1
         with _quiet_stderr():
             self._server = xllamacpp.Server(params)
         self._wait_ready()
