@@ -107,6 +107,10 @@ class DispatchConfig(_Section):
     """Tries per request on rate limits, 5xx, timeouts and connection errors."""
     backoff_initial_s: float = Field(default=1.0, ge=0)
     backoff_max_s: float = Field(default=60.0, ge=0)
+    pipeline_depth: int = Field(default=2, ge=1, le=8)
+    """Rounds in flight: 1 waits for each round before selecting the next (fully adaptive); 2 selects
+    the next round from the posterior one round behind while the current one is being judged, so
+    the judges never wait for selection."""
     api_base: str | None = None
     """Send every judge to this OpenAI-compatible address (e.g. a running ``judge serve``)."""
 

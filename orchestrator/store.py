@@ -225,6 +225,18 @@ class RunStore:
             "coalesce(sum(cost_usd), 0.0) as usd from judgments"))
         return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]))
 
+    def planning_spend(self, cutoff: int) -> Spend:
+        """What planning may assume is spent: actual spend of rounds ``<= cutoff`` (all committed)
+        plus the reservations of later rounds, whatever has arrived of them. An upper bound on the
+        final spend of what is planned, and independent of arrival timing (so resumes agree)."""
+        done = next(self.db.query(
+            "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+            "coalesce(sum(cost_usd), 0.0) as usd from judgments where round <= ?", [cutoff]))
+        later = next(self.db.query(
+            "select count(*) as calls, coalesce(sum(reserved_tokens), 0) as tokens, coalesce(sum(reserved_usd), 0.0) as usd "
+            "from requests where round > ?", [cutoff]))
+        return Spend(int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]), float(done["usd"] + later["usd"]))
+
     def asked(self) -> set[tuple[str, str, tuple[str, ...]]]:
         """``(judge, prompt, candidates)`` of every planned request (asked or pending)."""
         return {(r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"])))

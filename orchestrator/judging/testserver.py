@@ -97,6 +97,8 @@ class FakeOpenAIServer:
                 self.wfile.write(data)
 
         class QuietServer(ThreadingHTTPServer):
+            request_queue_size = 256  # socketserver's default backlog of 5 drops bursts of connections
+
             def handle_error(self, request, client_address):  # a client killed mid-request is expected here
                 pass
 

@@ -220,10 +220,11 @@ def select_across(
     generator = generator or torch.Generator().manual_seed(0)
     proposals: list[tuple[float, int, int, int]] = []
     for g, (post, avail) in enumerate(zip(posteriors, available)):
-        pairs, keys = _ranked_pairs(post, strategy, avail, batch_size, ordered, generator, expert)
+        pairs, keys = _ranked_pairs(post, strategy, avail, batch_size, ordered, generator, expert, orient=False)
         proposals += [(key, g, i, j) for key, (i, j) in zip(keys, pairs)]
     proposals.sort(key=lambda t: -t[0])
-    return [(g, i, j) for _, g, i, j in proposals[:batch_size]]
+    # orient only the winners (most proposals lose; orienting them all dominated the cost)
+    return [(g, *_orient(i, j, available[g], ordered, generator)) for _, g, i, j in proposals[:batch_size]]
 
 
 def _ranked_pairs(
@@ -234,6 +235,8 @@ def _ranked_pairs(
     ordered: bool,
     generator: torch.Generator | None,
     expert: Expert | None,
+    *,
+    orient: bool = True,
 ) -> tuple[list[tuple[int, int]], list[float]]:
     strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     if batch_size < 1:
@@ -263,6 +266,8 @@ def _ranked_pairs(
         top = torch.topk(key, k)
         pairs = [(int(t) // n, int(t) % n) for t in top.indices]
         keys = top.values.tolist()
+    if not orient:
+        return pairs, keys
     return [_orient(i, j, available, ordered, generator) for i, j in pairs], keys
 
 
