@@ -66,8 +66,23 @@ def prepare(config: RunConfig) -> Prepared:
             raise OrchestratorError(f"judging.attribute: {attribute!r} is not an attribute of template {template.name!r} "
                                     f"(choose one of {', '.join(template.attributes)})")
     profiles = {name: get_profile(name) for name in config.judging.judges}
+    check_judges(profiles, templates, api_base=config.dispatch.api_base)
     build_groups_for(dataset, config.data.scope)
     return Prepared(config, dataset, templates, profiles)
+
+
+def check_judges(profiles: dict[str, JudgeProfile], templates: dict[str, Template], *, api_base: str | None) -> None:
+    """Refuse combinations that would only produce failed (but counted) calls."""
+    import os
+
+    for name, profile in profiles.items():
+        for template in templates.values():
+            if template.prefill and not profile.prefill and template.read == "first_token":
+                raise OrchestratorError(
+                    f"judge {name!r} does not continue an assistant prefix, which template {template.name!r} reads its "
+                    f"answer after; use {template.name}-noprefill (or a judge with prefill = true)")
+        if profile.api_key_env and not os.environ.get(profile.api_key_env) and not api_base:
+            raise OrchestratorError(f"judge {name!r} needs its API key in the environment variable {profile.api_key_env}")
 
 
 def _is_local(profile: JudgeProfile, api_base: str | None) -> bool:
@@ -177,6 +192,7 @@ def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = No
             return None
         config = RunConfig.model_validate(store.config)
         profiles = {name: get_profile(name) for name in config.judging.judges}
+        check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
         return _execute(store, config, store.templates(), profiles, progress, judges)
 
 

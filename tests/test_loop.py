@@ -180,9 +180,13 @@ def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server, data, capsys
     (('judges = ["local-openai"]', 'judges = "local-openai"'), "judging.judges: Input should be a valid list"),
     (('truth = "coherence"', 'truth = "wit"'), "has no human score 'wit'"),
     (("concurrency = 4", "concurrency = 'many'"), "dispatch.concurrency: Input should be a valid integer"),
+    (('judges = ["local-openai"]', 'judges = ["gpt-4o-mini"]'), "judge 'gpt-4o-mini' does not continue an assistant prefix"),
+    (('judges = ["local-openai"]', 'judges = ["gpt-4o-mini"]\npairwise_template = "poe-pairwise-noprefill"'),
+     "needs its API key in the environment variable OPENAI_API_KEY"),
 ])
-def test_config_errors_name_the_field(tmp_path, server, data, capsys, edit, message):
-    config = write_config(tmp_path, server.url, prompts=data[0], responses=data[1])
+def test_config_errors_name_the_field(tmp_path, server, data, capsys, monkeypatch, edit, message):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = write_config(tmp_path, None, prompts=data[0], responses=data[1])
     config.write_text(config.read_text().replace(*edit))
     assert _cli(["run", str(config)]) == 2
     err = capsys.readouterr().err
