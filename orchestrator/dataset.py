@@ -16,10 +16,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from .errors import OrchestratorError
-from .records import _validation_message, read_jsonl
+from .records import validate_jsonl
 
 __all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint"]
 
@@ -91,18 +91,6 @@ def fingerprint(dataset: Dataset) -> str:
     return h.hexdigest()
 
 
-def _rows(path: Path, model: type[BaseModel]) -> list[tuple[int, BaseModel]]:
-    out = []
-    for number, obj in read_jsonl(path):
-        try:
-            out.append((number, model.model_validate(obj)))
-        except ValidationError as exc:
-            raise OrchestratorError(f"{path}:{number}: {_validation_message(exc)}") from None
-    if not out:
-        raise OrchestratorError(f"{path}: the file has no rows")
-    return out
-
-
 def load_prompts(path: str | Path) -> dict[str, PromptRow]:
     """Prompts by id, in file order.
 
@@ -112,7 +100,7 @@ def load_prompts(path: str | Path) -> dict[str, PromptRow]:
     path = Path(path)
     prompts: dict[str, PromptRow] = {}
     first_line: dict[str, int] = {}
-    for number, row in _rows(path, PromptRow):
+    for number, row in validate_jsonl(path, PromptRow, "the file has no rows"):
         if row.id in prompts:
             raise OrchestratorError(f"{path}:{number}: duplicate prompt id {row.id!r} (first at line {first_line[row.id]})")
         prompts[row.id] = row
@@ -132,7 +120,7 @@ def load_dataset(prompts_path: str | Path, responses_path: str | Path, *, min_ca
     responses_path = Path(responses_path)
     responses: dict[str, dict[str, ResponseText]] = {}
     lines: dict[tuple[str, str], int] = {}
-    for number, row in _rows(responses_path, ResponseText):
+    for number, row in validate_jsonl(responses_path, ResponseText, "the file has no rows"):
         if row.prompt_id not in prompts:
             raise OrchestratorError(f"{responses_path}:{number}: prompt {row.prompt_id!r} is not in {prompts_path}")
         key = (row.prompt_id, row.candidate)

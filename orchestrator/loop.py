@@ -51,6 +51,7 @@ from .poe import (
     stopping_rule,
 )
 from .record import request_key
+from .records import level_distribution
 from .replay import threads_for
 from .store import RunStore, Spend
 
@@ -124,12 +125,11 @@ def group_observations(
             comparisons.append((group.index[a], group.index[b], float(row["p_first"])))
         elif row["kind"] == "absolute" and with_absolute:
             probs = json.loads(row["probs"])[0] if isinstance(row["probs"], str) else row["probs"][0]
-            items = sorted((float(k), v) for k, v in probs.items())
-            total = sum(v for _, v in items)
-            if total <= 0:
+            if sum(probs.values()) <= 0:
                 continue
-            mean, var = absolute_moments(torch.tensor([[v / total for _, v in items]], dtype=torch.float64),
-                                         torch.tensor([k for k, _ in items], dtype=torch.float64))
+            levels, weights = level_distribution(probs)
+            mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64),
+                                         torch.tensor(levels, dtype=torch.float64))
             absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0])))
     return comparisons, absolutes
 

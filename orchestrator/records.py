@@ -17,13 +17,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import OrchestratorError
 
-__all__ = ["LogRecord", "ResponseRow", "load_log", "load_responses", "read_jsonl"]
+M = TypeVar("M", bound=BaseModel)
+
+__all__ = ["LogRecord", "ResponseRow", "level_distribution", "load_log", "load_responses", "prob_first", "read_jsonl",
+           "validate_jsonl"]
 
 
 class LogRecord(BaseModel):
@@ -75,14 +78,24 @@ class LogRecord(BaseModel):
 
     def prob_first(self) -> float:
         """P(first-shown is better), a tie ``C`` counted as half a win."""
-        a, b, c = self.probs["A"], self.probs["B"], self.probs.get("C", 0.0)
-        return (a + 0.5 * c) / (a + b + c)
+        return prob_first(self.probs)
 
     def level_distribution(self) -> tuple[list[float], list[float]]:
         """Absolute judgments: ``(levels, probabilities)`` sorted by level, normalised."""
-        items = sorted((float(k), v) for k, v in self.probs.items())
-        total = sum(v for _, v in items)
-        return [k for k, _ in items], [v / total for _, v in items]
+        return level_distribution(self.probs)
+
+
+def prob_first(probs: dict[str, float]) -> float:
+    """P(first-shown ``A`` is better) from A/B(/C) option probabilities, a tie ``C`` counted as half."""
+    a, b, c = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
+    return (a + 0.5 * c) / (a + b + c)
+
+
+def level_distribution(probs: dict[str, float]) -> tuple[list[float], list[float]]:
+    """``(levels, probabilities)`` of an absolute judgment, sorted by level and normalised."""
+    items = sorted((float(k), v) for k, v in probs.items())
+    total = sum(v for _, v in items)
+    return [k for k, _ in items], [v / total for _, v in items]
 
 
 class ResponseRow(BaseModel):
@@ -137,21 +150,31 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def validate_jsonl(path: str | Path, model: type[M], empty: str) -> list[tuple[int, M]]:
+    """Every line of a JSONL file validated as ``model``; ``(line_number, row)`` pairs.
+
+    Raises:
+        OrchestratorError: naming the file and line of the first bad row, or ``f"{path}: {empty}"``
+            when the file has no rows.
+    """
+    out = []
+    for number, obj in read_jsonl(path):
+        try:
+            out.append((number, model.model_validate(obj)))
+        except ValidationError as exc:
+            raise OrchestratorError(f"{path}:{number}: {_validation_message(exc)}") from None
+    if not out:
+        raise OrchestratorError(f"{path}: {empty}")
+    return out
+
+
 def load_log(path: str | Path) -> list[tuple[int, LogRecord]]:
     """Load and validate a judgment log; returns ``(line_number, record)`` pairs.
 
     Raises:
         OrchestratorError: naming the file and line of the first bad record, or an empty log.
     """
-    out = []
-    for number, obj in read_jsonl(path):
-        try:
-            out.append((number, LogRecord.model_validate(obj)))
-        except ValidationError as exc:
-            raise OrchestratorError(f"{path}:{number}: {_validation_message(exc)}") from None
-    if not out:
-        raise OrchestratorError(f"{path}: the judgment log is empty")
-    return out
+    return validate_jsonl(path, LogRecord, "the judgment log is empty")
 
 
 def load_responses(path: str | Path) -> list[tuple[int, ResponseRow]]:

@@ -36,6 +36,7 @@ from .dataset import Dataset, PromptRow, ResponseText
 from .errors import OrchestratorError
 from .judging.client import Judgment
 from .judging.templates import Template
+from .records import prob_first
 
 __all__ = ["SCHEMA_VERSION", "RunStore", "Spend", "create_run", "open_run"]
 
@@ -100,9 +101,7 @@ def p_first(judgment: Judgment) -> float | None:
     if not judgment.probs or judgment.kind not in ("pairwise", "reference"):
         return None
     probs = judgment.probs[0]
-    a, b, c = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
-    total = a + b + c
-    return (a + 0.5 * c) / total if total > 0 else None
+    return prob_first(probs) if sum(probs.get(o, 0.0) for o in "ABC") > 0 else None
 
 
 class RunStore:
