@@ -15,33 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .dataset import PromptRow, load_prompts
 from .errors import OrchestratorError
 from .judging.client import Judge, JudgeRequest, Judgment
 from .judging.templates import Template
 from .records import load_responses, read_jsonl
 
-__all__ = ["RecordPlan", "plan_recording", "record", "request_key", "load_prompts"]
+__all__ = ["RecordPlan", "plan_recording", "record", "request_key", "load_prompts"]  # load_prompts: from .dataset
 
 
 def request_key(*parts: str) -> str:
     """Deterministic idempotency key of a request (sha256 of its defining parts)."""
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
-
-
-def load_prompts(path: str | Path) -> dict[str, dict]:
-    """``prompts.jsonl`` rows (``{"id", "text", "reference"?}``) by id.
-
-    Raises:
-        OrchestratorError: missing id/text or a duplicate id, naming the line.
-    """
-    out: dict[str, dict] = {}
-    for number, row in read_jsonl(path):
-        if not isinstance(row.get("id"), str) or not isinstance(row.get("text"), str) or not row["text"].strip():
-            raise OrchestratorError(f"{path}:{number}: a prompt needs a string 'id' and a non-empty 'text'")
-        if row["id"] in out:
-            raise OrchestratorError(f"{path}:{number}: duplicate prompt id {row['id']!r}")
-        out[row["id"]] = row
-    return out
 
 
 @dataclass(frozen=True)
@@ -51,7 +36,7 @@ class RecordPlan:
 
 
 def plan_recording(
-    prompts: dict[str, dict],
+    prompts: dict[str, PromptRow],
     responses_path: str | Path,
     prompt_ids: list[str],
     judge_name: str,
@@ -71,7 +56,7 @@ def plan_recording(
             raise OrchestratorError(f"prompt {pid!r} is not in the prompts file")
         if pid not in by_prompt:
             raise OrchestratorError(f"prompt {pid!r} has no responses")
-        context = prompts[pid]["text"]
+        context = prompts[pid].text
         cands = sorted(by_prompt[pid])
         for c, text in cands:
             if not text.strip():
