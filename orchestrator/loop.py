@@ -49,13 +49,14 @@ from .poe import (
     select_across,
     selection_scores,
     stopping_rule,
+    threads_for,
 )
 from .record import request_key
 from .records import level_distribution
-from .replay import threads_for
 from .store import RunStore, Spend
 
-__all__ = ["Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_groups"]
+__all__ = ["Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_group",
+           "fit_groups", "judge_price"]
 
 MESSAGE_OVERHEAD_TOKENS = 16
 """Chat-template tokens per message added on top of the content (generous for known templates)."""
@@ -134,14 +135,18 @@ def group_observations(
     return comparisons, absolutes
 
 
+def fit_group(group: Group, judgments: list[dict], config: PoEConfig, *, debias: str) -> Posterior:
+    """Cold Laplace fit of one group on its judgments, taken in (round, key) order: the canonical
+    posterior, the same in a live run, a resumed one and ``orchestrator rank``."""
+    rows = sorted(judgments, key=lambda r: (r["round"], r["key"]))
+    comparisons, absolutes = group_observations(group, rows, debias=debias)
+    return fit_laplace(Observations.from_lists(len(group.names), comparisons, absolutes), config)
+
+
 def fit_groups(groups: list[Group], judgments: list[dict], config: PoEConfig, *, debias: str) -> list[Posterior]:
-    """Cold Laplace fits of every group on the judgments (the canonical posterior of a run)."""
-    by_group = _split(groups, judgments)
-    out = []
-    for g, group in enumerate(groups):
-        comparisons, absolutes = group_observations(group, by_group[g], debias=debias)
-        out.append(fit_laplace(Observations.from_lists(len(group.names), comparisons, absolutes), config))
-    return out
+    """:func:`fit_group` for every group of a run."""
+    with threads_for(max(len(g.names) for g in groups)):
+        return [fit_group(group, rows, config, debias=debias) for group, rows in zip(groups, _split(groups, judgments))]
 
 
 def _split(groups: list[Group], judgments: list[dict]) -> list[list[dict]]:
@@ -156,7 +161,7 @@ def _split(groups: list[Group], judgments: list[dict]) -> list[list[dict]]:
     return out
 
 
-def _price(profile: JudgeProfile, local: bool) -> tuple[float, float] | None:
+def judge_price(profile: JudgeProfile, local: bool) -> tuple[float, float] | None:
     """USD per (prompt, completion) token, or None when unknown."""
     if profile.price_input_per_mtok is not None or profile.price_output_per_mtok is not None:
         return (profile.price_input_per_mtok or 0.0) / 1e6, (profile.price_output_per_mtok or 0.0) / 1e6
@@ -236,7 +241,7 @@ class RunEngine:
         self.ordered = config.model.debias != "permutation"
         self.prices: dict[str, tuple[float, float]] = {}
         for name, profile in profiles.items():
-            price = _price(profile, name in (local or set()))
+            price = judge_price(profile, name in (local or set()))
             if price is None:
                 if config.budget.max_usd is not None:
                     raise OrchestratorError(
@@ -278,10 +283,7 @@ class RunEngine:
                 rows = [r for r in self._judgments[k] if cutoff is None or r["round"] <= cutoff]
                 if self.posteriors[k] is not None and len(rows) == self._fit_count[k]:
                     continue  # the same judgments as the last fit
-                rows.sort(key=lambda r: (r["round"], r["key"]))
-                comparisons, absolutes = group_observations(self.groups[k], rows, debias=self.config.model.debias)
-                obs = Observations.from_lists(len(self.groups[k].names), comparisons, absolutes)
-                self.posteriors[k] = fit_laplace(obs, self.poe)
+                self.posteriors[k] = fit_group(self.groups[k], rows, self.poe, debias=self.config.model.debias)
                 self._fit_count[k] = len(rows)
                 self._fit_cutoff[k] = cutoff
         self._dirty.clear()

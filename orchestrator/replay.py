@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
@@ -44,6 +43,7 @@ from .poe import (
     permutation_debias,
     ranking_order,
     select_pairs,
+    threads_for,
 )
 from .records import LogRecord, ResponseRow, load_log, load_responses
 
@@ -52,7 +52,6 @@ __all__ = ["SCOPES", "Group", "GroupReplay", "ReplayReport", "build_groups", "re
 Scope = Literal["per_prompt", "global", "items"]
 SCOPES: tuple[str, ...] = ("per_prompt", "global", "items")
 ITEM_SEPARATOR = "::"
-SMALL_GROUP = 256
 NO_TRUTH = "__none__"
 
 
@@ -349,19 +348,6 @@ def replay_group(
         k90 = next((k for k, sp, _ in curve if sp >= 0.9 * full_spearman), None)
     k_self90 = next((k for k, _, self_sp in curve if self_sp >= 0.9), None)
     return GroupReplay(group.key, group.names, group.truth, curve, full_spearman, k90, k_self90, posterior)
-
-
-@contextmanager
-def threads_for(n_max: int):
-    """One torch thread for small posteriors: below a few hundred candidates the thread pool's
-    overhead outweighs the work (measured 3.5 → 0.96 ms per round at N=16)."""
-    before = torch.get_num_threads()
-    if n_max < SMALL_GROUP and before > 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _average_curves(curves: list[list[tuple[int, float, float]]]) -> list[tuple[int, float, float]]:

@@ -15,7 +15,7 @@ from .dataset import Dataset, load_dataset
 from .errors import OrchestratorError
 from .judging.client import Judge, JudgeProfile, LiteLLMJudge, get_profile
 from .judging.templates import Template, get_template
-from .loop import RunEngine, RunEvent, build_groups_for, fit_groups, worst_case, _price
+from .loop import RunEngine, RunEvent, build_groups_for, fit_groups, judge_price, worst_case
 from .poe import PoEConfig, get_expert, rank_intervals, ranking_order
 from .poe.uncertainty import adjacent_reorder_probabilities, entropy
 from .store import RunStore, create_run, open_run
@@ -108,7 +108,7 @@ def dry_run(prepared: Prepared) -> dict:
     rows = []
     template = prepared.templates["pairwise"]
     for name, profile in prepared.profiles.items():
-        price = _price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
+        price = judge_price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
         for pid, by_cand in list(dataset.responses.items())[:3]:
             cands = sorted(by_cand)
             for a, b in zip(cands, cands[1:]):

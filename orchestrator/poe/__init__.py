@@ -18,7 +18,7 @@ from .experts import (
     sigma_beta,
     soft_bradley_terry,
 )
-from .laplace import Posterior, fit_laplace, newton_map
+from .laplace import Posterior, fit_laplace, newton_map, threads_for
 from .objective import NegLogPosterior, Observations, PoEConfig
 from .selection import (
     STRATEGIES,
@@ -86,5 +86,6 @@ __all__ = [
     "soft_bradley_terry",
     "stopping_rule",
     "temperature_scale",
+    "threads_for",
     "variance_metric",
 ]

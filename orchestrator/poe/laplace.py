@@ -11,14 +11,19 @@ Hessian, so Δ and the link parameters are marginalised, not fixed.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 from torch import Tensor
 
 from .objective import DTYPE, NegLogPosterior, Observations, PoEConfig
 
-__all__ = ["Posterior", "fit_laplace", "newton_map"]
+__all__ = ["Posterior", "fit_laplace", "newton_map", "threads_for"]
+
+SMALL_GROUP = 256
+"""Below this many candidates one torch thread fits faster than the thread pool."""
 
 QUASI_NEWTON_MIN_DIM = 256
 """Below this many parameters a Cholesky factorisation is cheaper than the extra iterations of
@@ -203,3 +208,17 @@ def fit_laplace(
         converged=converged,
         n_comparisons=obs.n_comparisons,
     )
+
+
+@contextmanager
+def threads_for(n_max: int) -> Iterator[None]:
+    """One torch thread while fitting posteriors of at most ``n_max`` candidates when that is below
+    :data:`SMALL_GROUP`: the thread pool's overhead outweighs the work (measured 3.5 → 0.96 ms per
+    round at N=16)."""
+    before = torch.get_num_threads()
+    if n_max < SMALL_GROUP and before > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
