@@ -49,9 +49,6 @@ class Spend:
     tokens: int = 0
     usd: float = 0.0
 
-    def __add__(self, other: "Spend") -> "Spend":
-        return Spend(self.calls + other.calls, self.tokens + other.tokens, self.usd + other.usd)
-
 
 def _connect(path: Path) -> sqlite_utils.Database:
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
@@ -279,17 +276,17 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
     db = _connect(partial)
     try:
         now = time.time()
-        with db.conn:
-            _create_schema(db)
-            db["runs"].insert({"id": 1, "name": name, "config": json.dumps(config), "seed": seed,
-                               "dataset_fingerprint": dataset.fingerprint(), "schema_version": SCHEMA_VERSION,
-                               "status": "created", "stop_reason": "", "created_at": now, "updated_at": now,
-                               "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()})})
-            db["prompts"].insert_all([{"id": p.id, "position": k, "text": p.text, "reference": p.reference}
-                                      for k, p in enumerate(dataset.prompts.values())])
-            db["responses"].insert_all([{"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text,
-                                         "human": json.dumps(r.human)}
-                                        for by_cand in dataset.responses.values() for r in by_cand.values()])
+        # Written to a side file and renamed below, so no transaction is needed for atomicity.
+        _create_schema(db)
+        db["runs"].insert({"id": 1, "name": name, "config": json.dumps(config), "seed": seed,
+                           "dataset_fingerprint": dataset.fingerprint(), "schema_version": SCHEMA_VERSION,
+                           "status": "created", "stop_reason": "", "created_at": now, "updated_at": now,
+                           "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()})})
+        db["prompts"].insert_all([{"id": p.id, "position": k, "text": p.text, "reference": p.reference}
+                                  for k, p in enumerate(dataset.prompts.values())])
+        db["responses"].insert_all([{"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text,
+                                     "human": json.dumps(r.human)}
+                                    for by_cand in dataset.responses.values() for r in by_cand.values()])
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.conn.close()
         # The run file appears complete or not at all.
