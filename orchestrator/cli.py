@@ -267,13 +267,12 @@ def run_cmd(
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from . import runs
+    from .config import load_config
 
+    cfg = load_config(config)
+    if runs_dir is not None:
+        cfg = cfg.model_copy(update={"runs_dir": runs_dir})
     if dry_run:
-        from .config import load_config
-
-        cfg = load_config(config)
-        if runs_dir is not None:
-            cfg = cfg.model_copy(update={"runs_dir": runs_dir})
         estimate = runs.dry_run(runs.prepare(cfg))
         table = Table(title=f"dry run: {config} (nothing sent)")
         table.add_column("item")
@@ -282,15 +281,10 @@ def run_cmd(
             table.add_row(k.replace("_", " "), str(v))
         out_console.print(table)
         return
-    from .config import load_config
-
-    cfg = load_config(config)
-    if runs_dir is not None:
-        cfg = cfg.model_copy(update={"runs_dir": runs_dir})
     display, on_event = _run_display(cfg.budget.max_calls)
     try:
         with display:
-            path, reason = runs.start(config, progress=on_event, runs_dir=runs_dir)
+            path, reason = runs.start(cfg, progress=on_event)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
         raise typer.Exit(130)

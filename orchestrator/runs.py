@@ -169,10 +169,12 @@ def _execute(store: RunStore, config: RunConfig, templates: dict[str, Template],
         return asyncio.run(engine.run())
 
 
-def start(config_path: str | Path, *, progress: Callable[[RunEvent], None] | None = None,
+def start(config: str | Path | RunConfig, *, progress: Callable[[RunEvent], None] | None = None,
           judges: dict[str, Judge] | None = None, runs_dir: Path | None = None) -> tuple[Path, str]:
-    """Create the run file from a config and run it; returns (run file, stop reason)."""
-    config = load_config(config_path)
+    """Create the run file from a config (a TOML path or a loaded one) and run it; returns
+    (run file, stop reason)."""
+    if not isinstance(config, RunConfig):
+        config = load_config(config)
     if runs_dir is not None:
         config = config.model_copy(update={"runs_dir": runs_dir})
     prepared = prepare(config)
