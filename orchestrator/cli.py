@@ -241,7 +241,8 @@ def _run_display(total: int | None):
 def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
     groups = report["groups"]
     for entry in groups[:limit_groups]:
-        title = f"{entry['group']} · {entry['comparisons']} comparisons · entropy {entry['entropy']}"
+        title = (f"{entry['group']} · {entry['comparisons']} comparisons · entropy {entry['entropy']}" if entry["entropy"] is not None
+                 else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)")
         if "spearman_vs_truth" in entry:
             title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
         table = Table(title=title)
@@ -338,9 +339,10 @@ def status_cmd(
         ("tokens", fmt(spent["tokens"], budget["tokens"])),
         ("USD", fmt(spent["usd"], budget["usd"])),
         ("groups", str(summary["groups"])),
-        ("mean entropy", str(summary["mean_entropy"])),
-        ("max adjacent reorder probability", str(summary["max_adjacent_reorder"])),
     ]
+    if summary["mean_entropy"] is not None:
+        rows += [("mean entropy", str(summary["mean_entropy"])),
+                 ("max adjacent reorder probability", str(summary["max_adjacent_reorder"]))]
     if "mean_spearman_vs_truth" in summary:
         rows.append(("mean Spearman vs truth", str(summary["mean_spearman_vs_truth"])))
     for group, top in summary["top"].items():
@@ -381,6 +383,49 @@ def export_cmd(
 
     n = runs.export(run, fmt, out, include_failed=include_failed)
     err_console.print(f"wrote {n} judgments to {out}")
+
+
+fit_app = typer.Typer(no_args_is_help=True, help="Offline fits on an accumulated judgment log (a run file or a JSONL log).")
+app.add_typer(fit_app, name="fit")
+
+
+@fit_app.command("raee")
+def fit_raee_cmd(
+    run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log."),
+    log: Optional[Path] = typer.Option(None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead."),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
+    soft: bool = typer.Option(False, "--soft", help="Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    level: float = typer.Option(0.95, "--level", help="Credible-interval level."),
+    population: Optional[int] = typer.Option(None, "--population", help="Prompt pool size M for the finite-population "
+                                             "correction (a run: its prompts with an anchor; a log: none)."),
+    icc_threshold: float = typer.Option(0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this."),
+    abstain_sd: Optional[float] = typer.Option(None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this."),
+    pool_all: bool = typer.Option(False, "--pool-all", help="Pool every judge (ρ from between-judge correlation) "
+                                  "when there are no repeated runs to screen them."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write leaderboard PNGs (one per anchor) to this directory."),
+    se_curve_png: Optional[Path] = typer.Option(None, "--se-curve", help="Also write the analytic-vs-empirical SE "
+                                                "curve (subsampling each candidate's prompts) to this PNG."),
+) -> None:
+    """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics."""
+    from .fit import fit_raee, format_raee, plot_raee, plot_se_curve, se_curve
+
+    if (run is None) == (log is None):
+        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+    if population is not None and population < 1:
+        raise OrchestratorError(f"--population must be at least 1 (got {population})")
+    report = fit_raee(run or log, log=log is not None, soft=soft, judges=judge or None, level=level,
+                      population=population, icc_threshold=icc_threshold, abstain_sd=abstain_sd, pool_all=pool_all)
+    paths = plot_raee(report, plot) if plot is not None else []
+    if se_curve_png is not None:
+        curves = se_curve(run or log, log=log is not None, judges=judge or None)
+        paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {(run or log).name}"))
+    if as_json:
+        print(json.dumps({**report.model_dump(mode="json"), "plots": [str(p) for p in paths]}))
+        return
+    out_console.print(Text(format_raee(report)), soft_wrap=True)
+    for path in paths:
+        err_console.print(f"wrote {path}")
 
 
 def _progress(quiet: bool) -> Progress:

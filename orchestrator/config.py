@@ -15,7 +15,7 @@ from .errors import OrchestratorError
 from .judging.datafiles import load_toml_model
 
 __all__ = ["RunConfig", "DataConfig", "JudgingConfig", "ModelConfig", "SelectionConfig", "BudgetConfig",
-           "StoppingConfig", "DispatchConfig", "load_config"]
+           "StoppingConfig", "DispatchConfig", "ReferenceConfig", "load_config"]
 
 
 class _Section(BaseModel):
@@ -115,6 +115,31 @@ class DispatchConfig(_Section):
     """Send every judge to this OpenAI-compatible address (e.g. a running ``judge serve``)."""
 
 
+class ReferenceConfig(_Section):
+    """A reference-anchored (RAEE) campaign: every candidate is judged against a fixed anchor."""
+
+    anchor: str = "dataset"
+    """``dataset``: each prompt's ``reference`` text (named ``reference`` in the log); otherwise the
+    candidate whose responses serve as the anchor (it is then not ranked)."""
+    template: str = "raee-pairwise-summary"
+    """A ``kind = "reference"`` template (option A = the anchor, B = the candidate, C = tie)."""
+    allocation: Literal["all", "adaptive"] = "all"
+    """``all``: every candidate on every prompt, ``selection.batch`` prompts per round in a seeded
+    order (a budget cut leaves a random subset of prompts, the same for every candidate);
+    ``adaptive``: after ``warmup_prompts`` prompts each, every round gives one more prompt to the
+    ``selection.batch`` candidates whose Elo interval overlaps its neighbours' most."""
+    repeats: int = Field(default=1, ge=1, le=20)
+    """Runs of each judge on each item; k ≥ 2 enables the ICC(3,k) screen (the judge must sample:
+    a temperature-0 judge repeats itself and its ICC is trivially 1)."""
+    both_orders: bool = False
+    """Also ask every item with the anchor shown second (option B) and average the two orders:
+    cancels a constant position bias (the RAEE analogue of permutation debiasing) for twice the
+    calls. The two orders count as two runs of the item in the ICC(3,k) screen."""
+    warmup_prompts: int = Field(default=4, ge=1)
+    soft: bool = False
+    """Adaptive allocation ranks by soft outcomes P(win) + ½P(tie) instead of the argmax."""
+
+
 class RunConfig(_Section):
     name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$", max_length=120)
     """Run name; the run file is ``<runs_dir>/<name>.sqlite`` (default: the config file's name)."""
@@ -128,6 +153,8 @@ class RunConfig(_Section):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     stopping: StoppingConfig = Field(default_factory=StoppingConfig)
     dispatch: DispatchConfig = Field(default_factory=DispatchConfig)
+    reference: ReferenceConfig | None = None
+    """Set to run a reference-anchored campaign instead of PoE pairwise selection."""
 
     @property
     def run_path(self) -> Path:

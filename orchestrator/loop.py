@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
@@ -51,12 +52,17 @@ from .poe import (
     stopping_rule,
     threads_for,
 )
+from .raee import outcomes, raee_arrays
+from .raee_report import reference_wtl
 from .record import request_key
 from .records import level_distribution
 from .store import RunStore, Spend
 
 __all__ = ["Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_group",
-           "fit_groups", "judge_price"]
+           "fit_groups", "judge_price", "reference_items", "DATASET_ANCHOR"]
+
+DATASET_ANCHOR = "reference"
+"""The anchor's name in the log when it is the dataset's reference text."""
 
 MESSAGE_OVERHEAD_TOKENS = 16
 """Chat-template tokens per message added on top of the content (generous for known templates)."""
@@ -161,6 +167,36 @@ def _split(groups: list[Group], judgments: list[dict]) -> list[list[dict]]:
     return out
 
 
+def reference_items(dataset: Dataset, anchor: str, seed: int) -> tuple[str, list[str], list[str], dict[str, list[str]]]:
+    """A reference campaign's ``(anchor name, candidates, prompts in seeded order, candidate → its
+    prompts in that order)``: the prompts with an anchor text, the candidates that answered them.
+
+    Raises:
+        OrchestratorError: the anchor has no text anywhere, or nothing is left to judge.
+    """
+    if anchor == "dataset":
+        name = DATASET_ANCHOR
+        prompts = [p for p, row in dataset.prompts.items() if row.reference]
+        if not prompts:
+            raise OrchestratorError("reference.anchor = \"dataset\" but no prompt has a \"reference\" text; "
+                                    "add one to prompts.jsonl or name a candidate as the anchor")
+        cands = sorted({c for p in prompts for c in dataset.responses.get(p, {})})
+        if DATASET_ANCHOR in cands:
+            raise OrchestratorError(f"a candidate is named {DATASET_ANCHOR!r}, the name of the dataset's reference "
+                                    "anchor; rename it")
+    else:
+        name = anchor
+        prompts = [p for p, by in dataset.responses.items() if anchor in by]
+        if not prompts:
+            raise OrchestratorError(f"reference.anchor: {anchor!r} is neither \"dataset\" nor a candidate with responses")
+        cands = sorted({c for p in prompts for c in dataset.responses[p]} - {anchor})
+    if not cands:
+        raise OrchestratorError("reference campaign: no candidate answered a prompt that has an anchor text")
+    order = sorted(prompts, key=lambda p: _hash(seed, "reference-order", p))
+    per_candidate = {c: [p for p in order if c in dataset.responses.get(p, {})] for c in cands}
+    return name, cands, order, per_candidate
+
+
 def judge_price(profile: JudgeProfile, local: bool) -> tuple[float, float] | None:
     """USD per (prompt, completion) token, or None when unknown."""
     if profile.price_input_per_mtok is not None or profile.price_output_per_mtok is not None:
@@ -255,15 +291,23 @@ class RunEngine:
         self._fit_cutoff: list[int | None] = [None] * len(self.groups)
         self._judgments: list[list[dict]] = [[] for _ in self.groups]
         self._where = {g.key: k for k, g in enumerate(self.groups)}
+        self._reference_rows: list[dict] = []
         for row in store.judgments():
             self._add(row)
         self._asked = store.asked()
         self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
         self._run_name = store.run["name"]
+        self.reference = config.reference
+        if self.reference is not None:
+            self.anchor, self.ref_candidates, self.ref_order, self.ref_prompts = reference_items(
+                self.dataset, self.reference.anchor, config.seed)
         self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
 
     # -- state -------------------------------------------------------------------------------
     def _add(self, row: dict) -> None:
+        if row["kind"] == "reference":
+            self._reference_rows.append(row)
+            return
         k = 0 if len(self.groups) == 1 else self._where.get(row["prompt_id"])
         if k is None:
             return
@@ -298,21 +342,24 @@ class RunEngine:
         )
 
     # -- planning ----------------------------------------------------------------------------
-    def _request(self, judge: str, template: Template, prompt_id: str, candidates: list[str]) -> dict:
+    def _request(self, judge: str, template: Template, prompt_id: str, candidates: list[str], repeat: int = 0) -> dict:
         profile = self.profiles[judge]
         prompt = self.dataset.prompts[prompt_id]
-        texts = [self.dataset.responses[prompt_id][c].text for c in candidates]
-        values = {"context": prompt.text, "reference": prompt.reference or ""}
+        texts = [prompt.reference or "" if c == DATASET_ANCHOR and template.kind == "reference"
+                 else self.dataset.responses[prompt_id][c].text for c in candidates]
+        values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or ""}
         if template.kind == "absolute":
             values["response"] = texts[0]
+        elif template.kind == "reference":  # A = the anchor, B = the candidate
+            values.update(A=texts[0], B=texts[1], reference=texts[0], response=texts[1])
         else:
             values.update(A=texts[0], B=texts[1])
         messages = template.render(values, attribute=self.config.judging.attribute, prefill=profile.prefill)
         tokens, usd = worst_case(messages, template, profile, self.prices[judge])
         key = request_key(self._run_name, judge, template.digest, self.config.judging.attribute or "",
-                          prompt_id, *candidates, "0")
+                          prompt_id, *candidates, str(repeat))
         return {"key": key, "judge": judge, "template": template.name, "kind": template.kind, "prompt_id": prompt_id,
-                "candidates": json.dumps(candidates), "messages": json.dumps(messages),
+                "candidates": json.dumps(candidates), "repeat": repeat, "messages": json.dumps(messages),
                 "reserved_tokens": tokens, "reserved_usd": usd}
 
     def _fit_budget(self, units: list[list[dict]], spend: Spend) -> tuple[list[list[dict]], str]:
@@ -421,6 +468,95 @@ class RunEngine:
             selected.append([group.key, prompt, a, b, round(metric, 6)])
         return units, selected
 
+    # -- reference-anchored campaigns ----------------------------------------------------------
+    def _reference_estimates(self, cutoff: int | None) -> dict[str, dict[str, float]]:
+        """Per candidate, from committed reference judgments of rounds ``<= cutoff``: the run-averaged
+        outcome over its prompts and judges, with the Jeffreys interval on the Elo scale."""
+        soft = bool(self.reference and self.reference.soft)
+        items: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for row in self._reference_rows:
+            if cutoff is not None and row["round"] > cutoff:
+                continue
+            cand, win, tie, loss, _ = reference_wtl(json.loads(row["candidates"]), self.anchor, json.loads(row["probs"])[0])
+            if win + tie + loss <= 0:
+                continue
+            s = float(outcomes(np.array([win]), np.array([tie]), np.array([loss]), soft=soft)[0])
+            items[cand][row["prompt_id"]].append(s)
+        out = {}
+        if not items:
+            return out
+        names = sorted(items)
+        n = np.array([len(items[c]) for c in names], dtype=float)
+        total = np.array([sum(np.mean(v) for v in items[c].values()) for c in names])
+        est = raee_arrays(total, n)
+        for k, c in enumerate(names):
+            out[c] = {"n": float(n[k]), "elo": float(est["elo"][k]), "low": float(est["elo_low"][k]),
+                      "high": float(est["elo_high"][k])}
+        return out
+
+    def _reference_units(self, round_no: int, cutoff: int) -> tuple[list[list[dict]], list[list], str]:
+        """The next reference requests: a unit is one (prompt, candidate) for every judge, repeat and
+        (with ``both_orders``) order; units are planned and budgeted whole."""
+        ref = self.reference
+        assert ref is not None
+        template = self.templates["reference"]
+        judge0 = next(iter(self.profiles))
+        asked = {(p, cands[1]) for jn, p, cands in self._asked
+                 if jn == judge0 and len(cands) == 2 and cands[0] == self.anchor}
+
+        def unit(prompt: str, cand: str) -> list[dict]:
+            orders = ([self.anchor, cand], [cand, self.anchor]) if ref.both_orders else ([self.anchor, cand],)
+            return [self._request(jn, template, prompt, shown, r)
+                    for jn in self.profiles for r in range(ref.repeats) for shown in orders]
+
+        units, selected = [], []
+        if ref.allocation == "all":
+            taken = 0
+            for prompt in self.ref_order:
+                todo = [c for c in self.ref_candidates
+                        if c in self.dataset.responses.get(prompt, {}) and (prompt, c) not in asked]
+                if not todo:
+                    continue
+                for c in todo:
+                    units.append(unit(prompt, c))
+                    selected.append([self.anchor, prompt, c, None])
+                taken += 1
+                if taken == self.config.selection.batch:
+                    break
+            return units, selected, ""
+        left = {c: [p for p in self.ref_prompts[c] if (p, c) not in asked] for c in self.ref_candidates}
+        done = {c: len(self.ref_prompts[c]) - len(left[c]) for c in self.ref_candidates}
+        warm = [c for c in self.ref_candidates if left[c] and done[c] < ref.warmup_prompts]
+        if warm:
+            for c in warm:
+                for prompt in left[c][: ref.warmup_prompts - done[c]]:
+                    units.append(unit(prompt, c))
+                    selected.append([self.anchor, prompt, c, None])
+            return units, selected, ""
+        est = self._reference_estimates(cutoff)
+        ranked = sorted(est, key=lambda c: (est[c]["elo"], c))
+        overlap: dict[str, float] = {}
+        for k, c in enumerate(ranked):
+            lo, hi = est[c]["low"], est[c]["high"]
+            width = max(hi - lo, 1e-12)
+            overlap[c] = sum(max(0.0, min(hi, est[o]["high"]) - max(lo, est[o]["low"])) / width
+                             for o in ranked[max(0, k - 1): k] + ranked[k + 1: k + 2])
+        open_ = [c for c in self.ref_candidates if left[c]]
+        # a candidate without a committed judgment yet counts as overlapping everything
+        score = {c: overlap.get(c, math.inf) for c in open_}
+        if open_ and all(score[c] == 0.0 for c in open_):
+            return [], [], "every candidate's Elo interval is separated from its neighbours'"
+        for c in sorted(open_, key=lambda c: (-score[c], done[c], _hash(self.config.seed, round_no, c)))[
+                : self.config.selection.batch]:
+            units.append(unit(left[c][0], c))
+            selected.append([self.anchor, left[c][0], c, round(score[c], 6) if math.isfinite(score[c]) else None])
+        return units, selected, ""
+
+    def _reference_summary(self, cutoff: int | None) -> dict:
+        est = self._reference_estimates(cutoff)
+        top = sorted(est, key=lambda c: (-est[c]["elo"], c))[:5]
+        return {"entropy": None, "max_adjacent_reorder": None, "top": top}
+
     # -- dispatch ----------------------------------------------------------------------------
     async def _call(self, request: JudgeRequest, judge: Judge) -> tuple[Judgment, int]:
         d = self.config.dispatch
@@ -472,7 +608,7 @@ class RunEngine:
             async with semaphore:
                 judgment, attempts = await self._call(request, self.judges[row["judge"]])
             judgment = judgment.model_copy(update={"judge": row["judge"]})
-            committed = self.store.commit_judgment(judgment, attempts, round_no)
+            committed = self.store.commit_judgment(judgment, attempts, round_no, row.get("repeat") or 0)
             if judgment.status == "ok":
                 self._add(committed)
             else:
@@ -488,7 +624,7 @@ class RunEngine:
     def _event(self, kind: str, round_no: int, **extra) -> None:
         if self.progress is None:
             return
-        n_ok = sum(len(rows) for rows in self._judgments)
+        n_ok = sum(len(rows) for rows in self._judgments) + len(self._reference_rows)
         self.progress(RunEvent(kind, round_no, n_ok, self._failed, self.store.spend(), **extra))
 
     def _summary(self, posteriors: list[Posterior]) -> dict:
@@ -544,21 +680,29 @@ class RunEngine:
                     await in_flight.pop(r)
                 timings: dict[str, float] = {}
                 started = time.perf_counter()
-                posteriors = self.refit(cutoff)
+                if self.reference is None:
+                    posteriors = self.refit(cutoff)
+                    reason = self._should_stop(posteriors)
                 timings["fit_s"] = time.perf_counter() - started
-                reason = self._should_stop(posteriors)
                 if reason:
                     break
                 round_no += 1
                 started = time.perf_counter()
-                kind = "absolute"
-                units = self._warm_start_units() if self.config.model.absolute_warm_start else []
-                selected: list[list] = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
+                if self.reference is not None:
+                    kind = "reference"
+                    units, selected, reason = self._reference_units(round_no, cutoff)
+                    if reason:
+                        break
+                else:
+                    kind = "absolute"
+                    units = self._warm_start_units() if self.config.model.absolute_warm_start else []
+                    selected = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
+                    if not units:
+                        kind = "pairwise"
+                        units, selected = self._comparison_units(round_no, posteriors)
                 if not units:
-                    kind = "pairwise"
-                    units, selected = self._comparison_units(round_no, posteriors)
-                if not units:
-                    reason = "every comparison has been asked"
+                    reason = "every comparison has been asked" if self.reference is None else \
+                        "every candidate has been judged on every prompt"
                     break
                 kept, budget_reason = self._fit_budget(units, self.store.planning_spend(cutoff))
                 if not kept:
@@ -566,7 +710,7 @@ class RunEngine:
                     break
                 rows = [r for unit in kept for r in unit]
                 timings["select_s"] = time.perf_counter() - started
-                summary = self._summary(posteriors)
+                summary = self._summary(posteriors) if self.reference is None else self._reference_summary(cutoff)
                 self.store.add_round(round_no, kind, selected[: len(kept)], rows,
                                      {**summary, **timings, "top": json.dumps(summary["top"])})
                 self._mark_asked(rows)
@@ -581,8 +725,8 @@ class RunEngine:
             self.store.set_status("interrupted", "interrupted; resume to continue")
             raise
         self.store.set_status("finished", reason)
-        posteriors = self.refit()
-        self._event("stop", round_no, reason=reason, **self._summary(posteriors))
+        summary = self._summary(self.refit()) if self.reference is None else self._reference_summary(None)
+        self._event("stop", round_no, reason=reason, **summary)
         return reason
 
     def _round_info(self) -> dict:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-__all__ = ["GAMMA", "RaeeEstimate", "outcomes", "raee_estimate", "icc3k", "cohen_kappa", "kappa_factor",
-           "pooled_variance", "elo"]
+__all__ = ["GAMMA", "RaeeEstimate", "outcomes", "raee_arrays", "raee_estimate", "icc3k", "cohen_kappa", "kappa_factor",
+           "pooled_variance", "elo", "spread_se", "SE_CURVE_SIZES", "se_calibration"]
 
 GAMMA = 400.0 / math.log(10.0)
 """Elo points per logit (Algorithm 1)."""
@@ -77,6 +77,46 @@ class RaeeEstimate:
     """``se_p`` without corrections."""
 
 
+def raee_arrays(
+    total: np.ndarray,
+    n: np.ndarray,
+    *,
+    level: float = 0.95,
+    population: int | None = None,
+    kappa: float | np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Algorithm 1 and Eq. (2)–(4) for many (candidate, judge) cells at once, from the summed
+    outcomes ``total = W + T/2`` (or the summed soft outcomes) over ``n`` prompts.
+
+    Returns arrays ``p_hat, p_bar, p_low, p_high, elo, elo_low, elo_high, se_p_raw, se_p`` (after
+    FPC and κ) and ``se_elo`` (delta method on ``se_p``). ``population`` applies the finite-population
+    correction ``(M − n)/(M − 1)``; ``kappa`` multiplies the SE (App. E.4).
+    """
+    total = np.asarray(total, dtype=float)
+    n = np.asarray(n, dtype=float)
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if np.any(n <= 0):
+        raise ValueError("no judgments against the reference")
+    a, b = total + 0.5, n - total + 0.5
+    p_bar = a / (a + b)
+    p_low = beta_dist.ppf((1 - level) / 2, a, b)
+    p_high = beta_dist.ppf((1 + level) / 2, a, b)
+    se_raw = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+    se = se_raw.copy()
+    if population is not None:
+        if np.any(population < n):
+            raise ValueError(f"population M = {population} is smaller than the n = {int(n.max())} prompts judged")
+        se = se * (np.sqrt((population - n) / (population - 1)) if population > 1 else 0.0)
+    if kappa is not None:
+        se = se * kappa
+    return {
+        "p_hat": total / n, "p_bar": p_bar, "p_low": p_low, "p_high": p_high,
+        "elo": elo(p_bar), "elo_low": elo(p_low), "elo_high": elo(p_high),
+        "se_p_raw": se_raw, "se_p": se, "se_elo": GAMMA * se / (p_bar * (1 - p_bar)),
+    }
+
+
 def raee_estimate(
     s: np.ndarray,
     *,
@@ -103,27 +143,40 @@ def raee_estimate(
         raise ValueError("no judgments against the reference")
     if not np.all(np.isfinite(s)) or s.min() < 0 or s.max() > 1:
         raise ValueError("outcomes must lie in [0, 1]")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    total = float(s.sum())
     ties = float(np.sum((s > 0) & (s < 1)))  # hard outcomes: the ½s; soft ones: every fractional outcome
     wins = float(np.sum(s == 1.0))
-    a, b = total + 0.5, n - total + 0.5
-    p_bar = a / (a + b)
-    p_low, p_high = (float(x) for x in beta_dist.ppf([(1 - level) / 2, (1 + level) / 2], a, b))
-    se_raw = math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
-    se = se_raw
-    if population is not None:
-        if population < n:
-            raise ValueError(f"population M = {population} is smaller than the n = {n} prompts judged")
-        se *= math.sqrt((population - n) / (population - 1)) if population > 1 else 0.0
-    if kappa is not None:
-        se *= kappa
+    r = {k: float(np.ravel(v)[0]) for k, v in raee_arrays(np.array([s.sum()]), np.array([n]), level=level,
+                                             population=population, kappa=kappa).items()}
     return RaeeEstimate(
-        n=n, wins=wins, ties=ties, losses=n - wins - ties, p_hat=total / n, p_bar=p_bar, p_low=p_low, p_high=p_high,
-        elo=float(elo(p_bar)), elo_low=float(elo(p_low)), elo_high=float(elo(p_high)),
-        se_p=se, se_elo=GAMMA * se / (p_bar * (1 - p_bar)), se_p_raw=se_raw,
+        n=n, wins=wins, ties=ties, losses=n - wins - ties, p_hat=r["p_hat"], p_bar=r["p_bar"], p_low=r["p_low"],
+        p_high=r["p_high"], elo=r["elo"], elo_low=r["elo_low"], elo_high=r["elo_high"],
+        se_p=r["se_p"], se_elo=r["se_elo"], se_p_raw=r["se_p_raw"],
     )
+
+
+def spread_se(total: np.ndarray, sumsq: np.ndarray, n: np.ndarray, group: np.ndarray | None = None,
+              prior_weight: float = 1.0) -> np.ndarray:
+    """SE of each cell's mean outcome from the outcomes' own spread: ``sqrt(s²/n)`` with ``s²`` the
+    residual variance pooled over the cells of a ``group`` (one-way ANOVA), shrunk towards the
+    Bernoulli variance by ``prior_weight`` pseudo-observations:
+    ``s² = (Σ SS + w·mean p̄(1 − p̄)) / (Σ (n − 1) + w)`` (p̄ the Jeffreys means).
+
+    Eq. (4)'s Beta variance ``p̄(1 − p̄)/n`` assumes win/loss outcomes; soft outcomes
+    ``P(win) + ½P(tie)`` vary less (an indecisive judge's cluster near ½), so the Beta SE can
+    overstate their sampling error many times over. Pooling the variance over a judge's candidates
+    keeps it stable when each candidate has few prompts, and the pseudo-observation keeps a small
+    sample that missed the rare outcomes (p̄ near 0 or 1) from looking certain; with many degrees
+    of freedom it is the spread alone. NaN where a group has no replication and ``w = 0``.
+    """
+    total, sumsq, n = (np.asarray(x, dtype=float) for x in (total, sumsq, n))
+    group = np.zeros(n.size, dtype=np.int64) if group is None else np.asarray(group)
+    ss = np.maximum(sumsq - total ** 2 / n, 0.0)
+    _, g = np.unique(group, return_inverse=True)
+    p_bar = (total + 0.5) / (n + 1.0)
+    bernoulli = np.bincount(g, weights=p_bar * (1 - p_bar)) / np.bincount(g)
+    dof = np.bincount(g, weights=n - 1.0) + prior_weight
+    var = (np.bincount(g, weights=ss) + prior_weight * bernoulli) / np.where(dof > 0, dof, np.nan)
+    return np.sqrt(var[g] / n)
 
 
 def icc3k(scores: np.ndarray) -> float:
@@ -175,3 +228,48 @@ def pooled_variance(sigma2: float, rho_k: float, n_judges: int) -> float:
     if n_judges < 1:
         raise ValueError("need at least one judge")
     return sigma2 * (rho_k + (1.0 - rho_k) / n_judges)
+
+
+SE_CURVE_SIZES = (16, 32, 64, 128, 256)
+"""Subsample sizes of the RAEE paper's analytic-vs-empirical comparison (§4, Fig. 4)."""
+
+
+def se_calibration(
+    s: np.ndarray,
+    sizes: tuple[int, ...] = SE_CURVE_SIZES,
+    *,
+    draws: int = 2000,
+    estimates: int = 50,
+    rng: np.random.Generator | None = None,
+) -> dict[int, dict[str, float]]:
+    """Analytic vs empirical standard error of p̂ on one candidate's ``M`` item outcomes ``s``
+    (RAEE §4, Fig. 4): for each ``n`` in ``sizes`` (``n < M``), the SD of p̂ over ``draws``
+    subsamples of ``n`` items without replacement (empirical) and the Eq. (4) SE a user holding
+    ``n`` items would report — raw and with the finite-population correction ``(M − n)/(M − 1)`` —
+    averaged over ``estimates`` subsamples.
+
+    ``analytic_spread_fpc`` is the SE from the outcomes' own spread (:func:`spread_se`) with the FPC.
+
+    Returns ``{n: {"empirical", "analytic_raw", "analytic_fpc", "analytic_spread_fpc"}}``; sizes ≥ M
+    and constant outcomes (no sampling variability) are left out.
+    """
+    s = np.asarray(s, dtype=float)
+    rng = rng or np.random.default_rng(0)
+    m = s.size
+    out: dict[int, dict[str, float]] = {}
+    if m < 2 or np.ptp(s) == 0:
+        return out
+    for n in sizes:
+        if n >= m:
+            continue
+        # argsort of uniforms gives independent subsets without replacement in one vectorised call
+        picks = np.argsort(rng.random((draws, m)), axis=1)[:, :n]
+        empirical = float(s[picks].mean(axis=1).std(ddof=1))
+        picks = np.argsort(rng.random((estimates, m)), axis=1)[:, :n]
+        sub = s[picks]
+        est = raee_arrays(sub.sum(axis=1), np.full(estimates, float(n)), population=m)
+        spread = spread_se(sub.sum(axis=1), (sub ** 2).sum(axis=1), np.full(estimates, float(n)),
+                           np.arange(estimates)) * math.sqrt((m - n) / (m - 1))
+        out[n] = {"empirical": empirical, "analytic_raw": float(est["se_p_raw"].mean()),
+                  "analytic_fpc": float(est["se_p"].mean()), "analytic_spread_fpc": float(spread.mean())}
+    return out

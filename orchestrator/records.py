@@ -4,9 +4,12 @@ Judgment log (one judgment per line; the format ``orchestrator replay`` reads an
 
     {"kind": "pairwise",  "judge": J, "prompt_id": P, "candidates": [first, second], "probs": {"A": pA, "B": pB}}
     {"kind": "absolute",  "judge": J, "prompt_id": P, "candidates": [c], "probs": {"1": p1, ..., "10": p10}}
-    {"kind": "reference", "judge": J, "prompt_id": P, "candidates": [reference, c], "probs": {"A": .., "B": .., "C": ..}}
+    {"kind": "reference", "judge": J, "prompt_id": P, "candidates": [reference, c], "probs": {"A": .., "B": .., "C": ..},
+     "reference": anchor?, "repeat": r?}
 
-``A`` is the first-shown candidate; ``C`` is a tie. Other fields are allowed and ignored.
+``A`` is the first-shown candidate; ``C`` is a tie. In a ``reference`` judgment the anchor is the
+candidate named by ``reference`` (default: the first); ``repeat`` numbers repeated runs of a judge
+on the same item (default 0). Other fields are allowed and ignored.
 Responses (``shared/data/summeval/responses.jsonl`` format)::
 
     {"prompt_id": P, "candidate": C, "text": T, "human": {"coherence": 4.33, ...}}
@@ -44,6 +47,10 @@ class LogRecord(BaseModel):
     """Shown candidates in order (first = option A)."""
     probs: dict[str, float]
     """Option probabilities (normalised over the options)."""
+    reference: str | None = None
+    """``reference`` judgments: which candidate is the anchor (default: the first)."""
+    repeat: int = Field(default=0, ge=0)
+    """Index of a repeated run of the same judge on the same item (for ICC screening)."""
 
     @field_validator("probs")
     @classmethod
@@ -67,6 +74,8 @@ class LogRecord(BaseModel):
             raise ValueError(f"a {self.kind} judgment needs {want} candidate(s), got {len(self.candidates)}")
         if want == 2 and self.candidates[0] == self.candidates[1]:
             raise ValueError(f"candidates are the same ({self.candidates[0]!r})")
+        if self.reference is not None and (self.kind != "reference" or self.reference not in self.candidates):
+            raise ValueError(f"reference {self.reference!r} must be one of the candidates of a reference judgment")
         if self.kind in ("pairwise", "reference") and not {"A", "B"} <= set(self.probs):
             raise ValueError(f"a {self.kind} judgment needs probs for 'A' and 'B', got {sorted(self.probs)}")
         if self.kind == "absolute":

@@ -15,7 +15,7 @@ from .dataset import Dataset, load_dataset
 from .errors import OrchestratorError
 from .judging.client import Judge, JudgeProfile, LiteLLMJudge, get_profile
 from .judging.templates import Template, get_template
-from .loop import RunEngine, RunEvent, build_groups_for, fit_groups, judge_price, worst_case
+from .loop import DATASET_ANCHOR, RunEngine, RunEvent, build_groups_for, fit_groups, judge_price, reference_items, worst_case
 from .poe import PoEConfig, get_expert, rank_intervals, ranking_order
 from .poe.uncertainty import adjacent_reorder_probabilities, entropy
 from .store import RunStore, create_run, open_run
@@ -53,9 +53,16 @@ def prepare(config: RunConfig) -> Prepared:
         if missing:
             raise OrchestratorError(f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human "
                                     f"score {config.data.truth!r}")
-    templates = {"pairwise": get_template(config.judging.pairwise_template)}
-    if templates["pairwise"].kind != "pairwise":
-        raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a {templates['pairwise'].kind} template")
+    if config.reference is not None:
+        templates = {"reference": get_template(config.reference.template)}
+        if templates["reference"].kind != "reference":
+            raise OrchestratorError(f"reference.template: {templates['reference'].name!r} is a "
+                                    f"{templates['reference'].kind} template, not a reference-anchored one")
+        reference_items(dataset, config.reference.anchor, config.seed)
+    else:
+        templates = {"pairwise": get_template(config.judging.pairwise_template)}
+        if templates["pairwise"].kind != "pairwise":
+            raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a {templates['pairwise'].kind} template")
     if config.model.absolute_warm_start:
         templates["absolute"] = get_template(config.judging.absolute_template)
         if templates["absolute"].kind != "absolute":
@@ -103,18 +110,30 @@ def dry_run(prepared: Prepared) -> dict:
     n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
     n_judges = len(prepared.profiles)
     possible = n_judges * (per_judge_pairs + n_abs)
+    ref = config.reference
+    if ref is not None:
+        anchor, _, _, per_candidate = reference_items(dataset, ref.anchor, config.seed)
+        possible = n_judges * ref.repeats * (2 if ref.both_orders else 1) * sum(len(ps) for ps in per_candidate.values())
     calls = possible if config.budget.max_calls is None else min(possible, config.budget.max_calls)
-    # Mean worst case of a pairwise request, from the first prompt's pairs.
+    # Mean worst case of a request, from the first prompts' pairs.
     rows = []
-    template = prepared.templates["pairwise"]
+    template = prepared.templates["pairwise" if ref is None else "reference"]
     for name, profile in prepared.profiles.items():
         price = judge_price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
         for pid, by_cand in list(dataset.responses.items())[:3]:
+            prompt = dataset.prompts[pid]
             cands = sorted(by_cand)
-            for a, b in zip(cands, cands[1:]):
-                messages = template.render({"context": dataset.prompts[pid].text, "A": by_cand[a].text, "B": by_cand[b].text,
-                                            "reference": dataset.prompts[pid].reference or ""},
-                                           attribute=config.judging.attribute, prefill=profile.prefill)
+            if ref is not None:
+                anchor_text = prompt.reference if anchor == DATASET_ANCHOR else getattr(by_cand.get(anchor), "text", None)
+                if not anchor_text:
+                    continue
+                pairs = [(anchor_text, by_cand[c].text) for c in cands if c != anchor]
+            else:
+                pairs = [(by_cand[a].text, by_cand[b].text) for a, b in zip(cands, cands[1:])]
+            for text_a, text_b in pairs:
+                values = {"context": prompt.text, "question": prompt.text, "A": text_a, "B": text_b,
+                          "reference": text_a if ref is not None else prompt.reference or "", "response": text_b}
+                messages = template.render(values, attribute=config.judging.attribute, prefill=profile.prefill)
                 rows.append(worst_case(messages, template, profile, price))
     tokens = sum(t for t, _ in rows) / len(rows)
     usd = sum(u for _, u in rows) / len(rows)
@@ -198,12 +217,63 @@ def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = No
         return _execute(store, config, store.templates(), profiles, progress, judges)
 
 
+def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, level: float) -> dict:
+    """A reference campaign's ranking: RAEE Elo gaps (pooled over strong judges, else the mean over
+    judges) with rank intervals from independent normal draws on the Elo scale, using the raw
+    (superpopulation) SE."""
+    import numpy as np
+
+    from .fit import fit_raee, load_reference_judgments
+    from .raee_report import leaderboard
+
+    data, _ = load_reference_judgments(path, log=False)
+    if len(data) == 0:
+        return {"run": str(path), "scope": "reference", "level": level, "groups": []}
+    report = fit_raee(path, soft=config.reference.soft if config.reference else False)
+    truth = config.data.truth
+    out = []
+    for anchor in dict.fromkeys(r.anchor for r in report.rows):
+        board = leaderboard(report.rows, anchor)
+        names = sorted(board, key=lambda c: (-board[c], c))
+        se = {}
+        for c in names:
+            # the superpopulation SE: with every prompt of the pool judged the FPC one is 0
+            rows = [r for r in report.rows if r.anchor == anchor and r.candidate == c and r.se_elo_raw is not None]
+            pooled = [r for r in rows if r.judge == "pooled"]
+            # unscreened judges may agree perfectly: Eq. (9) with ρ = 1, no 1/J shrinkage
+            se[c] = pooled[0].se_elo_raw if pooled else float(np.sqrt(np.mean([r.se_elo_raw ** 2 for r in rows])))
+        draws = np.random.default_rng(0).normal([board[c] for c in names], [se[c] for c in names], size=(4000, len(names)))
+        ranks = (-draws).argsort(axis=1).argsort(axis=1) + 1
+        lo, hi = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        entries = []
+        for k, c in enumerate(names):
+            row = {"rank": k + 1, "candidate": c, "score": round(board[c], 3), "sd": round(se[c], 3),
+                   "rank_low": int(lo[k]), "rank_high": int(hi[k])}
+            if truth:
+                values = [by[c].human.get(truth) for by in dataset.responses.values() if c in by]
+                values = [v for v in values if v is not None]
+                row["truth"] = round(sum(values) / len(values), 6) if values else None
+            entries.append(row)
+        entry = {"group": f"anchor {anchor}", "comparisons": int(np.sum(data.anchor == anchor)), "entropy": None,
+                 "max_adjacent_reorder": None, "ranking": entries}
+        values = [r.get("truth") for r in entries]
+        if truth and len(entries) > 2 and None not in values and len(set(values)) > 1:
+            from scipy.stats import spearmanr
+
+            entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in entries], values).statistic), 4)
+        out.append(entry)
+    return {"run": str(path), "scope": "reference", "level": level, "groups": out}
+
+
 def ranking(path: str | Path, *, level: float = 0.95) -> dict:
-    """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals."""
+    """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals
+    (for a reference campaign: the RAEE leaderboard per anchor)."""
     with open_run(path, write=False) as store:
         config = RunConfig.model_validate(store.config)
         dataset = store.dataset()
-        judgments = list(store.judgments())
+        judgments = list(store.judgments()) if config.reference is None else []
+    if config.reference is not None:
+        return _reference_ranking(path, config, dataset, level)
     groups = build_groups_for(dataset, config.data.scope)
     poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
     posteriors = fit_groups(groups, judgments, poe, debias=config.model.debias)
@@ -254,8 +324,8 @@ def status(path: str | Path) -> dict:
         "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6)},
         "budget": {"calls": b.max_calls, "tokens": b.max_tokens, "usd": b.max_usd},
         "groups": len(groups),
-        "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4),
-        "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups),
+        "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if config.reference is None else None,
+        "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if config.reference is None else None,
         "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
     }
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
@@ -264,14 +334,16 @@ def status(path: str | Path) -> dict:
     return summary
 
 
-def _log_line(row: dict) -> dict:
+def _log_line(row: dict, anchor: str | None = None) -> dict:
     probs = json.loads(row["probs"])
     capped = json.loads(row["capped"])
     unresolved = json.loads(row["unresolved"])
     return {
         "kind": row["kind"], "judge": row["judge"], "prompt_id": row["prompt_id"],
         "candidates": json.loads(row["candidates"]), "probs": probs[0] if len(probs) == 1 else probs,
-        "key": row["key"], "template": row["template"], "method": row["method"],
+        **({"reference": anchor if anchor in json.loads(row["candidates"]) else json.loads(row["candidates"])[0]}
+           if row["kind"] == "reference" else {}),
+        "repeat": row.get("repeat", 0), "key": row["key"], "template": row["template"], "method": row["method"],
         "capped": capped[0] if len(capped) == 1 else capped, "unresolved": unresolved[0] if len(unresolved) == 1 else unresolved,
         "text": row["text"], "top_logprobs": json.loads(row["top_logprobs"]), "round": row["round"],
         "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
@@ -279,7 +351,7 @@ def _log_line(row: dict) -> dict:
     }
 
 
-CSV_COLUMNS = ["key", "round", "kind", "judge", "template", "prompt_id", "candidate_a", "candidate_b", "status", "p_first",
+CSV_COLUMNS = ["key", "round", "kind", "judge", "template", "prompt_id", "candidate_a", "candidate_b", "repeat", "status", "p_first",
                "probs", "method", "capped", "unresolved", "text", "prompt_tokens", "completion_tokens", "cost_usd",
                "latency_s", "attempts", "error_type", "error"]
 
@@ -297,6 +369,9 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
         raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     with open_run(path, write=False) as store:
         rows = list(store.judgments(ok_only=not include_failed))
+        config = RunConfig.model_validate(store.config)
+        anchor = (reference_items(store.dataset(), config.reference.anchor, config.seed)[0]
+                  if config.reference is not None else None)
     out = Path(out)
     if not out.parent.is_dir():
         raise OrchestratorError(f"{out.parent}: no such directory")
@@ -305,7 +380,7 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
         with tmp.open("w", encoding="utf-8") as fh:
             for row in rows:
                 if row["status"] == "ok":
-                    fh.write(json.dumps(_log_line(row)) + "\n")
+                    fh.write(json.dumps(_log_line(row, anchor)) + "\n")
     elif fmt == "csv":
         with tmp.open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)

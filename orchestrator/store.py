@@ -1,12 +1,14 @@
 """The run file: one SQLite database (WAL) per run, written through sqlite-utils.
 
-Tables (``SCHEMA_VERSION`` 1; ``PRAGMA user_version`` holds the version):
+Tables (``SCHEMA_VERSION`` 2; ``PRAGMA user_version`` holds the version; a version-1 file gains the
+``repeat`` columns when it is opened for writing):
 
 - ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
 - ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``).
 - ``responses``: the snapshot's responses (``prompt_id``, ``candidate``, ``text``, ``human`` JSON).
 - ``requests``: every planned judge call: idempotency ``key``, ``round``, ``judge``, ``template``,
-  ``kind``, ``prompt_id``, ``candidates`` (JSON, first = option A), rendered ``messages``, ``status``
+  ``kind``, ``prompt_id``, ``candidates`` (JSON, first = option A; for ``reference`` requests the
+  anchor), ``repeat`` (index of a repeated run of the same item), rendered ``messages``, ``status``
   (``pending`` → ``done`` | ``failed``) and the worst-case ``reserved_tokens`` / ``reserved_usd``.
 - ``judgments``: one row per finished request (same ``key``): ``status`` (``ok``/``failed``), option
   ``probs`` at every read position, ``p_first`` (pairwise), ``method``, ``capped``, ``unresolved``,
@@ -40,7 +42,7 @@ from .records import prob_first
 
 __all__ = ["SCHEMA_VERSION", "RunStore", "Spend", "create_run", "open_run"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -73,14 +75,14 @@ def _create_schema(db: sqlite_utils.Database) -> None:
                            pk=("prompt_id", "candidate"), foreign_keys=[("prompt_id", "prompts", "id")])
     db["requests"].create({
         "key": str, "round": int, "judge": str, "template": str, "kind": str, "prompt_id": str,
-        "candidates": str, "messages": str, "status": str, "reserved_tokens": int, "reserved_usd": float,
+        "candidates": str, "repeat": int, "messages": str, "status": str, "reserved_tokens": int, "reserved_usd": float,
         "created_at": float,
     }, pk="key")
     db["requests"].create_index(["status"])
     db["requests"].create_index(["round"])
     db["judgments"].create({
         "key": str, "judge": str, "template": str, "kind": str, "prompt_id": str, "candidates": str,
-        "status": str, "probs": str, "p_first": float, "method": str, "capped": str, "unresolved": str,
+        "repeat": int, "status": str, "probs": str, "p_first": float, "method": str, "capped": str, "unresolved": str,
         "top_logprobs": str, "text": str, "raw": str, "prompt_tokens": int, "completion_tokens": int,
         "cost_usd": float, "latency_s": float, "attempts": int, "error": str, "error_type": str, "note": str,
         "round": int, "created_at": float,
@@ -191,11 +193,12 @@ class RunStore:
             "select r.* from requests r left join judgments j on j.key = r.key "
             "where r.status = 'pending' and j.key is null order by r.round, r.key"))
 
-    def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int) -> dict:
+    def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int, repeat: int = 0) -> dict:
         """Store one finished request (its judgment or permanent failure) atomically."""
         row = {
             "key": judgment.key, "judge": judgment.judge, "template": judgment.template, "kind": judgment.kind,
-            "prompt_id": judgment.prompt_id, "candidates": json.dumps(judgment.candidates), "status": judgment.status,
+            "prompt_id": judgment.prompt_id, "candidates": json.dumps(judgment.candidates), "repeat": repeat,
+            "status": judgment.status,
             "probs": json.dumps(judgment.probs), "p_first": p_first(judgment) if judgment.status == "ok" else None,
             "method": judgment.method, "capped": json.dumps(judgment.capped), "unresolved": json.dumps(judgment.unresolved),
             "top_logprobs": json.dumps(judgment.top_logprobs), "text": judgment.text,
@@ -324,6 +327,18 @@ def _check_run_file(path: Path) -> None:
         raise OrchestratorError(f"{path}: not a run file (missing tables: {', '.join(sorted(missing)) or 'none'})")
 
 
+def _migrate(store: RunStore) -> None:
+    """Bring a version-1 run file to version 2 (adds ``repeat``, 0 for every existing row)."""
+    version = next(store.db.query("PRAGMA user_version"))["user_version"]
+    if version >= SCHEMA_VERSION:
+        return
+    with store._transaction():
+        for table in ("requests", "judgments"):
+            store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [repeat] INTEGER NOT NULL DEFAULT 0")
+        store.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        store.db.execute("update runs set schema_version = ?", [SCHEMA_VERSION])
+
+
 def open_run(path: str | Path, *, write: bool = True) -> RunStore:
     """Open an existing run file; ``write`` takes the run's lock (one writer at a time).
 
@@ -336,6 +351,8 @@ def open_run(path: str | Path, *, write: bool = True) -> RunStore:
     lock = _acquire(path) if write else None
     try:
         store = RunStore(path, _connect(path), lock)
+        if write:
+            _migrate(store)
         if store.dataset().fingerprint() != store.run["dataset_fingerprint"]:
             store.db.conn.close()
             raise OrchestratorError(f"{path}: the dataset snapshot does not match its fingerprint (file modified?)")

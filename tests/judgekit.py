@@ -7,6 +7,7 @@ import json
 import math
 import random
 import re
+import threading
 from pathlib import Path
 
 from orchestrator.judging.testserver import completion, logprob_entry
@@ -14,20 +15,53 @@ from orchestrator.judging.testserver import completion, logprob_entry
 QUALITY = re.compile(r"<<q=([0-9.]+)>>")
 
 
-def write_dataset(folder: Path, *, prompts: int = 3, candidates: int = 6, seed: int = 0) -> tuple[Path, Path]:
+def write_dataset(folder: Path, *, prompts: int = 3, candidates: int = 6, seed: int = 0,
+                  reference: float | None = None, base: list[float] | None = None, spread: float = 1.0) -> tuple[Path, Path]:
     """prompts.jsonl + responses.jsonl; each response text carries its hidden quality ``<<q=…>>``,
-    also stored as the human ``coherence`` score."""
+    also stored as the human ``coherence`` score. ``reference``: every prompt gets a reference text
+    of that quality; ``base``: candidate c's quality is ``base[c]`` plus uniform noise of width ``spread``."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     p_path, r_path = folder / "prompts.jsonl", folder / "responses.jsonl"
     with p_path.open("w") as fp, r_path.open("w") as fr:
         for p in range(prompts):
-            fp.write(json.dumps({"id": f"p{p}", "text": f"Article {p}: the council approved a library."}) + "\n")
+            row = {"id": f"p{p}", "text": f"Article {p}: the council approved a library."}
+            if reference is not None:
+                row["reference"] = f"Reference summary <<q={reference:.4f}>>"
+            fp.write(json.dumps(row) + "\n")
             for c in range(candidates):
-                q = rng.random()
+                q = rng.random() if base is None else min(1.0, max(0.0, base[c] + spread * (rng.random() - 0.5)))
                 fr.write(json.dumps({"prompt_id": f"p{p}", "candidate": f"M{c}", "text": f"Summary {c} <<q={q:.4f}>>",
                                      "human": {"coherence": q}}) + "\n")
     return p_path, r_path
+
+
+def reference_behaviour(noise: dict[str, float] | None = None, slope: float = 6.0, first_bias: float = 0.0):
+    """A/B/C judge for reference templates: P(B) ∝ σ(slope·(q_B − q_A) − first_bias), a tie mass
+    that is largest for equal qualities (``first_bias`` > 0: the judge prefers whatever is shown
+    first). ``noise`` (model → SD on the logit) makes each repeated ask of the same prompt a
+    different, seeded draw (for ICC); other kinds as :func:`quality_behaviour`."""
+    noise = noise or {}
+    seen: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def behaviour(body: dict):
+        text = " ".join(m["content"] for m in body.get("messages", []) if m["role"] == "user")
+        qs = [float(x) for x in QUALITY.findall(text)]
+        if '"C"' not in text or len(qs) < 2:
+            return quality_behaviour(body)
+        with lock:
+            draw = seen.get(text + body.get("model", ""), 0)
+            seen[text + body.get("model", "")] = draw + 1
+        sd = noise.get(body.get("model", ""), 0.0)
+        eps = random.Random(f"{text}|{body.get('model')}|{draw}").gauss(0.0, sd) if sd else 0.0
+        p = 1 / (1 + math.exp(-(slope * (qs[1] - qs[0]) - first_bias + eps)))
+        tie = 0.2 * math.exp(-((qs[1] - qs[0]) * 5) ** 2)
+        probs = {"A": (1 - tie) * (1 - p) * 0.98, "B": (1 - tie) * p * 0.98, "C": tie * 0.98}
+        top = max(probs, key=probs.get)
+        return 200, {}, completion(top, [logprob_entry(top, [*probs.items(), ("\n", 0.02)])])
+
+    return behaviour
 
 
 def quality_behaviour(body: dict):
@@ -46,7 +80,7 @@ def quality_behaviour(body: dict):
 def write_config(folder: Path, api_base: str | None, *, name: str = "test", prompts: Path, responses: Path,
                  extra: str = "", judges: str = '["local-openai"]', batch: int = 4, max_calls: int | None = 40,
                  concurrency: int = 4, strategy: str = "reorder", scope: str = "per_prompt", debias: str = "none",
-                 warm_start: bool = False, budget_extra: str = "") -> Path:
+                 warm_start: bool = False, budget_extra: str = "", reference: str = "") -> Path:
     """A run config (TOML) pointing at a test server."""
     budget = f"max_calls = {max_calls}\n" if max_calls is not None else ""
     text = f"""
@@ -74,6 +108,7 @@ backoff_initial_s = 0.01
 backoff_max_s = 0.2
 {f'api_base = "{api_base}"' if api_base else ''}
 {extra}
+{('[reference]' + chr(10) + reference) if reference else ''}
 """
     path = folder / f"{name}.toml"
     path.write_text(text)

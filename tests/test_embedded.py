@@ -113,3 +113,48 @@ concurrency = 2
     ranking = runs.ranking(path)["groups"][0]["ranking"]
     assert len(ranking) == 16 and sorted(r["rank"] for r in ranking) == list(range(1, 17))
     assert runs.status(path)["state"] == "finished"
+
+
+def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):
+    """A reference-anchored campaign with the real llama.cpp judge: every call reads A/B/C
+    log-probabilities, both orders are asked, `fit raee` and `rank` work on the run file."""
+    import json
+    import sqlite3
+
+    from orchestrator import runs
+    from orchestrator.fit import fit_raee
+
+    sample = ROOT / "examples" / "summeval-sample"
+    config = tmp_path / "gemma-raee.toml"
+    config.write_text(f"""
+name = "gemma-raee"
+runs_dir = "{(tmp_path / 'runs').as_posix()}"
+[data]
+prompts = "{(sample / 'prompts.jsonl').as_posix()}"
+responses = "{(sample / 'responses.jsonl').as_posix()}"
+first = 1
+[judging]
+judges = ["gemma270m"]
+[reference]
+template = "raee-pairwise-summary"
+both_orders = true
+soft = true
+[selection]
+batch = 1
+[budget]
+max_calls = 8
+[dispatch]
+concurrency = 2
+""")
+    path, reason = runs.start(config)
+    assert reason.startswith("budget: max_calls (8 of 8")
+    rows = sqlite3.connect(path).execute("select status, probs, candidates from judgments").fetchall()
+    assert len(rows) == 8 and {r[0] for r in rows} == {"ok"}
+    for _, probs, _ in rows:
+        assert set(json.loads(probs)[0]) == {"A", "B", "C"} and sum(json.loads(probs)[0].values()) == pytest.approx(1.0)
+    assert sum(json.loads(c)[0] == "reference" for *_, c in rows) == 4  # half with the anchor shown second
+    report = fit_raee(path, soft=True)
+    judged = [r for r in report.rows if r.judge == "gemma270m"]
+    assert len(judged) == 4 and all(r.n == 1 and 0 < r.p_bar < 1 for r in judged)
+    assert sum(r.judge == "-" for r in report.rows) == 12  # the budget left 12 candidates unjudged: reported
+    assert len(runs.ranking(path)["groups"][0]["ranking"]) == 4

@@ -101,3 +101,30 @@ def test_bad_input_is_a_clear_error():
         raee_estimate(np.array([0.5, 1.2]))
     with pytest.raises(ValueError, match="smaller than the n"):
         raee_estimate(np.ones(10), population=5)
+
+
+def test_spread_se_is_the_pooled_anova_variance_shrunk_by_one_bernoulli_pseudo_observation():
+    from orchestrator.raee import spread_se
+
+    a = np.array([0.40, 0.45, 0.50, 0.55])
+    b = np.array([0.60, 0.62, 0.64])
+    total = np.array([a.sum(), b.sum()])
+    sumsq = np.array([(a ** 2).sum(), (b ** 2).sum()])
+    n = np.array([4.0, 3.0])
+    pooled = (((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum()) / (3 + 2)
+    assert spread_se(total, sumsq, n, np.array([0, 0]), prior_weight=0.0) == pytest.approx(np.sqrt(pooled / n))
+    # separate groups: each its own variance
+    alone = spread_se(total, sumsq, n, np.array([0, 1]), prior_weight=0.0)
+    assert alone[0] == pytest.approx(np.sqrt(a.var(ddof=1) / 4)) and alone[1] == pytest.approx(np.sqrt(b.var(ddof=1) / 3))
+    # the pseudo-observation pulls a tiny spread towards the Bernoulli variance, less so with more data
+    p_bar = (total + 0.5) / (n + 1)
+    shrunk = spread_se(total, sumsq, n, np.array([0, 0]))
+    expected = (pooled * 5 + np.mean(p_bar * (1 - p_bar))) / 6
+    assert shrunk == pytest.approx(np.sqrt(expected / n))
+    rng = np.random.default_rng(0)
+    many = rng.uniform(0.45, 0.55, size=(50, 40))
+    se = spread_se(many.sum(1), (many ** 2).sum(1), np.full(50, 40.0), np.zeros(50, dtype=int))
+    # 1950 residual degrees of freedom: the pseudo-observation (a variance 300× this spread) adds ~7%
+    assert se[0] == pytest.approx(np.sqrt(many.var(axis=1, ddof=1).mean() / 40), rel=0.1)
+    # Beta SE assumes win/loss outcomes: for outcomes clustered at ½ it is ~10× the spread one
+    assert raee_estimate(many[0]).se_p_raw > 8 * se[0]

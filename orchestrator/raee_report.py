@@ -1,0 +1,472 @@
+"""RAEE on an accumulated judgment log: per-judge tables, ICC screening, pooling, diagnostics.
+
+The closed forms are :mod:`orchestrator.raee`; this module groups reference-anchored judgments
+(columnar arrays, so a million judgments fit in well under a second) and assembles a
+:class:`RaeeReport`:
+
+- per (anchor, judge, candidate): W/T/L, p̂, Jeffreys p̄ and credible interval, Elo gap and interval,
+  SE raw / with the finite-population correction / κ-adjusted (RAEE Algorithm 1, Eq. 2–4, App. E.4);
+- judge screening: ICC(3, k) from k repeated runs (Eq. 6), strong judges ``ICC ≥ ρ0``;
+- per (anchor, candidate) a pooled row over the strong judges: mean Elo gap with variance
+  ``σ²_Δ(ρ_k + (1 − ρ_k)/J)`` (Eq. 9);
+- anchor diagnostics (App. E.1): mid-region coverage (share of p̄ in [0.2, 0.8]) and, with
+  several anchors, Kendall τ and centred Elo shifts between their leaderboards;
+- the abstention filter (App. E.2): a judge abstains on a (candidate, prompt) item whose outcome
+  spreads across runs by more than a threshold (SD), and the coverage that leaves.
+
+Outcomes per judgment are hard (argmax, ties ½; the paper) or soft (``P(win) + ½P(tie)``; our
+extension); repeated runs of a judge on an item are averaged before the estimate (Eq. 5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from pydantic import BaseModel
+from scipy.stats import kendalltau, norm
+
+from .errors import OrchestratorError
+from .raee import GAMMA, cohen_kappa, icc3k, outcomes, pooled_variance, raee_arrays, spread_se
+
+__all__ = ["ReferenceJudgments", "RaeeRow", "JudgeScreen", "AnchorSwap", "RaeeReport", "raee_report",
+           "item_outcomes", "reference_wtl", "MID_REGION", "MID_REGION_TARGET"]
+
+MID_REGION = (0.2, 0.8)
+MID_REGION_TARGET = 0.95
+"""App. E.1: a suitable anchor keeps at least 95% of the p̄ within [0.2, 0.8]."""
+
+
+@dataclass(frozen=True)
+class ReferenceJudgments:
+    """Reference-anchored judgments as columns (one entry per judgment).
+
+    ``win``/``tie``/``loss`` are the candidate's option probabilities against the anchor (any
+    positive scale; a hard verdict is a one-hot row).
+    """
+
+    anchor: np.ndarray
+    judge: np.ndarray
+    candidate: np.ndarray
+    prompt: np.ndarray
+    repeat: np.ndarray
+    win: np.ndarray
+    tie: np.ndarray
+    loss: np.ndarray
+
+    swapped: np.ndarray | None = None
+    """True where the anchor was shown second (option B); with both orders asked, a run of an item
+    is a (repeat, order) pair. None: the anchor was always shown first."""
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple]) -> "ReferenceJudgments":
+        """From ``(anchor, judge, candidate, prompt, repeat, win, tie, loss[, swapped])`` tuples."""
+        if not rows:
+            return cls(*(np.array([], dtype=object) for _ in range(4)), np.array([], dtype=np.int64),
+                       *(np.array([], dtype=float) for _ in range(3)))
+        cols = list(zip(*rows))
+        swapped = np.array(cols[8], dtype=bool) if len(cols) > 8 and any(cols[8]) else None
+        return cls(*(np.array(c, dtype=object) for c in cols[:4]), np.array(cols[4], dtype=np.int64),
+                   *(np.array(c, dtype=float) for c in cols[5:8]), swapped)
+
+    def __len__(self) -> int:
+        return int(self.win.size)
+
+    def select(self, mask: np.ndarray) -> "ReferenceJudgments":
+        return ReferenceJudgments(*(None if getattr(self, f) is None else getattr(self, f)[mask]
+                                    for f in self.__dataclass_fields__))
+
+    def run_index(self) -> np.ndarray:
+        """Index of a judgment among the runs of its item: ``2·repeat + swapped`` when both orders
+        were asked, else ``repeat`` (ICC columns must be the same kind of run for every item)."""
+        return self.repeat if self.swapped is None else 2 * self.repeat + self.swapped.astype(np.int64)
+
+
+def reference_wtl(candidates: list[str], anchor: str, probs: dict[str, float]) -> tuple[str, float, float, float, bool]:
+    """``(candidate, P(win), P(tie), P(loss), swapped)`` of one reference judgment (options A/B/C,
+    C = tie), whichever side the anchor was shown on (``swapped``: the anchor was option B)."""
+    swapped = candidates[0] != anchor
+    cand = candidates[0] if swapped else candidates[1]
+    a, b, c = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
+    return (cand, a, c, b, True) if swapped else (cand, b, c, a, False)
+
+
+class RaeeRow(BaseModel):
+    """One line of the table: a candidate under one anchor, by one judge (or ``pooled``)."""
+
+    anchor: str
+    judge: str
+    candidate: str
+    n: int
+    """Prompts (run-averaged items) behind the estimate; 0 = no judgments."""
+    judgments: int = 0
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    """Argmax counts over the individual judgments."""
+    p_hat: float | None = None
+    p_bar: float | None = None
+    p_low: float | None = None
+    p_high: float | None = None
+    elo: float | None = None
+    elo_low: float | None = None
+    elo_high: float | None = None
+    se_p_raw: float | None = None
+    se_p_fpc: float | None = None
+    """With the finite-population correction (None without a population size)."""
+    se_p_kappa: float | None = None
+    """FPC (when given) times the κ factor (None with fewer than two judges)."""
+    se_elo: float | None = None
+    """Delta method on the most corrected SE available; for pooled rows Eq. (9)."""
+    se_p_spread: float | None = None
+    """SE from the outcomes' own spread (variance pooled over the judge's candidates, no FPC;
+    :func:`orchestrator.raee.spread_se`): for soft outcomes the Beta SE assumes win/loss outcomes
+    and can overstate the error many times."""
+    se_elo_raw: float | None = None
+    """Delta method on the superpopulation SE — ``se_p_raw`` for hard outcomes, ``se_p_spread``
+    for soft ones (pooled rows: Eq. (9) on these σ²): uncertainty about the candidate on prompts
+    like these, not only on this pool. Rankings use it, because with every prompt of the pool
+    judged the FPC drives ``se_elo`` to 0."""
+
+
+class JudgeScreen(BaseModel):
+    anchor: str
+    judge: str
+    runs: int
+    """k: repeated runs per item used for ICC(3, k) (1 = no repeats)."""
+    items: int
+    """(candidate, prompt) items the judge scored."""
+    icc: float | None = None
+    strong: bool = False
+    note: str = ""
+    coverage: float = 1.0
+    """Share of items kept by the abstention filter."""
+
+
+class AnchorSwap(BaseModel):
+    anchors: tuple[str, str]
+    candidates: int
+    kendall_tau: float | None
+    mean_abs_centered_elo_shift: float
+
+
+class RaeeReport(BaseModel):
+    outcome: str
+    """``hard`` (argmax, ties ½) or ``soft`` (P(win) + ½P(tie))."""
+    level: float
+    population: int | None
+    icc_threshold: float
+    abstain_sd: float | None
+    rows: list[RaeeRow]
+    judges: list[JudgeScreen]
+    kappa_factor: dict[str, float | None]
+    """Per anchor: sqrt(mean pairwise Cohen's κ) of the judges' hard verdicts on common items."""
+    mid_region_coverage: dict[str, float]
+    anchor_swaps: list[AnchorSwap]
+    warnings: list[str]
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniques, inverse = np.unique(values.astype(str), return_inverse=True)
+    return uniques, inverse.astype(np.int64)
+
+
+def raee_report(
+    data: ReferenceJudgments,
+    *,
+    soft: bool = False,
+    level: float = 0.95,
+    population: int | None = None,
+    icc_threshold: float = 0.9,
+    abstain_sd: float | None = None,
+    pool_all: bool = False,
+    judges: list[str] | None = None,
+    candidates: list[str] | None = None,
+) -> RaeeReport:
+    """The RAEE report of a set of reference-anchored judgments (see the module docstring).
+
+    Args:
+        soft: soft outcomes instead of the judge's argmax.
+        population: the prompt pool size M for the finite-population correction.
+        icc_threshold: ρ0 of the screen (strong judges have ICC(3, k) ≥ ρ0).
+        abstain_sd: drop (judge, candidate, prompt) items whose outcome SD across runs exceeds this.
+        pool_all: pool every judge, with ρ_k estimated as the mean between-judge correlation of the
+            item outcomes (Lemma 1), when the judges have no repeated runs to screen them.
+        judges: only these judges.
+        candidates: the candidates that should appear (a run's candidates), so that missing ones
+            are reported rather than silently absent.
+
+    Raises:
+        OrchestratorError: no judgments, or an unknown judge.
+    """
+    warnings: list[str] = []
+    if len(data) == 0:
+        raise OrchestratorError("no reference-anchored judgments (kind 'reference') to fit; judge the candidates "
+                                "against a reference first (a run with a [reference] campaign, or "
+                                "`orchestrator record --template raee-...`)")
+    if judges:
+        known = set(data.judge.astype(str))
+        unknown = [j for j in judges if j not in known]
+        if unknown:
+            raise OrchestratorError(f"judge {unknown[0]!r} has no reference-anchored judgments here "
+                                    f"(judges: {', '.join(sorted(known))})")
+        data = data.select(np.isin(data.judge.astype(str), judges))
+    s = outcomes(data.win, data.tie, data.loss, soft=soft)
+    hard = s if not soft else outcomes(data.win, data.tie, data.loss, soft=False)
+
+    anchors, a = _codes(data.anchor)
+    judge_names, j = _codes(data.judge)
+    cand_names, c = _codes(data.candidate)
+    _, p = _codes(data.prompt)
+    n_a, n_j, n_c, n_p = len(anchors), len(judge_names), len(cand_names), int(p.max()) + 1
+
+    # items: (anchor, judge, candidate, prompt); runs of an item are averaged (Eq. 5)
+    item_key = ((a * n_j + j) * n_c + c) * n_p + p
+    item_ids, item = np.unique(item_key, return_inverse=True)
+    runs = np.bincount(item)
+    item_sum = np.bincount(item, weights=s)
+    item_mean = item_sum / runs
+    item_sd = np.sqrt(np.maximum(np.bincount(item, weights=s * s) / runs - item_mean ** 2, 0.0)
+                      * np.where(runs > 1, runs / np.maximum(runs - 1, 1), 0.0))
+    item_p = item_ids % n_p
+    item_c = (item_ids // n_p) % n_c
+    item_j = (item_ids // (n_p * n_c)) % n_j
+    item_a = item_ids // (n_p * n_c * n_j)
+
+    kept = np.ones(item_ids.size, dtype=bool)
+    if abstain_sd is not None:
+        kept = ~((runs > 1) & (item_sd > abstain_sd))
+
+    # screening, per (anchor, judge)
+    screens: list[JudgeScreen] = []
+    strong: dict[tuple[int, int], float] = {}
+    order = np.lexsort((data.run_index(), item))
+    rank_in_item = np.empty(item.size, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(runs)[:-1]])
+    rank_in_item[order] = np.arange(item.size) - np.repeat(starts, runs)
+    for ai in range(n_a):
+        for ji in range(n_j):
+            mine = (item_a == ai) & (item_j == ji)
+            if not mine.any():
+                continue
+            coverage = float(kept[mine].mean())
+            multi = runs[mine & (runs > 1)]
+            screen = JudgeScreen(anchor=anchors[ai], judge=judge_names[ji], runs=1, items=int(mine.sum()),
+                                 coverage=coverage)
+            if multi.size == 0:
+                screen.note = "no repeated runs: ICC(3,k) needs every item judged k ≥ 2 times"
+            else:
+                k = int(np.bincount(multi).argmax())
+                use_items = np.flatnonzero(mine & (runs >= k))
+                if use_items.size < 2:
+                    screen.note = f"ICC(3,{k}) needs at least 2 items with {k} runs"
+                else:
+                    row_of = np.full(item_ids.size, -1)
+                    row_of[use_items] = np.arange(use_items.size)
+                    pick = (row_of[item] >= 0) & (rank_in_item < k)
+                    matrix = np.zeros((use_items.size, k))
+                    matrix[row_of[item[pick]], rank_in_item[pick]] = s[pick]
+                    screen.runs = k
+                    screen.icc = icc3k(matrix)
+                    screen.strong = screen.icc >= icc_threshold
+                    if screen.strong:
+                        strong[(ai, ji)] = screen.icc
+            screens.append(screen)
+    if abstain_sd is not None:
+        for sc in screens:
+            if sc.coverage < 1.0:
+                warnings.append(f"abstention (SD > {abstain_sd:g}) drops {1 - sc.coverage:.1%} of judge {sc.judge}'s "
+                                f"items under anchor {sc.anchor} (coverage {sc.coverage:.1%})")
+    no_icc = [sc.judge for sc in screens if sc.icc is None]
+    if no_icc and not pool_all:
+        warnings.append(f"judge(s) {', '.join(sorted(set(no_icc)))}: no repeated runs, so no ICC(3,k) screen and no "
+                        "pooled row from them (run each judge k ≥ 2 times, or --pool-all)")
+
+    # per (anchor, judge, candidate) cells over the kept items
+    cell_of_item = (item_a * n_j + item_j) * n_c + item_c
+    cells, cell = np.unique(cell_of_item[kept], return_inverse=True)
+    n_items = np.bincount(cell)
+    total = np.bincount(cell, weights=item_mean[kept])
+    sumsq = np.bincount(cell, weights=item_mean[kept] ** 2)
+    judgment_kept = kept[item]
+    jcell = np.searchsorted(cells, ((a * n_j + j) * n_c + c)[judgment_kept])
+    counts = {lab: np.bincount(jcell[hard[judgment_kept] == lab], minlength=cells.size) for lab in (1.0, 0.5, 0.0)}
+    n_judgments = np.bincount(jcell, minlength=cells.size)
+    cell_c = cells % n_c
+    cell_j = (cells // n_c) % n_j
+    cell_a = cells // (n_c * n_j)
+
+    # κ factor per anchor from the judges' first-run hard verdicts on common items
+    kappa: dict[str, float | None] = {}
+    first = rank_in_item == 0
+    for ai in range(n_a):
+        labels = {}
+        for ji in range(n_j):
+            sel = first & (a == ai) & (j == ji) & kept[item]
+            if sel.any():
+                labels[ji] = dict(zip((c[sel] * n_p + p[sel]).tolist(), hard[sel].tolist()))
+        pairs = []
+        for x, y in combinations(sorted(labels), 2):
+            common = sorted(set(labels[x]) & set(labels[y]))
+            if len(common) >= 2:
+                pairs.append(cohen_kappa(np.array([labels[x][t] for t in common]),
+                                         np.array([labels[y][t] for t in common])))
+        kappa[anchors[ai]] = math.sqrt(max(0.0, float(np.mean(pairs)))) if pairs else None
+
+    try:
+        est = raee_arrays(total, n_items, level=level, population=population)
+    except ValueError as exc:
+        raise OrchestratorError(str(exc)) from None
+    spread = spread_se(total, sumsq, n_items, cells // n_c)  # pooled within (anchor, judge)
+    rows: list[RaeeRow] = []
+    for k in range(cells.size):
+        anchor = anchors[cell_a[k]]
+        fpc = float(est["se_p"][k]) if population is not None else None
+        kap = kappa.get(anchor)
+        se_kappa = (fpc if fpc is not None else float(est["se_p_raw"][k])) * kap if kap is not None else None
+        se_best = se_kappa if se_kappa is not None else (fpc if fpc is not None else float(est["se_p_raw"][k]))
+        pb = float(est["p_bar"][k])
+        rows.append(RaeeRow(
+            anchor=anchor, judge=judge_names[cell_j[k]], candidate=cand_names[cell_c[k]], n=int(n_items[k]),
+            judgments=int(n_judgments[k]), wins=int(counts[1.0][k]), ties=int(counts[0.5][k]), losses=int(counts[0.0][k]),
+            **{f: float(est[f][k]) for f in ("p_hat", "p_bar", "p_low", "p_high", "elo", "elo_low", "elo_high", "se_p_raw")},
+            se_p_fpc=fpc, se_p_kappa=se_kappa, se_elo=GAMMA * se_best / (pb * (1 - pb)),
+            se_p_spread=None if np.isnan(spread[k]) else float(spread[k]),
+            se_elo_raw=GAMMA * (float(spread[k]) if soft and not np.isnan(spread[k]) else float(est["se_p_raw"][k]))
+            / (pb * (1 - pb)),
+        ))
+
+    # pooled rows over strong judges (Eq. 9)
+    z = float(norm.ppf((1 + level) / 2))
+    by_anchor_cand: dict[tuple[str, str], list[RaeeRow]] = {}
+    for row in rows:
+        by_anchor_cand.setdefault((row.anchor, row.candidate), []).append(row)
+    pooled: list[RaeeRow] = []
+    rho_all = _between_judge_correlation(item_mean, item_a, item_j, item_c, item_p, kept, n_a, n_j) if pool_all else {}
+    judge_index = {name: k for k, name in enumerate(judge_names)}
+    anchor_index = {name: k for k, name in enumerate(anchors)}
+    for (anchor, cand), group in by_anchor_cand.items():
+        ai = anchor_index[anchor]
+        if pool_all:
+            members = group
+            rho = rho_all.get(ai, 1.0)
+        else:
+            members = [r for r in group if (ai, judge_index[r.judge]) in strong]
+            rho = float(np.mean([strong[(ai, judge_index[r.judge])] for r in members])) if members else 0.0
+        if not members:
+            continue
+        gaps = np.array([r.elo for r in members])
+        sigma2 = float(np.mean([(GAMMA * (r.se_p_fpc if r.se_p_fpc is not None else r.se_p_raw) / (r.p_bar * (1 - r.p_bar))) ** 2
+                                for r in members]))
+        sigma2_raw = float(np.mean([r.se_elo_raw ** 2 for r in members]))
+        var = pooled_variance(sigma2, rho, len(members))
+        gap, se = float(gaps.mean()), math.sqrt(var)
+        inv = lambda e: 1.0 / (1.0 + math.exp(-e / GAMMA))  # noqa: E731
+        pooled.append(RaeeRow(
+            anchor=anchor, judge="pooled", candidate=cand, n=int(sum(r.n for r in members)),
+            judgments=sum(r.judgments for r in members), wins=sum(r.wins for r in members),
+            ties=sum(r.ties for r in members), losses=sum(r.losses for r in members),
+            p_hat=float(np.mean([r.p_hat for r in members])), p_bar=inv(gap), p_low=inv(gap - z * se),
+            p_high=inv(gap + z * se), elo=gap, elo_low=gap - z * se, elo_high=gap + z * se, se_elo=se,
+            se_elo_raw=math.sqrt(pooled_variance(sigma2_raw, rho, len(members))),
+        ))
+    rows.extend(pooled)
+
+    # candidates that should be there but have no judgments
+    if candidates is not None:
+        present = {(r.anchor, r.candidate) for r in rows}
+        for anchor in anchors:
+            missing = [cn for cn in candidates if cn != anchor and (anchor, cn) not in present]
+            if missing:
+                warnings.append(f"{len(missing)} candidate(s) have no judgments against anchor {anchor}: "
+                                f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}")
+                rows.extend(RaeeRow(anchor=anchor, judge="-", candidate=cn, n=0) for cn in missing)
+
+    # mid-region coverage per anchor (App. E.1)
+    coverage: dict[str, float] = {}
+    for anchor in anchors:
+        p_bars = np.array([r.p_bar for r in rows if r.anchor == anchor and r.judge not in ("pooled", "-")])
+        coverage[anchor] = float(np.mean((p_bars >= MID_REGION[0]) & (p_bars <= MID_REGION[1])))
+        if coverage[anchor] < MID_REGION_TARGET:
+            warnings.append(f"anchor {anchor}: only {coverage[anchor]:.0%} of the p̄ lie in [0.2, 0.8] (want ≥ 95%); "
+                            "the anchor may be too weak or too strong to discriminate")
+
+    swaps = _anchor_swaps(rows, list(anchors))
+    for sw in swaps:
+        if sw.kendall_tau is not None and sw.kendall_tau < 0.9:
+            warnings.append(f"anchors {sw.anchors[0]} and {sw.anchors[1]} rank the candidates differently "
+                            f"(Kendall τ = {sw.kendall_tau:.2f} < 0.9)")
+    return RaeeReport(outcome="soft" if soft else "hard", level=level, population=population,
+                      icc_threshold=icc_threshold, abstain_sd=abstain_sd, rows=rows, judges=screens,
+                      kappa_factor=kappa, mid_region_coverage=coverage, anchor_swaps=swaps, warnings=warnings)
+
+
+def item_outcomes(data: ReferenceJudgments, *, soft: bool = False) -> dict[tuple[str, str, str], np.ndarray]:
+    """Per ``(anchor, judge, candidate)``: the outcomes of its items (prompts), repeated runs
+    averaged (Eq. 5), in prompt order."""
+    if len(data) == 0:
+        return {}
+    s = outcomes(data.win, data.tie, data.loss, soft=soft)
+    keys = np.char.add(np.char.add(np.char.add(np.char.add(data.anchor.astype(str), "\x1f"), data.judge.astype(str)),
+                                   "\x1f"), data.candidate.astype(str))
+    items = np.char.add(np.char.add(keys, "\x1f"), data.prompt.astype(str))
+    item_ids, item = np.unique(items, return_inverse=True)
+    means = np.bincount(item, weights=s) / np.bincount(item)
+    cell_of_item = np.array([k.rsplit("\x1f", 1)[0] for k in item_ids])
+    out: dict[tuple[str, str, str], np.ndarray] = {}
+    for key in np.unique(cell_of_item):
+        anchor, judge, cand = key.split("\x1f")
+        out[(anchor, judge, cand)] = means[cell_of_item == key]
+    return out
+
+
+def _between_judge_correlation(item_mean, item_a, item_j, item_c, item_p, kept, n_a, n_j) -> dict[int, float]:
+    """Per anchor: mean pairwise Pearson correlation of the judges' run-averaged item outcomes
+    (an estimate of ρ_k, Lemma 1), clipped to [0, 1]; 1 with a single judge."""
+    out = {}
+    for ai in range(n_a):
+        values = {}
+        for ji in range(n_j):
+            sel = kept & (item_a == ai) & (item_j == ji)
+            values[ji] = dict(zip(zip(item_c[sel].tolist(), item_p[sel].tolist()), item_mean[sel].tolist()))
+        corr = []
+        for x, y in combinations([v for v in values.values() if v], 2):
+            common = sorted(set(x) & set(y))
+            if len(common) >= 3:
+                u, v = np.array([x[t] for t in common]), np.array([y[t] for t in common])
+                if u.std() > 0 and v.std() > 0:
+                    corr.append(float(np.corrcoef(u, v)[0, 1]))
+        out[ai] = min(1.0, max(0.0, float(np.mean(corr)))) if corr else 1.0
+    return out
+
+
+def leaderboard(rows: list[RaeeRow], anchor: str) -> dict[str, float]:
+    """Candidate → Elo gap under an anchor: the pooled row when there is one, else the mean over judges."""
+    pooled = {r.candidate: r.elo for r in rows if r.anchor == anchor and r.judge == "pooled"}
+    per_judge: dict[str, list[float]] = {}
+    for r in rows:
+        if r.anchor == anchor and r.judge not in ("pooled", "-") and r.elo is not None:
+            per_judge.setdefault(r.candidate, []).append(r.elo)
+    return {cand: pooled.get(cand, float(np.mean(v))) for cand, v in per_judge.items()}
+
+
+def _anchor_swaps(rows: list[RaeeRow], anchors: list[str]) -> list[AnchorSwap]:
+    """Kendall τ and mean |centred Elo shift| between the leaderboards of every pair of anchors,
+    over the candidates both rank (anchors themselves excluded) (App. E.1)."""
+    boards = {an: leaderboard(rows, an) for an in anchors}
+    out = []
+    for x, y in combinations(anchors, 2):
+        common = sorted((set(boards[x]) & set(boards[y])) - {x, y})
+        if len(common) < 2:
+            out.append(AnchorSwap(anchors=(x, y), candidates=len(common), kendall_tau=None,
+                                  mean_abs_centered_elo_shift=float("nan")))
+            continue
+        u = np.array([boards[x][cn] for cn in common])
+        v = np.array([boards[y][cn] for cn in common])
+        tau = kendalltau(u, v).statistic
+        shift = float(np.mean(np.abs((u - u.mean()) - (v - v.mean()))))
+        out.append(AnchorSwap(anchors=(x, y), candidates=len(common),
+                              kendall_tau=None if np.isnan(tau) else float(tau), mean_abs_centered_elo_shift=shift))
+    return out
