@@ -428,6 +428,98 @@ def fit_raee_cmd(
         err_console.print(f"wrote {path}")
 
 
+def _hyper(value: str, name: str) -> float | None:
+    """A fixed value, or ``prior`` (integrate over the hyperprior)."""
+    if value.strip().lower() == "prior":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise OrchestratorError(f"{name} must be a number ≥ 0 or 'prior' (got {value!r})") from None
+    if not number >= 0 or number == float("inf"):
+        raise OrchestratorError(f"{name} must be a number ≥ 0 or 'prior' (got {value!r})")
+    return number
+
+
+def _numbers(value: str | None, name: str, kind=float) -> list | None:
+    if value is None:
+        return None
+    try:
+        return [kind(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise OrchestratorError(f"{name} must be comma-separated numbers (got {value!r})") from None
+
+
+@fit_app.command("simplex")
+def fit_simplex_cmd(
+    run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log."),
+    log: Optional[Path] = typer.Option(None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead."),
+    levels: int = typer.Option(..., "--levels", help="Scale size M: scores are the integers 1..M."),
+    omega: str = typer.Option("0", "--omega", help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects) "
+                              "or 'prior' (integrate over ω ~ U(0.1, 8))."),
+    beta_max: str = typer.Option("prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' "
+                                 "(integrate over β_max ~ U(0, 20))."),
+    delta: Optional[str] = typer.Option(None, "--delta", help="Dirichlet direction of the random effects, M numbers "
+                                        "(e.g. 1,4,10 looks for score inflation); default all ones."),
+    self_judging: Optional[str] = typer.Option(None, "--self-judging", help="Judge → its model family's candidates: "
+                                               "'judge=cand1,cand2;judge2=cand3'."),
+    self_preference: str = typer.Option("exclude", "--self-preference", help="Self-judging scores: 'exclude' (the "
+                                        "paper's default) or 'shift' (kept, with a fitted self-preference shift)."),
+    soft: bool = typer.Option(False, "--soft", help="Count the judges' option probabilities (fractional counts) "
+                              "instead of their argmax scores."),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
+    sweep: bool = typer.Option(False, "--sweep", help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
+                               "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits)."),
+    chains: int = typer.Option(4, "--chains"),
+    warmup: int = typer.Option(1000, "--warmup", help="Warm-up iterations per chain."),
+    draws: int = typer.Option(1000, "--draws", help="Posterior draws per chain."),
+    seed: int = typer.Option(0, "--seed"),
+    responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores, to compare "
+                                             "the ranking with the truth (a run uses its own data.truth)."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Human score field in --responses."),
+    level: float = typer.Option(0.95, "--level", help="Credible level of the intervals."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write rank-interval, simplex (and sensitivity) PNGs here."),
+    collapse: Optional[str] = typer.Option(None, "--collapse", help="Map the M levels to 3 for the simplex plot, "
+                                           "e.g. 1,1,2,2,3 (default for M = 5)."),
+) -> None:
+    """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
+    from .fit_simplex import format_simplex, run_simplex, truth_scores
+    from .simplex import SimplexSettings
+
+    if (run is None) == (log is None):
+        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+    if self_preference not in ("exclude", "shift"):
+        raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
+    if (responses is None) != (truth is None):
+        raise OrchestratorError("--responses and --truth go together")
+    mapping = _numbers(collapse, "--collapse", int)
+    settings = SimplexSettings(omega=_hyper(omega, "--omega"), beta_max=_hyper(beta_max, "--beta-max"),
+                               delta=tuple(_numbers(delta, "--delta")) if delta else None,
+                               self_preference=self_preference, soft=soft, chains=chains, warmup=warmup, draws=draws,
+                               seed=seed)
+    known_truth = truth_scores(responses, truth) if responses is not None else None
+    interactive = sys.stderr.isatty() and not as_json
+    report, fit, data, _ = run_simplex(
+        run or log, log=log is not None, levels=levels, settings=settings, judges=judge or None,
+        self_judging=self_judging, sweep=sweep, truth=known_truth, truth_field=truth, level=level,
+        progress=interactive, sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None)
+    paths = []
+    if plot is not None:
+        from .simplex.plots import rank_plot, sensitivity_plot, simplex_plot
+
+        paths.append(rank_plot(report, plot / "simplex-ranks.png"))
+        paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
+        if report.sensitivity:
+            paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
+    if as_json:
+        print(json.dumps({**report.model_dump(mode="json"), "plots": [str(p) for p in paths]}))
+        return
+    out_console.print(Text(format_simplex(report)), soft_wrap=True)
+    for path in paths:
+        err_console.print(f"wrote {path}")
+
+
 def _progress(quiet: bool) -> Progress:
     return Progress(
         TextColumn("{task.description}"),
@@ -480,12 +572,28 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print("aborted")
         sys.exit(130)
     except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
+        if isinstance(exc, _click_exceptions()):
             exc.show()
             sys.exit(exc.exit_code)
         raise
+
+
+def _click_exceptions() -> tuple[type, ...]:
+    """Click's exception class, from click itself and from the copy newer typer releases vendor."""
+    classes = []
+    try:
+        import click
+
+        classes.append(click.ClickException)
+    except ImportError:  # pragma: no cover - typer without a separate click
+        pass
+    try:
+        from typer._click.exceptions import ClickException
+
+        classes.append(ClickException)
+    except ImportError:  # typer that uses click directly
+        pass
+    return tuple(classes)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import OrchestratorError
 from .judging.datafiles import load_toml_model
 
 __all__ = ["RunConfig", "DataConfig", "JudgingConfig", "ModelConfig", "SelectionConfig", "BudgetConfig",
-           "StoppingConfig", "DispatchConfig", "ReferenceConfig", "load_config"]
+           "StoppingConfig", "DispatchConfig", "ReferenceConfig", "AbsoluteConfig", "load_config"]
 
 
 class _Section(BaseModel):
@@ -140,6 +140,16 @@ class ReferenceConfig(_Section):
     """Adaptive allocation ranks by soft outcomes P(win) + ½P(tie) instead of the argmax."""
 
 
+class AbsoluteConfig(_Section):
+    """An absolute-scoring campaign for the Bayesian simplex model: every judge scores every
+    candidate's answer to every prompt on a 1..M scale (``orchestrator fit simplex`` on the run)."""
+
+    template: str = "simplex-absolute-5"
+    """A ``kind = "absolute"`` template whose options are the levels 1..M."""
+    repeats: int = Field(default=1, ge=1, le=20)
+    """Runs of each judge on each answer (every run is one more observation in the counts)."""
+
+
 class RunConfig(_Section):
     name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$", max_length=120)
     """Run name; the run file is ``<runs_dir>/<name>.sqlite`` (default: the config file's name)."""
@@ -155,6 +165,14 @@ class RunConfig(_Section):
     dispatch: DispatchConfig = Field(default_factory=DispatchConfig)
     reference: ReferenceConfig | None = None
     """Set to run a reference-anchored campaign instead of PoE pairwise selection."""
+    absolute: AbsoluteConfig | None = None
+    """Set to run an absolute-scoring campaign (for the simplex model) instead of PoE selection."""
+
+    @model_validator(mode="after")
+    def _one_campaign(self) -> "RunConfig":
+        if self.reference is not None and self.absolute is not None:
+            raise ValueError("[reference] and [absolute] are two different campaigns; a run has at most one")
+        return self
 
     @property
     def run_path(self) -> Path:

@@ -292,6 +292,8 @@ class RunEngine:
         self._judgments: list[list[dict]] = [[] for _ in self.groups]
         self._where = {g.key: k for k, g in enumerate(self.groups)}
         self._reference_rows: list[dict] = []
+        self._absolute_rows: list[dict] = []
+        self.absolute = config.absolute
         for row in store.judgments():
             self._add(row)
         self._asked = store.asked()
@@ -301,12 +303,17 @@ class RunEngine:
         if self.reference is not None:
             self.anchor, self.ref_candidates, self.ref_order, self.ref_prompts = reference_items(
                 self.dataset, self.reference.anchor, config.seed)
+        if self.absolute is not None:
+            self.abs_order = sorted(self.dataset.responses, key=lambda p: _hash(config.seed, "absolute-order", p))
         self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
 
     # -- state -------------------------------------------------------------------------------
     def _add(self, row: dict) -> None:
         if row["kind"] == "reference":
             self._reference_rows.append(row)
+            return
+        if self.absolute is not None and row["kind"] == "absolute":
+            self._absolute_rows.append(row)
             return
         k = 0 if len(self.groups) == 1 else self._where.get(row["prompt_id"])
         if k is None:
@@ -552,6 +559,38 @@ class RunEngine:
             selected.append([self.anchor, left[c][0], c, round(score[c], 6) if math.isfinite(score[c]) else None])
         return units, selected, ""
 
+    # -- absolute-scoring campaigns (for the simplex model) ------------------------------------
+    def _absolute_units(self) -> tuple[list[list[dict]], list[list]]:
+        """Every candidate on the next ``selection.batch`` prompts (seeded order); a unit is one
+        answer for every judge and repeat, planned and budgeted whole."""
+        ab = self.absolute
+        assert ab is not None
+        template = self.templates["absolute"]
+        judge0 = next(iter(self.profiles))
+        asked = {(p, cands[0]) for jn, p, cands in self._asked if jn == judge0 and len(cands) == 1}
+        units, selected, taken = [], [], 0
+        for prompt in self.abs_order:
+            todo = [c for c in sorted(self.dataset.responses[prompt]) if (prompt, c) not in asked]
+            if not todo:
+                continue
+            for cand in todo:
+                units.append([self._request(jn, template, prompt, [cand], r) for jn in self.profiles for r in range(ab.repeats)])
+                selected.append([prompt, prompt, cand])
+            taken += 1
+            if taken == self.config.selection.batch:
+                break
+        return units, selected
+
+    def _absolute_summary(self) -> dict:
+        """The five candidates with the highest mean expected level so far (a progress display;
+        the ranking is ``orchestrator fit simplex``)."""
+        scores: dict[str, list[float]] = defaultdict(list)
+        for row in self._absolute_rows:
+            levels, probs = level_distribution(json.loads(row["probs"])[0])
+            scores[json.loads(row["candidates"])[0]].append(sum(lv * p for lv, p in zip(levels, probs)))
+        top = sorted(scores, key=lambda c: (-sum(scores[c]) / len(scores[c]), c))[:5]
+        return {"entropy": None, "max_adjacent_reorder": None, "top": top}
+
     def _reference_summary(self, cutoff: int | None) -> dict:
         est = self._reference_estimates(cutoff)
         top = sorted(est, key=lambda c: (-est[c]["elo"], c))[:5]
@@ -624,7 +663,7 @@ class RunEngine:
     def _event(self, kind: str, round_no: int, **extra) -> None:
         if self.progress is None:
             return
-        n_ok = sum(len(rows) for rows in self._judgments) + len(self._reference_rows)
+        n_ok = sum(len(rows) for rows in self._judgments) + len(self._reference_rows) + len(self._absolute_rows)
         self.progress(RunEvent(kind, round_no, n_ok, self._failed, self.store.spend(), **extra))
 
     def _summary(self, posteriors: list[Posterior]) -> dict:
@@ -668,6 +707,7 @@ class RunEngine:
         semaphore = asyncio.Semaphore(self.config.dispatch.concurrency)
         in_flight: dict[int, asyncio.Task] = {}
         reason = ""
+        posteriors: list[Posterior] = []  # PoE runs only; campaigns plan without a posterior
         try:
             pending = self.store.pending_requests()
             for r in sorted({row["round"] for row in pending}):  # interrupted rounds go first
@@ -680,7 +720,7 @@ class RunEngine:
                     await in_flight.pop(r)
                 timings: dict[str, float] = {}
                 started = time.perf_counter()
-                if self.reference is None:
+                if self.reference is None and self.absolute is None:
                     posteriors = self.refit(cutoff)
                     reason = self._should_stop(posteriors)
                 timings["fit_s"] = time.perf_counter() - started
@@ -693,6 +733,9 @@ class RunEngine:
                     units, selected, reason = self._reference_units(round_no, cutoff)
                     if reason:
                         break
+                elif self.absolute is not None:
+                    kind = "absolute"
+                    units, selected = self._absolute_units()
                 else:
                     kind = "absolute"
                     units = self._warm_start_units() if self.config.model.absolute_warm_start else []
@@ -701,8 +744,8 @@ class RunEngine:
                         kind = "pairwise"
                         units, selected = self._comparison_units(round_no, posteriors)
                 if not units:
-                    reason = "every comparison has been asked" if self.reference is None else \
-                        "every candidate has been judged on every prompt"
+                    reason = ("every comparison has been asked" if self.reference is None and self.absolute is None
+                              else "every candidate has been judged on every prompt")
                     break
                 kept, budget_reason = self._fit_budget(units, self.store.planning_spend(cutoff))
                 if not kept:
@@ -710,7 +753,7 @@ class RunEngine:
                     break
                 rows = [r for unit in kept for r in unit]
                 timings["select_s"] = time.perf_counter() - started
-                summary = self._summary(posteriors) if self.reference is None else self._reference_summary(cutoff)
+                summary = self._campaign_summary(posteriors, cutoff)
                 self.store.add_round(round_no, kind, selected[: len(kept)], rows,
                                      {**summary, **timings, "top": json.dumps(summary["top"])})
                 self._mark_asked(rows)
@@ -725,9 +768,16 @@ class RunEngine:
             self.store.set_status("interrupted", "interrupted; resume to continue")
             raise
         self.store.set_status("finished", reason)
-        summary = self._summary(self.refit()) if self.reference is None else self._reference_summary(None)
+        summary = self._campaign_summary(self.refit() if self.reference is None and self.absolute is None else [], None)
         self._event("stop", round_no, reason=reason, **summary)
         return reason
+
+    def _campaign_summary(self, posteriors: list[Posterior], cutoff: int | None) -> dict:
+        if self.reference is not None:
+            return self._reference_summary(cutoff)
+        if self.absolute is not None:
+            return self._absolute_summary()
+        return self._summary(posteriors)
 
     def _round_info(self) -> dict:
         spend = self.store.spend()

@@ -59,11 +59,20 @@ def prepare(config: RunConfig) -> Prepared:
             raise OrchestratorError(f"reference.template: {templates['reference'].name!r} is a "
                                     f"{templates['reference'].kind} template, not a reference-anchored one")
         reference_items(dataset, config.reference.anchor, config.seed)
+    elif config.absolute is not None:
+        templates = {"absolute": get_template(config.absolute.template)}
+        template = templates["absolute"]
+        if template.kind != "absolute":
+            raise OrchestratorError(f"absolute.template: {template.name!r} is a {template.kind} template, not an "
+                                    "absolute one")
+        if template.options != [str(m) for m in range(1, len(template.options) + 1)]:
+            raise OrchestratorError(f"absolute.template: {template.name!r} has options {template.options}; the simplex "
+                                    "model needs the levels 1..M")
     else:
         templates = {"pairwise": get_template(config.judging.pairwise_template)}
         if templates["pairwise"].kind != "pairwise":
             raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a {templates['pairwise'].kind} template")
-    if config.model.absolute_warm_start:
+    if config.model.absolute_warm_start and config.absolute is None:
         templates["absolute"] = get_template(config.judging.absolute_template)
         if templates["absolute"].kind != "absolute":
             raise OrchestratorError(f"judging.absolute_template: {templates['absolute'].name!r} is a {templates['absolute'].kind} template")
@@ -114,10 +123,12 @@ def dry_run(prepared: Prepared) -> dict:
     if ref is not None:
         anchor, _, _, per_candidate = reference_items(dataset, ref.anchor, config.seed)
         possible = n_judges * ref.repeats * (2 if ref.both_orders else 1) * sum(len(ps) for ps in per_candidate.values())
+    if config.absolute is not None:
+        possible = n_judges * config.absolute.repeats * dataset.n_responses
     calls = possible if config.budget.max_calls is None else min(possible, config.budget.max_calls)
     # Mean worst case of a request, from the first prompts' pairs.
     rows = []
-    template = prepared.templates["pairwise" if ref is None else "reference"]
+    template = prepared.templates["reference" if ref is not None else "absolute" if config.absolute is not None else "pairwise"]
     for name, profile in prepared.profiles.items():
         price = judge_price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
         for pid, by_cand in list(dataset.responses.items())[:3]:
@@ -128,6 +139,8 @@ def dry_run(prepared: Prepared) -> dict:
                 if not anchor_text:
                     continue
                 pairs = [(anchor_text, by_cand[c].text) for c in cands if c != anchor]
+            elif config.absolute is not None:
+                pairs = [("", by_cand[c].text) for c in cands]
             else:
                 pairs = [(by_cand[a].text, by_cand[b].text) for a, b in zip(cands, cands[1:])]
             for text_a, text_b in pairs:
@@ -217,6 +230,33 @@ def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = No
         return _execute(store, config, store.templates(), profiles, progress, judges)
 
 
+def _campaign_group(title: str, n: int, names: list[str], score: dict[str, float], draws, sd: dict[str, float],
+                    dataset: Dataset, truth: str | None, level: float) -> dict:
+    """One ranking entry of a campaign (reference or absolute): candidates by score, shortest
+    ``level`` rank intervals from score draws ``(S, N)`` (columns in ``names`` order), truth."""
+    import numpy as np
+
+    from .poe import rank_intervals_from_draws
+
+    intervals = rank_intervals_from_draws(np.asarray(draws), level=level)
+    entries = []
+    for k, c in enumerate(names):
+        row = {"rank": k + 1, "candidate": c, "score": round(score[c], 3), "sd": round(sd[c], 3),
+               "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}
+        if truth:
+            values = [by[c].human.get(truth) for by in dataset.responses.values() if c in by]
+            values = [v for v in values if v is not None]
+            row["truth"] = round(sum(values) / len(values), 6) if values else None
+        entries.append(row)
+    entry = {"group": title, "comparisons": n, "entropy": None, "max_adjacent_reorder": None, "ranking": entries}
+    values = [r.get("truth") for r in entries]
+    if truth and len(entries) > 2 and None not in values and len(set(values)) > 1:
+        from scipy.stats import spearmanr
+
+        entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in entries], values).statistic), 4)
+    return entry
+
+
 def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, level: float) -> dict:
     """A reference campaign's ranking: RAEE Elo gaps (pooled over strong judges, else the mean over
     judges) with rank intervals from independent normal draws on the Elo scale, using the raw
@@ -230,7 +270,6 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
     if len(data) == 0:
         return {"run": str(path), "scope": "reference", "level": level, "groups": []}
     report = fit_raee(path, soft=config.reference.soft if config.reference else False)
-    truth = config.data.truth
     out = []
     for anchor in dict.fromkeys(r.anchor for r in report.rows):
         board = leaderboard(report.rows, anchor)
@@ -243,26 +282,40 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
             # unscreened judges may agree perfectly: Eq. (9) with ρ = 1, no 1/J shrinkage
             se[c] = pooled[0].se_elo_raw if pooled else float(np.sqrt(np.mean([r.se_elo_raw ** 2 for r in rows])))
         draws = np.random.default_rng(0).normal([board[c] for c in names], [se[c] for c in names], size=(4000, len(names)))
-        ranks = (-draws).argsort(axis=1).argsort(axis=1) + 1
-        lo, hi = np.quantile(ranks, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        entries = []
-        for k, c in enumerate(names):
-            row = {"rank": k + 1, "candidate": c, "score": round(board[c], 3), "sd": round(se[c], 3),
-                   "rank_low": int(lo[k]), "rank_high": int(hi[k])}
-            if truth:
-                values = [by[c].human.get(truth) for by in dataset.responses.values() if c in by]
-                values = [v for v in values if v is not None]
-                row["truth"] = round(sum(values) / len(values), 6) if values else None
-            entries.append(row)
-        entry = {"group": f"anchor {anchor}", "comparisons": int(np.sum(data.anchor == anchor)), "entropy": None,
-                 "max_adjacent_reorder": None, "ranking": entries}
-        values = [r.get("truth") for r in entries]
-        if truth and len(entries) > 2 and None not in values and len(set(values)) > 1:
-            from scipy.stats import spearmanr
-
-            entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in entries], values).statistic), 4)
-        out.append(entry)
+        out.append(_campaign_group(f"anchor {anchor}", int(np.sum(data.anchor == anchor)), names, board, draws, se,
+                                   dataset, config.data.truth, level))
     return {"run": str(path), "scope": "reference", "level": level, "groups": out}
+
+
+def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, templates: dict, level: float) -> dict:
+    """An absolute campaign's quick ranking: each candidate's mean expected level (judges averaged
+    with equal weight), rank intervals from resampling the prompts (the simplex paper's bootstrap
+    baseline). Judge quality is not modelled here — that is ``orchestrator fit simplex``."""
+    import numpy as np
+
+    from .fit_simplex import load_absolute_judgments
+    from .simplex import build_score_data
+    from .simplex.baselines import simple_average
+
+    records, _ = load_absolute_judgments(path, log=False)
+    if not records:
+        return {"run": str(path), "scope": "absolute", "level": level, "groups": []}
+    levels = len(templates["absolute"].options)
+    data = build_score_data(records, levels=levels, source=str(path))
+    scores = data.item_scores(soft=True)
+    mean = simple_average(scores)
+    rng = np.random.default_rng(0)
+    q = scores.shape[2]
+    with np.errstate(invalid="ignore"):
+        boot = np.stack([simple_average(scores[:, :, rng.integers(0, q, size=q)]) for _ in range(1000)])
+    boot = np.where(np.isnan(boot), np.nanmean(boot, axis=0), boot)
+    order = sorted(range(len(data.candidates)), key=lambda k: (-mean[k], data.candidates[k]))
+    names = [data.candidates[k] for k in order]
+    score = {data.candidates[k]: float(mean[k]) for k in order}
+    sd = {data.candidates[k]: float(boot[:, k].std()) for k in order}
+    group = _campaign_group(f"mean score 1–{levels} (bootstrap; judge quality: `orchestrator fit simplex RUN --levels "
+                            f"{levels}`)", len(records), names, score, boot[:, order], sd, dataset, config.data.truth, level)
+    return {"run": str(path), "scope": "absolute", "level": level, "groups": [group]}
 
 
 def ranking(path: str | Path, *, level: float = 0.95) -> dict:
@@ -271,9 +324,12 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     with open_run(path, write=False) as store:
         config = RunConfig.model_validate(store.config)
         dataset = store.dataset()
-        judgments = list(store.judgments()) if config.reference is None else []
+        judgments = list(store.judgments()) if config.reference is None and config.absolute is None else []
+        templates = store.templates()
     if config.reference is not None:
         return _reference_ranking(path, config, dataset, level)
+    if config.absolute is not None:
+        return _absolute_ranking(path, config, dataset, templates, level)
     groups = build_groups_for(dataset, config.data.scope)
     poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
     posteriors = fit_groups(groups, judgments, poe, debias=config.model.debias)
@@ -316,6 +372,7 @@ def status(path: str | Path) -> dict:
             "select error_type, count(*) as n from judgments where status = 'failed' group by error_type")}
         rounds = store.last_round() + 1
     b = config.budget
+    poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
     rank = ranking(path)
     groups = rank["groups"]
     summary = {
@@ -324,8 +381,8 @@ def status(path: str | Path) -> dict:
         "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6)},
         "budget": {"calls": b.max_calls, "tokens": b.max_tokens, "usd": b.max_usd},
         "groups": len(groups),
-        "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if config.reference is None else None,
-        "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if config.reference is None else None,
+        "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if poe and groups else None,
+        "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
         "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
     }
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]

@@ -77,10 +77,32 @@ def quality_behaviour(body: dict):
     return 200, {}, completion(str(level), [logprob_entry(str(level), alts)])
 
 
+def likert_behaviour(judges: dict[str, tuple[float, float]] | None = None):
+    """Absolute 1–5 judge (prompts that ask "between 1 and 5"): the level is ``1 + 4·(q + shift + ε)``
+    rounded and clipped, ε ~ N(0, sd) seeded by the prompt and model — ``judges`` maps the model to
+    ``(sd, shift)`` (a noisy or lenient judge); the distribution puts 0.7 on that level. Other
+    requests as :func:`reference_behaviour`/:func:`quality_behaviour`."""
+    judges = judges or {}
+    fallback = reference_behaviour()
+
+    def behaviour(body: dict):
+        text = " ".join(m["content"] for m in body.get("messages", []) if m["role"] == "user")
+        qs = [float(x) for x in QUALITY.findall(text)]
+        if "between 1 and 5" not in text or len(qs) != 1:
+            return fallback(body)
+        sd, shift = judges.get(body.get("model", ""), (0.05, 0.0))
+        eps = random.Random(f"{text}|{body.get('model')}").gauss(0.0, sd) if sd else 0.0
+        level = min(5, max(1, round(1 + 4 * (qs[0] + shift + eps))))
+        alts = [(str(level), 0.7)] + [(str(k), 0.28 / 4) for k in range(1, 6) if k != level] + [("\n", 0.02)]
+        return 200, {}, completion(str(level), [logprob_entry(str(level), alts)])
+
+    return behaviour
+
+
 def write_config(folder: Path, api_base: str | None, *, name: str = "test", prompts: Path, responses: Path,
                  extra: str = "", judges: str = '["local-openai"]', batch: int = 4, max_calls: int | None = 40,
                  concurrency: int = 4, strategy: str = "reorder", scope: str = "per_prompt", debias: str = "none",
-                 warm_start: bool = False, budget_extra: str = "", reference: str = "") -> Path:
+                 warm_start: bool = False, budget_extra: str = "", reference: str = "", absolute: str | None = None) -> Path:
     """A run config (TOML) pointing at a test server."""
     budget = f"max_calls = {max_calls}\n" if max_calls is not None else ""
     text = f"""
@@ -109,6 +131,7 @@ backoff_max_s = 0.2
 {f'api_base = "{api_base}"' if api_base else ''}
 {extra}
 {('[reference]' + chr(10) + reference) if reference else ''}
+{('[absolute]' + chr(10) + absolute) if absolute is not None else ''}
 """
     path = folder / f"{name}.toml"
     path.write_text(text)

@@ -17,6 +17,7 @@ __all__ = [
     "adjacent_reorder_probabilities",
     "RankIntervals",
     "rank_intervals",
+    "rank_intervals_from_draws",
     "StopDecision",
     "stopping_rule",
     "temperature_scale",
@@ -84,15 +85,21 @@ def rank_intervals(
     if int(info) != 0:
         chol = torch.linalg.cholesky(posterior.cov + 1e-10 * torch.eye(n, dtype=posterior.cov.dtype))
     z = torch.randn((n_samples, n), generator=generator, dtype=posterior.cov.dtype)
-    draws = posterior.mean + z @ chol.T
-    # rank 1 = highest score
+    return rank_intervals_from_draws(posterior.mean + z @ chol.T, level=level)
+
+
+def rank_intervals_from_draws(draws: Tensor, *, level: float = 0.95) -> RankIntervals:
+    """Rank credible intervals from posterior draws of the scores ``(S, N)`` (rank 1 = highest):
+    mean rank, shortest intervals holding ``level`` of each candidate's rank mass, rank probabilities.
+    Serves the Laplace posterior, the simplex model's MCMC draws and RAEE's normal approximation."""
+    draws = draws.to(torch.float64) if isinstance(draws, Tensor) else torch.tensor(np.asarray(draws, dtype=np.float64))
+    n_samples, n = draws.shape
     ranks = torch.argsort(torch.argsort(-draws, dim=1), dim=1) + 1
-    ranks_f = ranks.to(torch.float64)
     rank_probs = torch.zeros(n, n, dtype=torch.float64)
     rank_probs.scatter_add_(1, (ranks - 1).T, torch.ones(n, n_samples, dtype=torch.float64))
     rank_probs /= n_samples
     lower, upper = _shortest_intervals(rank_probs, level)
-    return RankIntervals(ranks_f.mean(0), lower, upper, level, rank_probs)
+    return RankIntervals(ranks.to(torch.float64).mean(0), lower, upper, level, rank_probs)
 
 
 def _shortest_intervals(rank_probs: Tensor, level: float) -> tuple[Tensor, Tensor]:

@@ -1,0 +1,19 @@
+"""The Bayesian simplex model (simplex paper, ``shared/papers/simplex-llm-judges.txt``): judges'
+confusion matrices with a monotone weight-propagation prior, candidates' true-score prevalences,
+random effects for constancy violations, NUTS posterior, rank credible intervals, sensitivity
+analysis, and the paper's baselines.
+
+Pure functions on arrays (:mod:`.prior`, :mod:`.data`, :mod:`.baselines`, :mod:`.simulate`), a
+numpyro model (:mod:`.model`) and its inference (:mod:`.inference`); JAX is imported only when a
+model is fitted.
+"""
+
+from .data import ScoreData, build_score_data, collapse_levels, parse_self_map
+from .inference import SWEEP_BETAS, SWEEP_OMEGAS, SimplexFit, SimplexSettings, fit_simplex, sensitivity_sweep
+from .prior import confusion_matrix, edge_concentrations, n_judge_parameters, propagation_table
+
+__all__ = [
+    "ScoreData", "build_score_data", "collapse_levels", "parse_self_map",
+    "SimplexFit", "SimplexSettings", "fit_simplex", "sensitivity_sweep", "SWEEP_OMEGAS", "SWEEP_BETAS",
+    "confusion_matrix", "edge_concentrations", "n_judge_parameters", "propagation_table",
+]

@@ -1,0 +1,181 @@
+"""Absolute scores as arrays for the simplex model: judges × candidates × questions × levels.
+
+The model's likelihood depends on the data only through the counts ``n[j, k, s]`` (simplex paper
+Eq. B.3); the baselines (bootstrap, Bradley–Terry from score-derived pairs) need the per-question
+scores, so both are kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from ..errors import OrchestratorError
+
+__all__ = ["ScoreData", "build_score_data", "parse_self_map", "collapse_levels"]
+
+
+@dataclass(frozen=True)
+class ScoreData:
+    """Scores of ``J`` judges on ``K`` candidates' answers to ``Q`` questions, levels ``1..M``."""
+
+    judges: list[str]
+    candidates: list[str]
+    questions: list[str]
+    levels: int
+    dist: np.ndarray
+    """``(J, K, Q, M)``: the judge's distribution over levels for the item, averaged over repeated
+    runs (a hard score is one-hot); NaN where the judge did not score the item."""
+    runs: np.ndarray
+    """``(J, K, Q)``: how many judgments of the item (0 = missing)."""
+    hard_counts: np.ndarray
+    """``(J, K, M)``: argmax scores counted (every run counts)."""
+    soft_counts: np.ndarray
+    """``(J, K, M)``: option probabilities summed (our extension: fractional counts)."""
+    hard_item_mean: np.ndarray
+    """``(J, K, Q)``: the argmax level, averaged over repeated runs; NaN where missing."""
+    self_pairs: np.ndarray
+    """``(J, K)`` bool: judge ``j`` judging its own model family's candidate ``k``."""
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return len(self.judges), len(self.candidates), len(self.questions), self.levels
+
+    def counts(self, soft: bool = False) -> np.ndarray:
+        return self.soft_counts if soft else self.hard_counts
+
+    def item_scores(self, soft: bool = False) -> np.ndarray:
+        """``(J, K, Q)`` score per item: the argmax level (hard; repeats averaged) or the expected
+        level under the judge's distribution (soft); NaN where missing."""
+        levels = np.arange(1, self.levels + 1, dtype=float)
+        return self.dist @ levels if soft else self.hard_item_mean
+
+    def without_self(self) -> "ScoreData":
+        """Self-judging items removed (the paper's default, ``k ≠ j`` in Eq. B.3)."""
+        if self.self_pairs is None or not self.self_pairs.any():
+            return self
+        keep = ~self.self_pairs
+        return ScoreData(self.judges, self.candidates, self.questions, self.levels,
+                         np.where(keep[:, :, None, None], self.dist, np.nan), np.where(keep[:, :, None], self.runs, 0),
+                         self.hard_counts * keep[:, :, None], self.soft_counts * keep[:, :, None],
+                         np.where(keep[:, :, None], self.hard_item_mean, np.nan), np.zeros_like(self.self_pairs))
+
+
+def parse_self_map(spec: str | dict | None, judges: list[str], candidates: list[str]) -> dict[str, set[str]]:
+    """``judge → candidates of its model family`` from ``"judge=cand1,cand2;judge2=cand3"`` or a
+    mapping; names must exist (a typo would silently keep self-judging data).
+
+    Raises:
+        OrchestratorError: malformed text, or an unknown judge or candidate.
+    """
+    if not spec:
+        return {}
+    if isinstance(spec, str):
+        out: dict[str, set[str]] = {}
+        for part in filter(None, (p.strip() for p in spec.split(";"))):
+            if "=" not in part:
+                raise OrchestratorError(f"--self-judging: {part!r} is not JUDGE=CANDIDATE[,CANDIDATE...]")
+            judge, cands = part.split("=", 1)
+            out.setdefault(judge.strip(), set()).update(c.strip() for c in cands.split(",") if c.strip())
+    else:
+        out = {str(j): set(map(str, cs if isinstance(cs, (list, tuple, set)) else [cs])) for j, cs in spec.items()}
+    for judge, cands in out.items():
+        if judge not in judges:
+            raise OrchestratorError(f"--self-judging: unknown judge {judge!r} (judges: {', '.join(judges)})")
+        unknown = sorted(cands - set(candidates))
+        if unknown:
+            raise OrchestratorError(f"--self-judging: unknown candidate {unknown[0]!r} for judge {judge!r}")
+    return out
+
+
+def collapse_levels(data: ScoreData, mapping: list[int]) -> ScoreData:
+    """Merge levels: ``mapping[s − 1]`` is the new level of old level ``s`` (e.g. ``[1, 1, 2, 2, 3]``,
+    simplex paper App. D.6), so an M-level log can be drawn on the triangle (M' = 3)."""
+    if len(mapping) != data.levels:
+        raise OrchestratorError(f"--collapse needs {data.levels} entries (one per level), got {len(mapping)}")
+    new = max(mapping)
+    if sorted(set(mapping)) != list(range(1, new + 1)) or any(b < a for a, b in zip(mapping, mapping[1:])):
+        raise OrchestratorError(f"--collapse {','.join(map(str, mapping))}: new levels must be 1..M' and non-decreasing")
+    onehot = np.zeros((data.levels, new))
+    onehot[np.arange(data.levels), np.asarray(mapping) - 1] = 1.0
+    hard = data.hard_item_mean
+    lookup = np.asarray(mapping, dtype=float)
+    # a repeat-averaged hard score maps through its nearest level (exact for single runs)
+    idx = np.clip(np.rint(np.nan_to_num(hard, nan=1.0)).astype(int), 1, data.levels) - 1
+    return ScoreData(data.judges, data.candidates, data.questions, new, data.dist @ onehot, data.runs,
+                     data.hard_counts @ onehot, data.soft_counts @ onehot,
+                     np.where(np.isnan(hard), np.nan, lookup[idx]), data.self_pairs)
+
+
+def build_score_data(
+    records: Iterable[tuple[str, str, str, dict[str, float]]],
+    *,
+    levels: int,
+    self_map: dict[str, set[str]] | None = None,
+    source: str = "",
+) -> ScoreData:
+    """From ``(judge, candidate, question, {level: probability})`` judgments (a hard score is
+    ``{"3": 1.0}``); repeated judgments of an item count as separate observations.
+
+    Raises:
+        OrchestratorError: fewer than 2 levels, a level that is not an integer in 1..M (naming the
+            judgment), no judgments.
+    """
+    if levels < 2:
+        raise OrchestratorError(f"--levels must be at least 2 (got {levels})")
+    where = f"{source}: " if source else ""
+    rows = []
+    for judge, cand, question, probs in records:
+        vec = np.zeros(levels)
+        for key, value in probs.items():
+            try:
+                level = float(key)
+            except ValueError:
+                level = math.nan
+            if not level.is_integer() or not 1 <= level <= levels:
+                if value > 0:
+                    raise OrchestratorError(
+                        f"{where}score {key!r} of judge {judge!r} on candidate {cand!r}, prompt {question!r} is outside "
+                        f"1..{levels}; pass the scale's size with --levels (scores must be the integers 1..M)")
+                continue
+            vec[int(level) - 1] += value
+        total = vec.sum()
+        if total <= 0:
+            raise OrchestratorError(f"{where}judge {judge!r} on candidate {cand!r}, prompt {question!r}: no probability "
+                                    f"on any level 1..{levels}")
+        rows.append((judge, cand, question, vec / total))
+    if not rows:
+        raise OrchestratorError(f"{where}no absolute judgments (kind 'absolute') to fit; score the candidates with an "
+                                "absolute template first (a run with an [absolute] section, or a log)")
+    judges = sorted({r[0] for r in rows})
+    candidates = sorted({r[1] for r in rows})
+    questions = sorted({r[2] for r in rows})
+    ji = {n: i for i, n in enumerate(judges)}
+    ki = {n: i for i, n in enumerate(candidates)}
+    qi = {n: i for i, n in enumerate(questions)}
+    shape = (len(judges), len(candidates), len(questions))
+    dist_sum = np.zeros(shape + (levels,))
+    hard_sum = np.zeros(shape)
+    runs = np.zeros(shape, dtype=np.int64)
+    hard_counts = np.zeros((len(judges), len(candidates), levels))
+    for judge, cand, question, vec in rows:
+        j, k, q = ji[judge], ki[cand], qi[question]
+        dist_sum[j, k, q] += vec
+        top = int(np.argmax(vec))
+        hard_sum[j, k, q] += top + 1
+        hard_counts[j, k, top] += 1
+        runs[j, k, q] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dist = np.where(runs[..., None] > 0, dist_sum / runs[..., None], np.nan)
+        hard_mean = np.where(runs > 0, hard_sum / runs, np.nan)
+    self_pairs = np.zeros((len(judges), len(candidates)), dtype=bool)
+    for judge, cands in (self_map or {}).items():
+        if judge in ji:
+            for cand in cands:
+                if cand in ki:
+                    self_pairs[ji[judge], ki[cand]] = True
+    return ScoreData(judges, candidates, questions, levels, dist, runs, hard_counts, dist_sum.sum(axis=2), hard_mean,
+                     self_pairs)

@@ -1,0 +1,326 @@
+"""The Bayesian simplex model (simplex paper §3–5, App. B): the weight-propagation prior for any M,
+score data, baselines, NUTS inference on simulated and real judges, the CLI, and the loop's
+absolute-scoring campaign (real HTTP test server, real SQLite)."""
+
+import json
+import math
+import sqlite3
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from judgekit import likert_behaviour, write_config, write_dataset
+from scipy.stats import spearmanr
+
+from orchestrator import runs
+from orchestrator.cli import main
+from orchestrator.errors import OrchestratorError
+from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.simplex import (SimplexSettings, build_score_data, collapse_levels, confusion_matrix,
+                                  edge_concentrations, fit_simplex, n_judge_parameters, parse_self_map,
+                                  propagation_table)
+from orchestrator.simplex import baselines as B
+from orchestrator.simplex.simulate import from_model, misspecified, sample_confusion
+
+LIKERT = ROOT / "examples" / "summeval-likert" / "coherence.log.jsonl"
+TRUTH = ROOT / "examples" / "summeval-gpt35" / "responses.jsonl"
+QUICK = dict(chains=2, warmup=300, draws=300)
+
+
+def _cli(args) -> int:
+    try:
+        main(args)
+    except SystemExit as exc:
+        return exc.code or 0
+    return 0
+
+
+# -- the prior ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("levels", [2, 3, 5, 7])
+def test_weight_propagation_rows_are_distributions_ordered_by_stochastic_dominance(levels):
+    rng = np.random.default_rng(levels)
+    theta = sample_confusion(200, levels, beta_max=5.0, rng=rng)
+    assert theta.shape == (200, levels, levels)
+    assert np.allclose(theta.sum(axis=-1), 1.0) and (theta >= 0).all()
+    cdf = np.cumsum(theta, axis=-1)
+    # a higher true score never makes a low assigned score more likely (App. B.3.3): no label switching
+    assert (np.diff(cdf, axis=1) <= 1e-12).all()
+
+
+def test_graph_structure_for_m3_matches_the_paper_and_counts_parameters():
+    edges = propagation_table(3)
+    assert len(edges) == 2 * (3 + 2 + 1)  # two transitions; nodes with 3, 2, 1 children
+    boosted = {(e["from"], e["to"]) for e in edges if e["concentration"] == "1 + ρβ_max"}
+    assert boosted == {((1, 1), (2, 2)), ((1, 2), (2, 3)), ((2, 1), (3, 2)), ((2, 2), (3, 3))}
+    # App. B.3.2: the Dirichlet out of node (1, 1) is [1, 1 + ρβ_max, 1]
+    conc = edge_concentrations(3, np.array([0.5 * 10.0]))
+    assert conc[0][0, 0].tolist() == [1.0, 6.0, 1.0] and conc[1][0, 0].tolist() == [1.0, 6.0]
+    assert n_judge_parameters(3) == 2 + 2 * 3 and n_judge_parameters(5) == 4 + 4 * 10
+
+
+def test_a_discriminating_judge_moves_one_level_per_true_level():
+    """Root on level 1 and every edge weight on the one-step-up child gives the identity matrix;
+    every edge on "stay" gives a judge that ignores the answer."""
+    levels = 5
+    root = np.eye(levels)[0][None]
+    step_up = [np.tile(np.eye(levels - s)[1 % (levels - s)], (1, levels - 1, 1)) for s in range(levels - 1)]
+    assert np.allclose(confusion_matrix(root, step_up)[0], np.eye(levels))
+    stay = [np.tile(np.eye(levels - s)[0], (1, levels - 1, 1)) for s in range(levels - 1)]
+    assert np.allclose(confusion_matrix(root, stay)[0], np.tile(np.eye(levels)[0], (levels, 1)))
+    # larger β_max concentrates the prior on discriminating judges: more mass on the diagonal
+    rng = np.random.default_rng(0)
+    diag = [np.mean(np.trace(sample_confusion(400, 3, b, rng), axis1=1, axis2=2)) for b in (0.0, 20.0)]
+    assert diag[1] > diag[0] + 0.2
+
+
+# -- data --------------------------------------------------------------------------------------
+
+def test_score_data_counts_repeats_and_refuses_bad_levels():
+    recs = [("j", "a", "q1", {"3": 1.0}), ("j", "a", "q1", {"4": 1.0}), ("j", "b", "q1", {"1": 0.2, "2": 0.8})]
+    data = build_score_data(recs, levels=5)
+    assert data.hard_counts[0, 0].tolist() == [0, 0, 1, 1, 0] and data.runs[0, 0, 0] == 2
+    assert data.soft_counts[0, 1].tolist() == pytest.approx([0.2, 0.8, 0, 0, 0])
+    assert data.item_scores()[0, 0, 0] == 3.5 and data.item_scores(soft=True)[0, 1, 0] == pytest.approx(1.8)
+    with pytest.raises(OrchestratorError, match="score '7' of judge 'j' on candidate 'a', prompt 'q1' is outside 1..5"):
+        build_score_data([("j", "a", "q1", {"7": 1.0})], levels=5)
+    with pytest.raises(OrchestratorError, match="outside 1..5"):
+        build_score_data([("j", "a", "q1", {"2.5": 1.0})], levels=5)
+    with pytest.raises(OrchestratorError, match="no absolute judgments"):
+        build_score_data([], levels=5)
+    with pytest.raises(OrchestratorError, match="at least 2"):
+        build_score_data(recs, levels=1)
+    collapsed = collapse_levels(data, [1, 1, 2, 2, 3])
+    assert collapsed.levels == 3 and collapsed.hard_counts[0, 0].tolist() == [0, 2, 0]  # 3 and 4 both become 2
+    with pytest.raises(OrchestratorError, match="non-decreasing"):
+        collapse_levels(data, [2, 1, 2, 3, 3])
+
+
+def test_self_judging_map_is_checked_and_excluded():
+    recs = [(j, c, f"q{i}", {"2": 1.0}) for j in ("gpt", "claude") for c in ("gpt-4o", "claude-3") for i in range(3)]
+    data = build_score_data(recs, levels=3, self_map=parse_self_map("gpt=gpt-4o; claude=claude-3", ["claude", "gpt"],
+                                                                    ["claude-3", "gpt-4o"]))
+    assert data.self_pairs.tolist() == [[True, False], [False, True]]  # judges/candidates sorted
+    assert data.without_self().hard_counts.sum() == 6
+    for bad, message in (("gpt", "is not JUDGE=CANDIDATE"), ("llama=gpt-4o", "unknown judge 'llama'"),
+                         ("gpt=gpt-5", "unknown candidate 'gpt-5'")):
+        with pytest.raises(OrchestratorError, match=message):
+            parse_self_map(bad, ["claude", "gpt"], ["claude-3", "gpt-4o"])
+
+
+# -- baselines -----------------------------------------------------------------------------------
+
+def test_rao_kupper_recovers_strengths_and_the_tie_parameter():
+    rng = np.random.default_rng(0)
+    true, theta = np.linspace(-1, 1, 5), 1.5
+    wins, ties = np.zeros((5, 5)), np.zeros((5, 5))
+    for _ in range(20000):
+        i, j = rng.choice(5, 2, replace=False)
+        pi, pj = np.exp(true[i]), np.exp(true[j])
+        p_win, p_loss = pi / (pi + theta * pj), pj / (pj + theta * pi)
+        u = rng.random()
+        if u < p_win:
+            wins[i, j] += 1
+        elif u < p_win + p_loss:
+            wins[j, i] += 1
+        else:
+            ties[i, j] += 1
+            ties[j, i] += 1
+    strength, tie = B.rao_kupper(wins, ties)
+    assert strength == pytest.approx(true - true.mean(), abs=0.05) and tie == pytest.approx(theta, abs=0.05)
+
+
+def test_baselines_on_score_data_and_their_coverage_rules():
+    data, truth = misspecified(3, 6, 5, 60, seed=1)
+    scores = data.item_scores()
+    average = B.simple_average(scores)
+    assert average == pytest.approx(np.nanmean(B.judge_means(scores), axis=0))
+    boot = B.bootstrap_average(scores, draws=200)
+    point = B.ranks(boot.estimate)
+    assert ((boot.rank_low <= point) & (point <= boot.rank_high)).all()
+    bt = B.bradley_terry(scores, draws=50)
+    assert spearmanr(bt.estimate, average).statistic > 0.8
+    wins, ties = B.score_pairs(scores)
+    assert (wins + wins.T + ties)[0, 1] == np.sum(~np.isnan(scores[:, 0]) & ~np.isnan(scores[:, 1]))
+    # a point method "covers" a true rank only by hitting it exactly
+    exact = B.evaluate(B.MethodResult("x", truth.copy()), truth)
+    assert exact == {"spearman": pytest.approx(1.0), "coverage": 1.0}
+
+
+# -- inference -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_fit_recovers_the_ranking_of_data_drawn_from_the_model():
+    data, truth = from_model(4, 8, 3, 120, seed=3)
+    fit = fit_simplex(data, SimplexSettings(beta_max=5.0, **QUICK))
+    assert fit.rhat["expected_centred"] < 1.05 and fit.divergences == 0
+    assert spearmanr(fit.expected_mean, truth).statistic > 0.85
+    ranks = fit.ranks()
+    true_rank = B.ranks(truth)
+    assert np.mean((ranks.lower.numpy() <= true_rank) & (true_rank <= ranks.upper.numpy())) >= 0.75
+    theta = fit.confusion_mean()
+    assert theta.shape == (4, 3, 3) and np.allclose(theta.sum(-1), 1, atol=1e-4)
+    assert (np.diff(np.cumsum(theta, -1), axis=1) <= 1e-6).all()  # the posterior keeps the ordering
+
+
+@pytest.mark.slow
+def test_degenerate_data_gives_warnings_not_crashes():
+    same = build_score_data([(j, c, f"q{i}", {"4": 1.0}) for j in ("a", "b") for c in ("x", "y", "z") for i in range(10)],
+                            levels=5)
+    fit = fit_simplex(same, SimplexSettings(chains=2, warmup=150, draws=150))
+    assert any("every score is 4" in w for w in fit.warnings)
+    ranks = fit.ranks()
+    assert (ranks.upper - ranks.lower).max() >= 1  # nothing separates the candidates
+    one = build_score_data([("a", "x", f"q{i}", {str(1 + i % 3): 1.0}) for i in range(12)], levels=3)
+    fit = fit_simplex(one, SimplexSettings(chains=2, warmup=100, draws=100))
+    assert any("one candidate" in w for w in fit.warnings) and fit.ranks().lower.tolist() == [1]
+    with pytest.raises(OrchestratorError, match="--omega must be ≥ 0"):
+        fit_simplex(one, SimplexSettings(omega=-1.0))
+    with pytest.raises(OrchestratorError, match="--delta needs 3 positive numbers"):
+        fit_simplex(one, SimplexSettings(delta=(1.0, 2.0)))
+
+
+@pytest.mark.slow
+def test_self_preference_shift_is_estimated_for_the_biased_judge():
+    rng = np.random.default_rng(5)
+    data, _ = from_model(3, 6, 3, 100, seed=5)
+    scores = data.item_scores().astype(int)
+    # judge0 inflates its own family's candidates (cand00, cand01) by one level with probability 0.8
+    bump = (rng.random(scores[0, :2].shape) < 0.8)
+    scores[0, :2] = np.minimum(scores[0, :2] + bump, 3)
+    recs = [(data.judges[j], data.candidates[k], f"q{i}", {str(scores[j, k, i]): 1.0})
+            for j in range(3) for k in range(6) for i in range(100)]
+    biased = build_score_data(recs, levels=3, self_map={"judge0": {"cand00", "cand01"}})
+    fit = fit_simplex(biased, SimplexSettings(beta_max=5.0, self_preference="shift", **QUICK))
+    tau = fit.draws["tau"].reshape(-1, 3).mean(0)
+    assert tau[0] > 0.4 and tau[0] > tau[1] + 0.2  # the biased judge's shift is found, the others' is prior noise
+    excluded = fit_simplex(biased, SimplexSettings(beta_max=5.0, **QUICK))
+    assert "tau" not in excluded.draws
+
+
+# -- the CLI on real judges ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_fit_simplex_on_summeval_judges_through_the_cli(tmp_path, capsys):
+    """Five real LLM judges' 1–5 coherence scores of 12 SummEval systems (bundled example)."""
+    code = _cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--responses", str(TRUTH), "--truth", "coherence",
+                 "--chains", "2", "--warmup", "300", "--draws", "300", "--json", "--plot", str(tmp_path / "plots")])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["candidates"]) == 12 and len(report["judges"]) == 5
+    assert report["spearman_vs_truth"] > 0.7 and report["coverage_vs_truth"] >= 0.5
+    assert report["rhat"]["expected_centred"] < 1.05
+    gpt35 = next(j for j in report["judges"] if j["judge"] == "gpt-3.5-turbo-0301")
+    llama7 = next(j for j in report["judges"] if j["judge"] == "llama-2-7b-chat-hf")
+    # Llama-2-7B says 5 to nearly everything: its rows barely move; GPT-3.5 separates true levels
+    assert llama7["confusion"][0][4] > 0.7 and gpt35["confusion"][0][0] > 0.3
+    assert {p.rsplit("/", 1)[-1] for p in report["plots"]} == {"simplex-ranks.png", "simplex-judges.png"}
+    assert all((tmp_path / "plots" / name).stat().st_size > 10_000 for name in ("simplex-ranks.png", "simplex-judges.png"))
+
+
+def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"kind": "absolute", "judge": "j", "prompt_id": "p", "candidates": ["a"], "probs": {"7": 1.0}}) + "\n")
+    cases = [
+        (["fit", "simplex", "--log", str(log), "--levels", "5"], "score '7' of judge 'j' on candidate 'a', prompt 'p' is outside 1..5"),
+        (["fit", "simplex", "--log", str(log)], "Missing option '--levels'"),
+        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--omega", "-1"], "--omega must be a number ≥ 0 or 'prior'"),
+        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--beta-max", "lots"], "--beta-max must be a number"),
+        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--self-judging", "gpt-5=M8"], "unknown judge 'gpt-5'"),
+        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--judge", "gpt-9"], "judge 'gpt-9' has no absolute judgments"),
+        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--self-preference", "ignore"], "--self-preference must be"),
+        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--truth", "coherence"], "--responses and --truth go together"),
+        (["fit", "simplex", "--levels", "5"], "exactly one"),
+    ]
+    pairwise = tmp_path / "pairwise.jsonl"
+    pairwise.write_text(json.dumps({"kind": "pairwise", "judge": "j", "prompt_id": "p", "candidates": ["a", "b"],
+                                    "probs": {"A": 0.6, "B": 0.4}}) + "\n")
+    cases.append((["fit", "simplex", "--log", str(pairwise), "--levels", "5"], "no absolute judgments"))
+    for args, message in cases:
+        assert _cli(args) == 2, args
+        assert message in capsys.readouterr().err, args
+
+
+# -- the loop's absolute campaign ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "judges"
+    folder.mkdir()
+    (folder / "lenient-openai.toml").write_text(
+        'name = "lenient-openai"\nmodel = "openai/lenient"\nlogprobs = true\ntop_logprobs = 20\nprefill = true\n'
+        "price_input_per_mtok = 0.0\nprice_output_per_mtok = 0.0\n")
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(folder))
+    data = write_dataset(tmp_path / "d", prompts=12, candidates=5, base=[0.1, 0.3, 0.5, 0.7, 0.9], spread=0.2)
+    with FakeOpenAIServer(likert_behaviour({"my-model": (0.05, 0.0), "lenient": (0.15, 0.3)})) as server:
+        config = write_config(tmp_path, server.url, name="abs", prompts=data[0], responses=data[1], batch=3, max_calls=None,
+                              judges='["local-openai", "lenient-openai"]', absolute="")
+        assert runs.dry_run(runs.prepare(runs.load_config(config)))["possible_requests"] == 2 * 12 * 5
+        path, reason = runs.start(config)
+        assert reason == "every candidate has been judged on every prompt"
+        assert set(server.key_counts().values()) == {1}
+    db = sqlite3.connect(path)
+    rows = db.execute("select judge, kind, probs from judgments where status = 'ok'").fetchall()
+    assert len(rows) == 120 and {k for _, k, _ in rows} == {"absolute"}
+    assert all(set(json.loads(p)[0]) == {"1", "2", "3", "4", "5"} for *_, p in rows)
+    assert [n for (n,) in db.execute("select n_requests from rounds order by round")] == [30] * 4  # 3 prompts a round
+    ranking = runs.ranking(path)["groups"][0]["ranking"]
+    assert [r["candidate"] for r in ranking] == ["M4", "M3", "M2", "M1", "M0"]
+    assert runs.status(path)["mean_entropy"] is None
+    # fit simplex on the run, and on its export
+    assert _cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [c["candidate"] for c in report["candidates"]] == ["M4", "M3", "M2", "M1", "M0"]
+    assert report["spearman_vs_truth"] == pytest.approx(1.0)  # the run's data.truth is used
+    log = tmp_path / "abs.jsonl"
+    runs.export(path, "jsonl", log)
+    from orchestrator.fit_simplex import load_absolute_judgments
+
+    from_run, _ = load_absolute_judgments(path, log=False)
+    from_log, _ = load_absolute_judgments(log, log=True)
+    assert sorted(map(str, from_run)) == sorted(map(str, from_log))
+    # a template whose options are not 1..M is refused before anything is written
+    bad = write_config(tmp_path, "http://127.0.0.1:9", name="bad", prompts=data[0], responses=data[1],
+                       absolute='template = "poe-pairwise"')
+    assert _cli(["run", str(bad)]) == 2
+    assert "is a pairwise template, not an absolute one" in capsys.readouterr().err
+    both = write_config(tmp_path, "http://127.0.0.1:9", name="both", prompts=data[0], responses=data[1], absolute="",
+                        reference="repeats = 1")
+    assert _cli(["run", str(both)]) == 2
+    assert "a run has at most one" in capsys.readouterr().err
+    assert not (tmp_path / "runs" / "bad.sqlite").exists() and not (tmp_path / "runs" / "both.sqlite").exists()
+
+
+def test_quick_coverage_of_the_misspecified_generator_is_reported_honestly():
+    """The misspecified world's truth is the exact E[S*]: a sanity check of the generator itself."""
+    data, truth = misspecified(4, 10, 5, 200, seed=0)
+    assert data.shape == (4, 10, 200, 5)
+    means = B.simple_average(data.item_scores())
+    assert spearmanr(means, truth).statistic > 0.8  # judges see quality, with noise and leniency
+    assert math.isclose(float(np.sum(data.hard_counts)), 4 * 10 * 200)
+
+
+@pytest.mark.slow
+def test_sensitivity_sweep_through_the_cli(tmp_path, capsys):
+    """§5.4: ω over {0,1,2,4,8} at β_max = 5 and β_max over {0,1,5,10,20} at ω = 0, each compared
+    with the base fit; one compiled sampler per model structure."""
+    data, _ = from_model(2, 4, 3, 40, seed=2)
+    log = tmp_path / "scores.jsonl"
+    with log.open("w") as fh:
+        for j, judge in enumerate(data.judges):
+            for k, cand in enumerate(data.candidates):
+                for q, question in enumerate(data.questions):
+                    level = int(data.hard_item_mean[j, k, q])
+                    fh.write(json.dumps({"kind": "absolute", "judge": judge, "prompt_id": question, "candidates": [cand],
+                                         "probs": {str(level): 1.0}}) + "\n")
+    # short chains: the sweep's cost is compiling its structures (JAX caches them on disk for the next run)
+    assert _cli(["fit", "simplex", "--log", str(log), "--levels", "3", "--sweep", "--chains", "2", "--warmup", "50",
+                 "--draws", "50", "--json", "--plot", str(tmp_path / "p")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    grid = [(s["parameter"], s["value"]) for s in report["sensitivity"]]
+    assert grid == [("omega", w) for w in (0, 1, 2, 4, 8)] + [("beta_max", b) for b in (0, 1, 5, 10, 20)]
+    base = [s for s in report["sensitivity"] if (s["parameter"], s["value"]) in (("omega", 0), ("beta_max", 5))]
+    assert [s["spearman_vs_base"] for s in base] == [1.0, 1.0]  # the base fit compared with itself
+    assert all(-1 <= s["spearman_vs_base"] <= 1 and set(s["expected"]) == set(data.candidates) for s in report["sensitivity"])
+    assert (tmp_path / "p" / "simplex-sensitivity.png").stat().st_size > 10_000
