@@ -389,6 +389,11 @@ fit_app = typer.Typer(no_args_is_help=True, help="Offline fits on an accumulated
 app.add_typer(fit_app, name="fit")
 
 
+def _one_source(run: Path | None, log: Path | None) -> None:
+    if (run is None) == (log is None):
+        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+
+
 @fit_app.command("raee")
 def fit_raee_cmd(
     run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log."),
@@ -410,8 +415,7 @@ def fit_raee_cmd(
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics."""
     from .fit import fit_raee, format_raee, plot_raee, plot_se_curve, se_curve
 
-    if (run is None) == (log is None):
-        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+    _one_source(run, log)
     if population is not None and population < 1:
         raise OrchestratorError(f"--population must be at least 1 (got {population})")
     report = fit_raee(run or log, log=log is not None, soft=soft, judges=judge or None, level=level,
@@ -487,8 +491,7 @@ def fit_simplex_cmd(
     from .fit_simplex import format_simplex, run_simplex, truth_scores
     from .simplex import SimplexSettings
 
-    if (run is None) == (log is None):
-        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+    _one_source(run, log)
     if self_preference not in ("exclude", "shift"):
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
     if (responses is None) != (truth is None):
@@ -533,13 +536,9 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _plot_curve(report, path: Path) -> None:
-    try:
-        import matplotlib
+    from .plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise OrchestratorError("--plot needs matplotlib: pip install 'llm-judge-orchestrator[plot]'") from None
+    plt = pyplot()
     ks = [k for k, _, _ in report.curve]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(ks, [s for _, s, _ in report.curve], label="Spearman vs truth")

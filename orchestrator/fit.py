@@ -13,6 +13,7 @@ import numpy as np
 
 from .config import RunConfig
 from .errors import OrchestratorError
+from .plotting import pyplot, save
 from .loop import reference_items
 from .raee import SE_CURVE_SIZES, se_calibration
 from .raee_report import (MID_REGION, RaeeReport, RaeeRow, ReferenceJudgments, item_outcomes, leaderboard, raee_report,
@@ -146,7 +147,7 @@ def format_raee(report: RaeeReport) -> str:
 
 def plot_raee(report: RaeeReport, out_dir: str | Path) -> list[Path]:
     """One leaderboard PNG per anchor: each candidate's Elo gap with its interval, per judge (and pooled)."""
-    plt = _pyplot()
+    plt = pyplot()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -169,11 +170,7 @@ def plot_raee(report: RaeeReport, out_dir: str | Path) -> list[Path]:
         ax.set_yticks(range(len(order)), order)
         ax.set_xlabel(f"Elo gap to the anchor {anchor} ({report.level:.0%} interval, {report.outcome} outcomes)")
         ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
-        path = out / f"raee-leaderboard-{_safe(anchor)}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save(fig, out / f"raee-leaderboard-{_safe(anchor)}.png"))
     return paths
 
 
@@ -220,7 +217,7 @@ def se_curve(
 def plot_se_curve(curves: dict[str, dict[str, dict[int, np.ndarray]]], path: str | Path, *, title: str) -> Path:
     """Median analytic/empirical SE ratio over cells against n (inter-quartile band), raw and with
     the finite-population correction, one panel per outcome kind, with the paper's ±12% band."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 4), sharey=True, squeeze=False)
     for ax, (kind, by) in zip(axes[0], curves.items()):
         ax.axhspan(0.88, 1.12, color="green", alpha=0.1, label="±12%")
@@ -239,20 +236,4 @@ def plot_se_curve(curves: dict[str, dict[str, dict[int, np.ndarray]]], path: str
     axes[0][0].set_ylabel("analytic SE / subsampling SD")
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise OrchestratorError("plots need matplotlib: pip install 'llm-judge-orchestrator[plot]'") from None
-    return plt
+    return save(fig, path)

@@ -77,6 +77,17 @@ def quality_behaviour(body: dict):
     return 200, {}, completion(str(level), [logprob_entry(str(level), alts)])
 
 
+def run_cli(args: list[str]) -> int:
+    """Exit code of ``orchestrator ARGS`` run in this process (0 when it returns normally)."""
+    from orchestrator.cli import main
+
+    try:
+        main(args)
+    except SystemExit as exc:
+        return exc.code or 0
+    return 0
+
+
 def likert_behaviour(judges: dict[str, tuple[float, float]] | None = None):
     """Absolute 1–5 judge (prompts that ask "between 1 and 5"): the level is ``1 + 4·(q + shift + ε)``
     rounded and clipped, ε ~ N(0, sd) seeded by the prompt and model — ``judges`` maps the model to

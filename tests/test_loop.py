@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from judgekit import quality_behaviour, write_config, write_dataset
+from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 
 from orchestrator import runs
 from orchestrator.cli import main
@@ -25,14 +25,6 @@ def server():
 def data(tmp_path):
     return write_dataset(tmp_path / "data", prompts=3, candidates=6)
 
-
-def _cli(args) -> int:
-    """Exit code of the command line (0 when it returns normally)."""
-    try:
-        main(args)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 def _run(tmp_path, server, data, **kwargs):
@@ -145,14 +137,14 @@ def test_retries_honour_retry_after_and_permanent_failures_are_recorded(tmp_path
 
 def test_resuming_a_finished_run_says_so_and_a_second_writer_is_refused(tmp_path, server, data, capsys):
     path, _ = _run(tmp_path, server, data, max_calls=8)
-    assert _cli(["resume", str(path)]) == 0
+    assert run_cli(["resume", str(path)]) == 0
     assert "already finished" in capsys.readouterr().err
     lock_holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from orchestrator.store import open_run; s = open_run(sys.argv[1]); print('locked', flush=True); time.sleep(30)"),
         str(path)], stdout=subprocess.PIPE, text=True)
     try:
         assert lock_holder.stdout.readline().strip() == "locked"
-        assert _cli(["resume", str(path)]) == 2
+        assert run_cli(["resume", str(path)]) == 2
         assert "in use by another orchestrator process" in capsys.readouterr().err
         # readers are not blocked
         main(["status", str(path), "--json"])
@@ -164,7 +156,7 @@ def test_resuming_a_finished_run_says_so_and_a_second_writer_is_refused(tmp_path
 
 def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server, data, capsys):
     config = write_config(tmp_path, server.url, prompts=data[0], responses=data[1], max_calls=20)
-    assert _cli(["run", str(config), "--dry-run"]) == 0
+    assert run_cli(["run", str(config), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "possible requests" in out and "90" in out and "20" in out
     assert server.requests == [] and not (tmp_path / "runs").exists()
@@ -188,7 +180,7 @@ def test_config_errors_name_the_field(tmp_path, server, data, capsys, monkeypatc
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     config = write_config(tmp_path, None, prompts=data[0], responses=data[1])
     config.write_text(config.read_text().replace(*edit))
-    assert _cli(["run", str(config)]) == 2
+    assert run_cli(["run", str(config)]) == 2
     err = capsys.readouterr().err
     assert message in " ".join(err.split()), err
     assert "Traceback" not in err and not (tmp_path / "runs").exists() and server.requests == []
@@ -205,7 +197,7 @@ def test_config_errors_name_the_field(tmp_path, server, data, capsys, monkeypatc
 def test_dataset_errors_name_file_and_line(tmp_path, server, data, capsys, bad_rows, message):
     data[1].write_text(bad_rows + "\n")
     config = write_config(tmp_path, server.url, prompts=data[0], responses=data[1])
-    assert _cli(["run", str(config)]) == 2
+    assert run_cli(["run", str(config)]) == 2
     assert message in " ".join(capsys.readouterr().err.split())
 
 
@@ -224,7 +216,7 @@ def test_run_file_errors(tmp_path, capsys):
                           (tmp_path / "absent.sqlite", "no such run file")):
         before = path.read_bytes() if path.exists() else None
         for command in (["status", str(path)], ["resume", str(path)], ["export", str(path), "--out", str(tmp_path / "x.jsonl")]):
-            assert _cli(command) == 2
+            assert run_cli(command) == 2
             assert message in capsys.readouterr().err
         assert (path.read_bytes() if path.exists() else None) == before
 

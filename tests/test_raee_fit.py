@@ -8,11 +8,10 @@ import sqlite3
 import numpy as np
 import pytest
 from conftest import DATA
-from judgekit import reference_behaviour, write_config, write_dataset
+from judgekit import reference_behaviour, run_cli, write_config, write_dataset
 from scipy.stats import spearmanr
 
 from orchestrator import runs
-from orchestrator.cli import main
 from orchestrator.errors import OrchestratorError
 from orchestrator.fit import fit_raee
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -20,13 +19,6 @@ from orchestrator.raee import icc3k, pooled_variance
 from orchestrator.raee_report import ReferenceJudgments, raee_report
 from orchestrator.store import SCHEMA_VERSION, open_run
 
-
-def _cli(args) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 @pytest.fixture
@@ -85,14 +77,14 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     assert all(r.wins + r.ties + r.losses == r.judgments for r in hard.rows)
 
     # the CLI: table, JSON, plot; the exported log fits to the same numbers
-    assert _cli(["fit", "raee", str(path), "--soft"]) == 0
+    assert run_cli(["fit", "raee", str(path), "--soft"]) == 0
     out = capsys.readouterr().out
     assert "soft outcomes" in out and "ICC(3,3)" in out and "pooled" in out
-    assert _cli(["fit", "raee", str(path), "--soft", "--json", "--plot", str(tmp_path / "plots")]) == 0
+    assert run_cli(["fit", "raee", str(path), "--soft", "--json", "--plot", str(tmp_path / "plots")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (tmp_path / "plots" / "raee-leaderboard-reference.png").stat().st_size > 1000
     log = tmp_path / "export.jsonl"
-    assert _cli(["export", str(path), "--format", "jsonl", "--out", str(log)]) == 0
+    assert run_cli(["export", str(path), "--format", "jsonl", "--out", str(log)]) == 0
     from_log = fit_raee(log, log=True, soft=True, population=4)
     assert [(r.judge, r.candidate, round(r.p_bar, 12)) for r in from_log.rows] == \
         [(r["judge"], r["candidate"], round(r["p_bar"], 12)) for r in data["rows"]]
@@ -125,25 +117,25 @@ def test_fit_raee_bad_input_is_a_clear_message(tmp_path, two_judges, capsys):
     data = write_dataset(tmp_path / "d", prompts=2, candidates=4)
     config = write_config(tmp_path, two_judges.url, name="poe", prompts=data[0], responses=data[1], max_calls=6)
     path, _ = runs.start(config)
-    assert _cli(["fit", "raee", str(path)]) == 2
+    assert run_cli(["fit", "raee", str(path)]) == 2
     assert "no reference-anchored judgments" in capsys.readouterr().err
     log = tmp_path / "poe.jsonl"
     runs.export(path, "jsonl", log)
-    assert _cli(["fit", "raee", "--log", str(log)]) == 2
+    assert run_cli(["fit", "raee", "--log", str(log)]) == 2
     assert "no reference-anchored judgments" in capsys.readouterr().err
-    assert _cli(["fit", "raee"]) == 2
+    assert run_cli(["fit", "raee"]) == 2
     assert "exactly one" in capsys.readouterr().err
 
     # a budget too small for every candidate; a judge without repeats; an unknown judge
     path, reason = _reference_run(tmp_path, two_judges, name="small", prompts=2, candidates=6, reference=0.5,
                                   judges='["local-openai"]', max_calls=4, reference_toml="repeats = 1")
-    assert _cli(["fit", "raee", str(path)]) == 0
+    assert run_cli(["fit", "raee", str(path)]) == 0
     out = capsys.readouterr().out
     assert "2 candidate(s) have no judgments against anchor reference" in out
     assert "(no judgments)" in out and "no repeated runs" in out
-    assert _cli(["fit", "raee", str(path), "--judge", "gpt-9"]) == 2
+    assert run_cli(["fit", "raee", str(path), "--judge", "gpt-9"]) == 2
     assert "judge 'gpt-9' has no reference-anchored judgments here (judges: local-openai)" in capsys.readouterr().err
-    assert _cli(["fit", "raee", str(path), "--population", "0"]) == 2
+    assert run_cli(["fit", "raee", str(path), "--population", "0"]) == 2
     assert "--population must be at least 1" in capsys.readouterr().err
 
     # configs: a non-reference template, an anchor that is not a candidate, no reference texts
@@ -153,7 +145,7 @@ def test_fit_raee_bad_input_is_a_clear_message(tmp_path, two_judges, capsys):
         data = write_dataset(tmp_path / "e", prompts=2, candidates=3)
         config = write_config(tmp_path, two_judges.url, name="bad", prompts=data[0], responses=data[1],
                               reference=toml)
-        assert _cli(["run", str(config)]) == 2
+        assert run_cli(["run", str(config)]) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "runs" / "bad.sqlite").exists()
 
@@ -171,7 +163,7 @@ def test_alpacaeval_log_through_the_cli_reproduces_win_rates(tmp_path, capsys):
                 fh.write(json.dumps({"kind": "reference", "judge": "gpt4_turbo", "prompt_id": instruction,
                                      "candidates": ["gpt4_1106_preview", name], "repeat": repeat,
                                      "probs": {"A": 2 - pref, "B": pref - 1}}) + "\n")
-    assert _cli(["fit", "raee", "--log", str(log), "--soft", "--json", "--population", "805"]) == 0
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--json", "--population", "805"]) == 0
     report = json.loads(capsys.readouterr().out)
     rows = {r["candidate"]: r for r in report["rows"] if r["judge"] == "gpt4_turbo"}
     for name, entry in models.items():
@@ -335,10 +327,10 @@ def test_se_curve_on_alpacaeval_matches_the_paper(tmp_path, capsys):
     assert float(np.median(hard["raw"][256])) > 1.12 > float(np.median(hard["FPC"][256]))
     assert float(np.median(curves["soft"]["FPC"][64])) >= 1.0  # Beta variance is conservative for soft outcomes
     png = tmp_path / "se.png"
-    assert _cli(["fit", "raee", "--log", str(log), "--se-curve", str(png)]) == 0
+    assert run_cli(["fit", "raee", "--log", str(log), "--se-curve", str(png)]) == 0
     assert png.stat().st_size > 1000
     # too few prompts for any subsample size: a clear message
     short = tmp_path / "short.jsonl"
     short.write_text("".join(line for k, line in enumerate(log.open()) if k < 10))
-    assert _cli(["fit", "raee", "--log", str(short), "--se-curve", str(png)]) == 2
+    assert run_cli(["fit", "raee", "--log", str(short), "--se-curve", str(png)]) == 2
     assert "more than 16 judged prompts" in capsys.readouterr().err

@@ -9,11 +9,10 @@ import sqlite3
 import numpy as np
 import pytest
 from conftest import ROOT
-from judgekit import likert_behaviour, write_config, write_dataset
+from judgekit import likert_behaviour, run_cli, write_config, write_dataset
 from scipy.stats import spearmanr
 
 from orchestrator import runs
-from orchestrator.cli import main
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.simplex import (SimplexSettings, build_score_data, collapse_levels, confusion_matrix,
@@ -26,13 +25,6 @@ LIKERT = ROOT / "examples" / "summeval-likert" / "coherence.log.jsonl"
 TRUTH = ROOT / "examples" / "summeval-gpt35" / "responses.jsonl"
 QUICK = dict(chains=2, warmup=300, draws=300)
 
-
-def _cli(args) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return exc.code or 0
-    return 0
 
 
 # -- the prior ---------------------------------------------------------------------------------
@@ -201,9 +193,9 @@ def test_self_preference_shift_is_estimated_for_the_biased_judge():
 # -- the CLI on real judges ---------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_fit_simplex_on_summeval_judges_through_the_cli(tmp_path, capsys):
+def test_fit_simplex_on_summeval_judges_through_therun_cli(tmp_path, capsys):
     """Five real LLM judges' 1–5 coherence scores of 12 SummEval systems (bundled example)."""
-    code = _cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--responses", str(TRUTH), "--truth", "coherence",
+    code = run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--responses", str(TRUTH), "--truth", "coherence",
                  "--chains", "2", "--warmup", "300", "--draws", "300", "--json", "--plot", str(tmp_path / "plots")])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
@@ -237,7 +229,7 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
                                     "probs": {"A": 0.6, "B": 0.4}}) + "\n")
     cases.append((["fit", "simplex", "--log", str(pairwise), "--levels", "5"], "no absolute judgments"))
     for args, message in cases:
-        assert _cli(args) == 2, args
+        assert run_cli(args) == 2, args
         assert message in capsys.readouterr().err, args
 
 
@@ -268,7 +260,7 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     assert [r["candidate"] for r in ranking] == ["M4", "M3", "M2", "M1", "M0"]
     assert runs.status(path)["mean_entropy"] is None
     # fit simplex on the run, and on its export
-    assert _cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200",
+    assert run_cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200",
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [c["candidate"] for c in report["candidates"]] == ["M4", "M3", "M2", "M1", "M0"]
@@ -283,11 +275,11 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     # a template whose options are not 1..M is refused before anything is written
     bad = write_config(tmp_path, "http://127.0.0.1:9", name="bad", prompts=data[0], responses=data[1],
                        absolute='template = "poe-pairwise"')
-    assert _cli(["run", str(bad)]) == 2
+    assert run_cli(["run", str(bad)]) == 2
     assert "is a pairwise template, not an absolute one" in capsys.readouterr().err
     both = write_config(tmp_path, "http://127.0.0.1:9", name="both", prompts=data[0], responses=data[1], absolute="",
                         reference="repeats = 1")
-    assert _cli(["run", str(both)]) == 2
+    assert run_cli(["run", str(both)]) == 2
     assert "a run has at most one" in capsys.readouterr().err
     assert not (tmp_path / "runs" / "bad.sqlite").exists() and not (tmp_path / "runs" / "both.sqlite").exists()
 
@@ -302,7 +294,7 @@ def test_quick_coverage_of_the_misspecified_generator_is_reported_honestly():
 
 
 @pytest.mark.slow
-def test_sensitivity_sweep_through_the_cli(tmp_path, capsys):
+def test_sensitivity_sweep_through_therun_cli(tmp_path, capsys):
     """§5.4: ω over {0,1,2,4,8} at β_max = 5 and β_max over {0,1,5,10,20} at ω = 0, each compared
     with the base fit; one compiled sampler per model structure."""
     data, _ = from_model(2, 4, 3, 40, seed=2)
@@ -315,7 +307,7 @@ def test_sensitivity_sweep_through_the_cli(tmp_path, capsys):
                     fh.write(json.dumps({"kind": "absolute", "judge": judge, "prompt_id": question, "candidates": [cand],
                                          "probs": {str(level): 1.0}}) + "\n")
     # short chains: the sweep's cost is compiling its structures (JAX caches them on disk for the next run)
-    assert _cli(["fit", "simplex", "--log", str(log), "--levels", "3", "--sweep", "--chains", "2", "--warmup", "50",
+    assert run_cli(["fit", "simplex", "--log", str(log), "--levels", "3", "--sweep", "--chains", "2", "--warmup", "50",
                  "--draws", "50", "--json", "--plot", str(tmp_path / "p")]) == 0
     report = json.loads(capsys.readouterr().out)
     grid = [(s["parameter"], s["value"]) for s in report["sensitivity"]]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..plotting import pyplot, save
+
 __all__ = ["rank_plot", "sensitivity_plot", "simplex_plot", "DEFAULT_COLLAPSE"]
 
 DEFAULT_COLLAPSE = {3: [1, 2, 3], 5: [1, 1, 2, 2, 3]}
@@ -26,32 +28,11 @@ DEFAULT_COLLAPSE = {3: [1, 2, 3], 5: [1, 1, 2, 2, 3]}
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])
 
 
-def _pyplot():
-    from ..errors import OrchestratorError
-
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise OrchestratorError("plots need matplotlib: pip install 'llm-judge-orchestrator[plot]'") from None
-    return plt
-
-
-def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def rank_plot(report, path: str | Path) -> Path:
     """Rank intervals of a :class:`~orchestrator.fit_simplex.SimplexReport`, best at the top."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = report.candidates
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.6))
     y = np.arange(len(rows))[::-1]
@@ -66,12 +47,12 @@ def rank_plot(report, path: str | Path) -> Path:
     ax.set_xlim(0.5, len(rows) + 0.5)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"Bayesian simplex model: {report.label}", fontsize=9)
-    return _save(fig, Path(path))
+    return save(fig, path)
 
 
 def sensitivity_plot(report, path: str | Path) -> Path:
     """Spearman with the base fit against ω (β_max = 5) and β_max (ω = 0)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, (param, name) in zip(axes, (("omega", "ω (random-effect strength), β_max = 5"),
                                          ("beta_max", "β_max (judge discrimination prior), ω = 0"))):
@@ -86,7 +67,7 @@ def sensitivity_plot(report, path: str | Path) -> Path:
     lows = [s.spearman_vs_base for s in report.sensitivity or [] if s.spearman_vs_base is not None]
     axes[0].set_ylim(min([0.5] + lows) - 0.05, 1.02)
     fig.suptitle("Sensitivity of the ranking to the priors (simplex paper §5.4)", fontsize=10)
-    return _save(fig, Path(path))
+    return save(fig, path)
 
 
 def _xy(p: np.ndarray) -> np.ndarray:
@@ -99,7 +80,7 @@ def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = No
     """Judges' vertex configurations from posterior draws and the candidates on the triangle."""
     from ..errors import OrchestratorError
 
-    plt = _pyplot()
+    plt = pyplot()
     mapping = collapse or DEFAULT_COLLAPSE.get(data.levels)
     if mapping is None:
         raise OrchestratorError(f"a simplex plot of {data.levels} levels needs --collapse (e.g. "
@@ -144,4 +125,4 @@ def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = No
         ax.axis("off")
     fig.suptitle("Judges' vertices (posterior draws) and candidates on the simplex"
                  + (f" — {data.levels} levels collapsed {','.join(map(str, mapping))}" if data.levels != 3 else ""), fontsize=10)
-    return _save(fig, Path(path))
+    return save(fig, path)
