@@ -24,6 +24,16 @@ __all__ = ["Template", "Criterion", "load_template", "load_templates", "get_temp
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
+CANDIDATE_FIELDS = frozenset({"A", "B", "response", "reference"})
+"""Placeholders that carry a candidate's text (untrusted: it may try to steer the judge)."""
+_FENCE = re.compile(r"</?[A-Za-z][\w #${}-]*>|\[The (?:Start|End) of [^\]\n]{1,80}\]")
+_CHAT_CONTROL = re.compile(r"<\|[^|<>\n]{1,40}\|>|</?s>|<(?:start|end)_of_turn>|\[/?INST\]|<</?SYS>>")
+"""Chat-template control tokens of common model families (ChatML, Llama 2/3, Gemma, Mistral)."""
+
+
+def _lookalike(token: str) -> str:
+    return {"<": "\u2039", "[": "\u27e6"}.get(token[0], "") + token[1:] if token[:1] in "<[" else token
+
 
 class Criterion(BaseModel):
     """One scored criterion of a multi-candidate template."""
@@ -106,13 +116,31 @@ class Template(BaseModel):
         """Options at each read position of one answer (one set for single-verdict templates)."""
         return [c.options for c in self.criteria] if self.kind == "multi" else [self.options]
 
+    @property
+    def fences(self) -> set[str]:
+        """The delimiters this template wraps candidate texts in: tags (``<summary_a>``) and
+        bracket markers (``[The End of Assistant A's Answer]``) found in its messages."""
+        text = "\n".join([m.content for m in self.messages] + [self.candidate_format or ""])
+        return set(_FENCE.findall(text))
+
+    def neutralise(self, text: str) -> str:
+        """A candidate's text made unable to close its fence or the chat turn: occurrences of this
+        template's delimiters and of chat-template control tokens get a look-alike first character
+        (``<`` → ``‹``, ``[`` → ``⟦``), so the text reads the same but matches nothing."""
+        for fence in sorted(self.fences, key=len, reverse=True):
+            # a fence with a placeholder (<CANDIDATE #${i} ANSWER>) matches any filled-in value
+            pattern = _PLACEHOLDER.sub(lambda _: "[^<>\\n]{1,20}", re.escape(fence).replace(r"\$\{", "${").replace(r"\}", "}"))
+            text = re.sub(pattern, lambda m: _lookalike(m.group(0)), text)
+        return _CHAT_CONTROL.sub(lambda m: _lookalike(m.group(0)), text)
+
     def render(self, values: dict[str, str], *, attribute: str | None = None, prefill: bool = True) -> list[dict]:
         """Chat messages with placeholders filled; the prefill becomes a final assistant message.
+        Candidate texts (``A``, ``B``, ``response``, ``reference``) are :meth:`neutralise`-d.
 
         Raises:
             OrchestratorError: a placeholder has no value, or the attribute is unknown.
         """
-        values = dict(values)
+        values = {k: self.neutralise(v) if k in CANDIDATE_FIELDS and isinstance(v, str) else v for k, v in values.items()}
         if "attribute" in self.placeholders:
             key = attribute or self.attribute
             if key not in self.attributes:
@@ -135,7 +163,8 @@ class Template(BaseModel):
         if not self.candidate_format:
             raise OrchestratorError(f"template {self.name!r} has no candidate_format")
         fmt = string.Template(self.candidate_format)
-        return "\n\n".join(fmt.safe_substitute({**c, "i": str(k)}) for k, c in enumerate(candidates, start=1))
+        return "\n\n".join(fmt.safe_substitute({**{n: self.neutralise(v) if n in CANDIDATE_FIELDS else v for n, v in c.items()},
+                                                   "i": str(k)}) for k, c in enumerate(candidates, start=1))
 
 
 def template_dirs(extra: list[Path] | None = None) -> list[Path]:
