@@ -21,12 +21,23 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from .errors import OrchestratorError
 from .records import validate_jsonl
 
-__all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint"]
+__all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint", "MAX_TEXT_BYTES"]
+
+MAX_TEXT_BYTES = 1_000_000
+"""Largest prompt, reference or response text (UTF-8 bytes): about 250k tokens, more than any
+judge's context window holds; a larger text is a data error (a whole file pasted into a field)."""
 
 
 def _nonblank(value: str) -> str:
     if not value.strip():
         raise ValueError("is empty")
+    return _bounded(value)
+
+
+def _bounded(value: str | None) -> str | None:
+    if value is not None and len(value) > MAX_TEXT_BYTES // 4 and len(value.encode("utf-8")) > MAX_TEXT_BYTES:
+        raise ValueError(f"is {len(value.encode('utf-8')) / 1e6:.1f} MB; the limit is {MAX_TEXT_BYTES / 1e6:g} MB per text "
+                         "(no judge's context window holds more)")
     return value
 
 
@@ -44,6 +55,11 @@ class PromptRow(BaseModel):
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return _nonblank(value)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_size(cls, value: str | None) -> str | None:
+        return _bounded(value)
 
 
 class ResponseText(BaseModel):
