@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import OrchestratorError
+from .secrets import redact
 
 app = typer.Typer(
     add_completion=False,
@@ -221,6 +222,10 @@ def _run_display(total: int | None):
     state = {"entropy": None, "top": [], "max_adj": None}
 
     def on_event(event) -> None:
+        if event.kind == "draining":
+            err_console.print(f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
+                              "is lost; press Ctrl-C again to stop at once")
+            return
         if event.entropy is not None:
             state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
         spend = event.spend
@@ -560,10 +565,13 @@ def _plot_curve(report, path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning :class:`OrchestratorError` into one line and exit 2."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        # in non-standalone mode click returns (not raises) the code of a typer.Exit
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
     except OrchestratorError as exc:
         # Text, not markup: messages quote user data such as "[[rating]]" or "['X']".
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        err_console.print(Text.assemble(("error: ", "bold red"), redact(str(exc)) or ""), soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -574,7 +582,13 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, _click_exceptions()):
             exc.show()
             sys.exit(exc.exit_code)
-        raise
+        # a bug: the traceback helps, but it may quote a key (a provider's message, litellm's kwargs)
+        import traceback
+
+        sys.stderr.write(redact("".join(traceback.format_exception(exc))) or "")
+        sys.stderr.write("error: an internal error (above); the run file is consistent — "
+                         "`orchestrator resume` continues a run\n")
+        sys.exit(1)
 
 
 def _click_exceptions() -> tuple[type, ...]:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import random
+import signal
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from .poe import (
 )
 from .raee import outcomes, raee_arrays
 from .raee_report import reference_wtl
+from .failpoints import failpoint
 from .record import request_key
 from .records import level_distribution
 from .store import RunStore, Spend
@@ -236,7 +238,8 @@ class RunEvent:
     """Progress of a run, for displays."""
 
     kind: str
-    """``round`` (a round was planned), ``judgment`` (one arrived) or ``stop``."""
+    """``round`` (a round was planned), ``judgment`` (one arrived), ``draining`` (an interrupt:
+    calls in flight finish and commit, nothing new starts) or ``stop``."""
     round: int
     judgments: int
     failed: int
@@ -306,6 +309,10 @@ class RunEngine:
         if self.absolute is not None:
             self.abs_order = sorted(self.dataset.responses, key=lambda p: _hash(config.seed, "absolute-order", p))
         self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
+        self._draining = False
+        """Set by the first SIGINT/SIGTERM: no new round, no new call, no retry; calls in flight
+        finish and are committed (a provider has already charged for them)."""
+        self._in_flight_calls = 0
 
     # -- state -------------------------------------------------------------------------------
     def _add(self, row: dict) -> None:
@@ -337,6 +344,7 @@ class RunEngine:
                 self.posteriors[k] = fit_group(self.groups[k], rows, self.poe, debias=self.config.model.debias)
                 self._fit_count[k] = len(rows)
                 self._fit_cutoff[k] = cutoff
+                failpoint("refit")
         self._dirty.clear()
         return self.posteriors  # type: ignore[return-value]
 
@@ -620,7 +628,8 @@ class RunEngine:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(d.max_attempts),
             wait=wait,
-            retry=retry_if_result(lambda j: j.status == "failed" and j.retryable),
+            # draining: no new attempt (the request stays pending and is sent again on resume)
+            retry=retry_if_result(lambda j: j.status == "failed" and j.retryable and not self._draining),
             retry_error_callback=lambda state: state.outcome.result(),
             sleep=self.sleep,
         )
@@ -645,7 +654,15 @@ class RunEngine:
                                    messages=json.loads(row["messages"]), prompt_id=row["prompt_id"],
                                    candidates=json.loads(row["candidates"]))
             async with semaphore:
-                judgment, attempts = await self._call(request, self.judges[row["judge"]])
+                if self._draining:  # not sent yet: leave it pending for the resume
+                    return
+                self._in_flight_calls += 1
+                try:
+                    judgment, attempts = await self._call(request, self.judges[row["judge"]])
+                finally:
+                    self._in_flight_calls -= 1
+            if self._draining and judgment.status == "failed" and judgment.retryable:
+                return  # a retry would have followed: pending, sent again on resume
             judgment = judgment.model_copy(update={"judge": row["judge"]})
             committed = self.store.commit_judgment(judgment, attempts, round_no, row.get("repeat") or 0)
             if judgment.status == "ok":
@@ -657,7 +674,8 @@ class RunEngine:
         # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
         # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
         await asyncio.gather(*(one(r) for r in sorted(rows, key=lambda r: (r["prompt_id"], r["key"]))))
-        self.store.finish_round(round_no, {**self._round_info(), "dispatch_s": time.perf_counter() - started})
+        if not self._draining:
+            self.store.finish_round(round_no, {**self._round_info(), "dispatch_s": time.perf_counter() - started})
 
     # -- the loop ----------------------------------------------------------------------------
     def _event(self, kind: str, round_no: int, **extra) -> None:
@@ -692,11 +710,44 @@ class RunEngine:
         return "stopping rule: " + (reasons[0] if len(reasons) == 1 else f"met in all {len(reasons)} groups")
 
     async def run(self) -> str:
-        """Run to the end; returns the stop reason. Judgments are committed as they arrive."""
+        """Run to the end; returns the stop reason. Judgments are committed as they arrive.
+
+        The first SIGINT or SIGTERM drains: calls already sent finish and are committed, nothing
+        new starts, and the run stops as interrupted (``KeyboardInterrupt``); a second one stops
+        at once (what was in flight is asked again on resume). Planned requests stay pending.
+        """
         self.store.set_status("running")
         round_no = self.store.last_round()
-        with threads_for(max(len(g.names) for g in self.groups)):
-            return await self._run(round_no)
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        hard_stop = False
+
+        def on_signal() -> None:
+            nonlocal hard_stop
+            if not self._draining:
+                self._draining = True
+                self._event("draining", self.store.last_round(), planned_requests=self._in_flight_calls)
+            elif main is not None:
+                hard_stop = True
+                main.cancel()
+
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, on_signal)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such support
+                pass
+        try:
+            with threads_for(max(len(g.names) for g in self.groups)):
+                return await self._run(round_no)
+        except asyncio.CancelledError:
+            if hard_stop:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
 
     async def _run(self, round_no: int) -> str:
         # Round r is planned once every round <= r - depth has been committed, from the posterior on
@@ -715,9 +766,13 @@ class RunEngine:
                 self._event("round", r, planned_requests=len(rows))
                 in_flight[r] = asyncio.create_task(self._dispatch(rows, r, semaphore))
             while True:
+                if self._draining:
+                    break
                 cutoff = round_no + 1 - depth
                 for r in sorted(r for r in in_flight if r <= cutoff):
                     await in_flight.pop(r)
+                if self._draining:
+                    break
                 timings: dict[str, float] = {}
                 started = time.perf_counter()
                 if self.reference is None and self.absolute is None:
@@ -761,6 +816,16 @@ class RunEngine:
                 in_flight[round_no] = asyncio.create_task(self._dispatch(rows, round_no, semaphore))
             for r in sorted(in_flight):  # what was planned is asked (and paid) before stopping
                 await in_flight.pop(r)
+            if self._draining:
+                self.store.set_status("interrupted", "interrupted; resume to continue")
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if not self._draining:  # a Ctrl-C without our handler: stop now, as below
+                for task in in_flight.values():
+                    task.cancel()
+                await asyncio.gather(*in_flight.values(), return_exceptions=True)
+                self.store.set_status("interrupted", "interrupted; resume to continue")
+            raise
         except BaseException:
             for task in in_flight.values():
                 task.cancel()

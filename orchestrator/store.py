@@ -36,9 +36,11 @@ from filelock import FileLock, Timeout
 
 from .dataset import Dataset, PromptRow, ResponseText
 from .errors import OrchestratorError
+from .failpoints import failpoint
 from .judging.client import Judgment
 from .judging.templates import Template
 from .records import prob_first
+from .secrets import redact, redact_json
 
 __all__ = ["SCHEMA_VERSION", "RunStore", "Spend", "create_run", "open_run"]
 
@@ -178,6 +180,7 @@ class RunStore:
         with self._transaction():
             self._insert("rounds", [{"round": round_no, "kind": kind, "selected": json.dumps(selected),
                                      "n_requests": len(requests), "started_at": now, **info}])
+            failpoint("add_round")
             self._insert("requests", [{**r, "round": round_no, "status": "pending", "created_at": now}
                                       for r in requests], on_conflict="IGNORE")
 
@@ -201,16 +204,17 @@ class RunStore:
             "status": judgment.status,
             "probs": json.dumps(judgment.probs), "p_first": p_first(judgment) if judgment.status == "ok" else None,
             "method": judgment.method, "capped": json.dumps(judgment.capped), "unresolved": json.dumps(judgment.unresolved),
-            "top_logprobs": json.dumps(judgment.top_logprobs), "text": judgment.text,
-            "raw": json.dumps(judgment.raw) if judgment.raw is not None else None,
+            "top_logprobs": json.dumps(judgment.top_logprobs), "text": redact(judgment.text),
+            "raw": json.dumps(redact_json(judgment.raw)) if judgment.raw is not None else None,
             "prompt_tokens": judgment.prompt_tokens, "completion_tokens": judgment.completion_tokens,
             "cost_usd": judgment.cost_usd, "latency_s": judgment.latency_s, "attempts": attempts,
-            "error": judgment.error, "error_type": judgment.error_type, "note": judgment.note,
+            "error": redact(judgment.error), "error_type": judgment.error_type, "note": redact(judgment.note),
             "round": round_no, "created_at": time.time(),
         }
         status = "done" if judgment.status == "ok" else "failed"
         with self._transaction():
             self._insert("judgments", [row])
+            failpoint("commit_judgment")
             self.db.execute("update requests set status = ? where key = ?", [status, judgment.key])
         return row
 

@@ -151,6 +151,9 @@ class LiteLLMJudge:
     """A judge reached through ``litellm.acompletion``."""
 
     def __init__(self, profile: JudgeProfile, *, api_base: str | None = None):
+        from ..secrets import register_secret_env
+
+        register_secret_env(profile.api_key_env)
         self.profile = profile
         self.name = profile.name
         self.api_base = api_base or os.environ.get("ORCHESTRATOR_API_BASE") or profile.api_base

@@ -2,21 +2,84 @@
 
 Real HTTP (stdlib ``ThreadingHTTPServer`` in a background thread). A ``behaviour`` callable maps
 each request body to ``(status, headers, body)``; ``faults`` are answered first, in order (e.g. a
-429 with Retry-After, a 500, a delay). Every request is recorded with its ``X-Idempotency-Key``
-header so tests can count how often a key was paid for.
+429 with Retry-After, a 500, a delay); a :class:`FaultPlan` injects faults at random with a rate
+per kind. Every request is recorded with its idempotency key (the ``X-Idempotency-Key`` header,
+or a hash of the model and messages when there is none) and its outcome, so tests can count how
+often a key was paid for.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import random
+import socket
+import struct
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-__all__ = ["FakeOpenAIServer", "completion", "logprob_entry"]
+__all__ = ["FakeOpenAIServer", "FaultPlan", "FAULT_KINDS", "BILLABLE", "completion", "logprob_entry"]
+
+FAULT_KINDS = ("rate_limit", "rate_limit_no_retry_after", "server_500", "server_503", "reset", "timeout",
+               "malformed_json", "no_logprobs", "no_options", "slow_stream")
+"""What :class:`FaultPlan` can inject:
+
+- ``rate_limit``: 429 with ``Retry-After``; ``rate_limit_no_retry_after``: 429 without it;
+- ``server_500`` / ``server_503``: server errors;
+- ``reset``: the connection is closed with a TCP reset, no response;
+- ``timeout``: no answer until the client has given up (``hang_s``), then the connection closes;
+- ``malformed_json``: 200 with a body that is not JSON;
+- ``no_logprobs``: a proper answer without log-probabilities (the client falls back to the verdict);
+- ``no_options``: an answer whose tokens are none of the template's options;
+- ``slow_stream``: the proper answer, its body trickled out over ``slow_s``.
+"""
+
+BILLABLE = ("ok", "no_logprobs", "no_options", "slow_stream")
+"""Outcomes a real provider would charge for (a full answer was delivered)."""
+
+
+@dataclass
+class FaultPlan:
+    """Random faults: ``rates[kind]`` is the probability that a request gets that fault (the rest
+    are answered by the behaviour). Seeded, so a campaign is reproducible up to thread timing."""
+
+    rates: dict[str, float]
+    seed: int = 0
+    retry_after_s: float = 0.05
+    hang_s: float = 1.5
+    """How long a ``timeout`` request hangs (set the judge's ``timeout_s`` below it)."""
+    slow_s: float = 0.3
+    injected: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.rates) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds: {sorted(unknown)}")
+        if sum(self.rates.values()) > 1:
+            raise ValueError("fault rates add up to more than 1")
+        self._rng = random.Random(self.seed)
+
+    def draw(self) -> str | None:
+        u = self._rng.random()
+        for kind in FAULT_KINDS:
+            u -= self.rates.get(kind, 0.0)
+            if u < 0:
+                return kind
+        return None
+
+
+def request_identity(headers, body: dict) -> str:
+    """The request's idempotency key, or a stable hash of what was asked."""
+    key = headers.get("X-Idempotency-Key")
+    if key:
+        return key
+    asked = json.dumps({"model": body.get("model"), "messages": body.get("messages")}, sort_keys=True)
+    return "derived:" + hashlib.sha256(asked.encode()).hexdigest()[:16]
 
 Reply = tuple[int, dict[str, str], dict]
 
@@ -55,13 +118,19 @@ def _default_behaviour(body: dict) -> Reply:
 class FakeOpenAIServer:
     """Context manager: ``with FakeOpenAIServer(behaviour) as server: server.url``."""
 
-    def __init__(self, behaviour: Callable[[dict], Reply] | None = None, *, faults: list[Reply | float] | None = None, delay_s: float = 0.0):
+    def __init__(self, behaviour: Callable[[dict], Reply] | None = None, *, faults: list[Reply | float] | None = None,
+                 delay_s: float = 0.0, plan: FaultPlan | None = None):
         self.behaviour = behaviour or _default_behaviour
         self.faults = list(faults or [])
         self.delay_s = delay_s
+        self.plan = plan
         self.requests: list[tuple[str | None, dict]] = []
         self.arrivals: list[tuple[float, str | None]] = []
         """``(time.time(), key)`` of every request, in arrival order."""
+        self.authorizations: list[str | None] = []
+        """The ``Authorization`` header of every request (to check that a key reached the judge)."""
+        self.outcomes: dict[str, list[str]] = defaultdict(list)
+        """Per key, what each of its requests got: ``ok`` or a fault kind (see :data:`BILLABLE`)."""
         self.lock = threading.Lock()
         server = self
 
@@ -77,24 +146,76 @@ class FakeOpenAIServer:
                     body = json.loads(self.rfile.read(length) or b"{}")
                 except json.JSONDecodeError:
                     body = {}
+                key = request_identity(self.headers, body)
                 with server.lock:
                     server.requests.append((self.headers.get("X-Idempotency-Key"), body))
                     server.arrivals.append((time.time(), self.headers.get("X-Idempotency-Key")))
+                    server.authorizations.append(self.headers.get("Authorization"))
                     fault = server.faults.pop(0) if server.faults else None
+                    kind = server.plan.draw() if server.plan is not None and fault is None else None
+                    if kind is not None:
+                        server.plan.injected[kind] += 1
+                    server.outcomes[key].append(kind or ("fault" if fault is not None else "ok"))
                 if server.delay_s:
                     time.sleep(server.delay_s)
                 if isinstance(fault, (int, float)):
                     time.sleep(float(fault))
                     fault = None
+                if kind is not None and self._inject(kind, body):
+                    return
                 status, headers, payload = fault if fault is not None else server.behaviour(body)
-                data = json.dumps(payload).encode()
+                self._send(status, headers, json.dumps(payload).encode())
+
+            def _send(self, status: int, headers: dict, data: bytes, trickle_s: float = 0.0) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                if not trickle_s:
+                    self.wfile.write(data)
+                    return
+                pieces = max(1, min(20, len(data)))
+                size = math.ceil(len(data) / pieces)
+                for start in range(0, len(data), size):
+                    self.wfile.write(data[start:start + size])
+                    self.wfile.flush()
+                    time.sleep(trickle_s / pieces)
+
+            def _inject(self, kind: str, body: dict) -> bool:
+                """Answer with the fault ``kind``; False when the behaviour should answer (slow_stream)."""
+                plan = server.plan
+                error = lambda status, message, headers=None: self._send(  # noqa: E731
+                    status, headers or {}, json.dumps({"error": {"message": message, "type": kind}}).encode())
+                if kind == "rate_limit":
+                    error(429, "Rate limit reached", {"Retry-After": f"{plan.retry_after_s:g}"})
+                elif kind == "rate_limit_no_retry_after":
+                    error(429, "Rate limit reached")
+                elif kind == "server_500":
+                    error(500, "Internal server error")
+                elif kind == "server_503":
+                    error(503, "Service unavailable")
+                elif kind in ("reset", "timeout"):
+                    if kind == "timeout":
+                        time.sleep(plan.hang_s)
+                    # SO_LINGER 0: close() sends a TCP reset instead of an orderly shutdown
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    self.connection.close()
+                elif kind == "malformed_json":
+                    self._send(200, {}, b'{"id": "chatcmpl-broken", "choices": [{"message": ')
+                elif kind == "no_logprobs":
+                    status, headers, payload = server.behaviour(body)
+                    for choice in payload.get("choices", []):
+                        choice.pop("logprobs", None)
+                    self._send(status, headers, json.dumps(payload).encode())
+                elif kind == "no_options":
+                    self._send(200, {}, json.dumps(completion("Hmm", [logprob_entry("Hmm", [("Hmm", 0.6), ("Well", 0.4)])])).encode())
+                elif kind == "slow_stream":
+                    status, headers, payload = server.behaviour(body)
+                    self._send(status, headers, json.dumps(payload).encode(), trickle_s=plan.slow_s)
+                return True
 
         class QuietServer(ThreadingHTTPServer):
             request_queue_size = 256  # socketserver's default backlog of 5 drops bursts of connections
@@ -114,6 +235,11 @@ class FakeOpenAIServer:
     def key_counts(self) -> Counter:
         with self.lock:
             return Counter(k for k, _ in self.requests)
+
+    def billable(self) -> Counter:
+        """Per key, how many full answers were delivered (what a provider would charge for)."""
+        with self.lock:
+            return Counter({k: sum(o in BILLABLE for o in v) for k, v in self.outcomes.items()})
 
     def __enter__(self) -> "FakeOpenAIServer":
         self._thread.start()

@@ -1,0 +1,41 @@
+"""Crash points for the crash campaign (issue #7): ``ORCHESTRATOR_FAILPOINTS="name:N[,name:N]"``
+makes the process kill itself with SIGKILL the N-th time it reaches ``failpoint(name)`` — inside
+an SQLite transaction, in the middle of the posterior update — places a random ``kill -9`` rarely
+hits. Unset (always, outside the tests), a failpoint is one dictionary lookup.
+
+Points: ``commit_judgment`` (judgment row written, request not yet marked done, transaction open),
+``add_round`` (round row written, its requests not yet), ``refit`` (between two groups' fits).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+
+__all__ = ["failpoint", "POINTS"]
+
+POINTS = ("commit_judgment", "add_round", "refit")
+
+
+def _parse(spec: str | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in (spec or "").split(","))):
+        name, _, count = part.partition(":")
+        if name not in POINTS or not count.isdigit() or int(count) < 1:
+            raise ValueError(f"ORCHESTRATOR_FAILPOINTS: {part!r} is not NAME:N with NAME in {', '.join(POINTS)}")
+        out[name] = int(count)
+    return out
+
+
+_ARMED = _parse(os.environ.get("ORCHESTRATOR_FAILPOINTS"))
+_hits: Counter = Counter()
+
+
+def failpoint(name: str) -> None:
+    """SIGKILL this process if ``name`` is armed and this is its N-th hit."""
+    if not _ARMED:
+        return
+    _hits[name] += 1
+    if _hits[name] == _ARMED.get(name):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,59 @@
+"""Keep credentials out of everything the orchestrator stores, exports or prints (issue #7).
+
+litellm reads API keys from environment variables (``OPENAI_API_KEY``, a profile's
+``api_key_env``, ...). Providers echo them in error messages ("Incorrect API key provided:
+sk-..."), and a judge may quote anything it was sent. Before a judgment is committed, and before
+an error is printed, every value of a secret-looking environment variable (name ending in
+``API_KEY``, ``_TOKEN``, ``_SECRET``, ``SECRET_KEY``, ``ACCESS_KEY`` or ``PASSWORD``; 8+
+characters), and of every variable a judge profile names in ``api_key_env``, is replaced by
+``[REDACTED NAME]``, and key-shaped strings (``sk-…``, ``Bearer …``, credentials in URLs) by
+``[REDACTED]``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+__all__ = ["redact", "redact_json", "secret_values", "register_secret_env"]
+
+_REGISTERED: set[str] = set()
+"""Environment variables named by judge profiles (``api_key_env``), whatever their names."""
+
+
+def register_secret_env(name: str | None) -> None:
+    """Treat this environment variable's value as a secret (a judge profile's ``api_key_env``)."""
+    if name:
+        _REGISTERED.add(name)
+
+_SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD)$", re.IGNORECASE)
+_KEY_SHAPES = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?<=Bearer )[A-Za-z0-9._\-]{16,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")
+
+
+def secret_values(extra_names: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """``(name, value)`` of the secret-looking environment variables, longest value first."""
+    found = {(name, value) for name, value in os.environ.items()
+             if (_SECRET_NAME.search(name) or name in extra_names or name in _REGISTERED) and len(value) >= 8}
+    return sorted(found, key=lambda nv: -len(nv[1]))
+
+
+def redact(text: str | None, extra_names: tuple[str, ...] = ()) -> str | None:
+    """``text`` with every secret value and key-shaped string replaced."""
+    if not text:
+        return text
+    for name, value in secret_values(extra_names):
+        if value in text:
+            text = text.replace(value, f"[REDACTED {name}]")
+    return _KEY_SHAPES.sub("[REDACTED]", text)
+
+
+def redact_json(obj: Any) -> Any:
+    """The same on every string inside a JSON-like structure (a raw provider response)."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, list):
+        return [redact_json(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: redact_json(v) for k, v in obj.items()}
+    return obj
