@@ -1,15 +1,23 @@
-"""Test helpers for runs: a small dataset with hidden qualities, a judge behaviour for the real-HTTP
-test server that answers from those qualities, and config files."""
+"""Test helpers for runs: a small dataset with hidden qualities, judge behaviours for the real-HTTP
+test server that answer from those qualities, config files, and the fault and crash campaigns
+(also used by benchmarks/reliability_campaign.py)."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
+from orchestrator import runs
 from orchestrator.judging.testserver import completion, logprob_entry
 
 QUALITY = re.compile(r"<<q=([0-9.]+)>>")
@@ -75,6 +83,103 @@ def quality_behaviour(body: dict):
     level = min(9, max(1, round(1 + 8 * (qs[0] if qs else 0.5))))
     alts = [(str(level), 0.6)] + [(str(k), 0.4 / 8) for k in range(1, 10) if k != level]
     return 200, {}, completion(str(level), [logprob_entry(str(level), alts)])
+
+
+DELIVERED = ("ok", "no_logprobs", "slow_stream")
+"""Server outcomes that deliver a usable answer."""
+
+
+def campaign_summary(path, server) -> dict:
+    """What a fault campaign must show: every request ended, nothing lost, nothing paid twice."""
+    db = sqlite3.connect(path)
+    requests = dict(db.execute("select key, status from requests"))
+    judgments = {k: (s, t, a) for k, s, t, a in db.execute("select key, status, error_type, attempts from judgments")}
+    billable = server.billable()
+    committed_at = dict(db.execute("select key, created_at from judgments"))
+    return {
+        "requests": len(requests),
+        "unfinished": [k for k, s in requests.items() if s == "pending" or k not in judgments],
+        "failed": {k: t for k, (s, t, _) in judgments.items() if s == "failed"},
+        "failed_without_reason": [k for k, (s, t, _) in judgments.items() if s == "failed" and not t],
+        # a full answer was delivered on the key's last request but no judgment says "ok"
+        "lost": [k for k in requests if server.outcomes.get(k) and server.outcomes[k][-1] in DELIVERED
+                 and judgments.get(k, ("",))[0] != "ok"],
+        "paid_twice": [k for k, n in billable.items() if n > 1],
+        "asked_after_commit": [k for t, k in server.arrivals if k in committed_at and t > committed_at[k]],
+        "retries": sum(a - 1 for _, _, a in judgments.values()),
+        "injected": dict(server.plan.injected) if server.plan else {},
+    }
+
+
+def committed_judgments(path) -> int:
+    if not path.exists():  # (sqlite3.connect would create an empty file)
+        return 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        return conn.execute("select count(*) from judgments").fetchone()[0]
+    except sqlite3.OperationalError:  # created but the schema is not written yet
+        return 0
+    finally:
+        conn.close()
+
+
+def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, seed: int = 5) -> dict:
+    """Run a campaign of kills: each entry of ``plan`` is a failpoint ``name:N`` (SIGKILL inside an
+    SQLite transaction or the posterior update), ``random`` (SIGKILL after a random number of new
+    judgments plus a random fraction of a round) or ``startup`` (within the first second, before or
+    while the run file is created); after each kill the run is resumed. Returns what the campaign
+    must show, next to an uninterrupted run of the same config."""
+    rng = random.Random(seed)
+    common = dict(prompts=data[0], responses=data[1], max_calls=max_calls, batch=4, concurrency=4)
+    reference, _ = runs.start(write_config(tmp_path, server.url, name="reference", **common))
+    victim = tmp_path / "runs" / "victim.sqlite"
+    command = [sys.executable, "-m", "orchestrator", "run", str(write_config(tmp_path, server.url, name="victim", **common))]
+    kills, at = [], []
+    for entry in plan:
+        env = dict(os.environ)
+        env.pop("ORCHESTRATOR_FAILPOINTS", None)
+        if entry != "random":
+            env["ORCHESTRATOR_FAILPOINTS"] = entry
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        if entry == "startup":  # before or while the run file is created
+            time.sleep(rng.uniform(0.2, 1.0))
+            if proc.poll() is None:
+                proc.kill()
+        elif entry == "random":
+            target = committed_judgments(victim) + rng.randint(1, 8)
+            deadline = time.monotonic() + 60
+            while committed_judgments(victim) < target and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 0.15))
+            if proc.poll() is None:
+                proc.kill()
+        proc.wait(timeout=120)
+        if proc.returncode == -signal.SIGKILL:
+            kills.append(entry)
+            at.append(committed_judgments(victim))
+        if victim.exists():
+            command = [sys.executable, "-m", "orchestrator", "resume", str(victim)]
+    env = {k: v for k, v in os.environ.items() if k != "ORCHESTRATOR_FAILPOINTS"}
+    final = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert final.returncode == 0, final.stderr
+    db = sqlite3.connect(victim)
+
+    def asked(path):
+        conn = sqlite3.connect(path)
+        return sorted(conn.execute("select judge, prompt_id, candidates from judgments where status = 'ok'"))
+
+    committed_at = dict(db.execute("select key, created_at from judgments"))
+    return {
+        "kills": kills, "judgments_at_kill": at,
+        "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
+        "same_as_uninterrupted": asked(victim) == asked(reference),
+        "unfinished": db.execute("select count(*) from requests where status = 'pending'").fetchone()[0],
+        "asked_after_commit": [k for t, k in server.arrivals if k in committed_at and t > committed_at[k]],
+        "calls": runs.status(victim)["spent"]["calls"],
+        # answers that arrived but died with the process before their commit: asked again on resume
+        # (same idempotency key); a provider or proxy that honours the key would not charge twice
+        "reasked_uncommitted": sum(1 for k, n in server.billable().items() if n > 1),
+    }
 
 
 def run_cli(args: list[str]) -> int:
