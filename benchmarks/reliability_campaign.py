@@ -37,6 +37,7 @@ from judgekit import (  # noqa: E402
     quality_behaviour,
     write_config,
     write_dataset,
+    write_judge,
 )
 
 from orchestrator import runs  # noqa: E402
@@ -45,12 +46,8 @@ from orchestrator.replay import replay_files  # noqa: E402
 
 
 def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:
-    judges = tmp / "judges"
-    judges.mkdir()
-    (judges / "flaky-openai.toml").write_text(
-        'name = "flaky-openai"\nmodel = "openai/flaky"\nlogprobs = true\ntop_logprobs = 20\nprefill = true\n'
-        "price_input_per_mtok = 0.5\nprice_output_per_mtok = 1.5\ntimeout_s = 0.5\n")
-    os.environ["ORCHESTRATOR_JUDGES"] = str(judges)
+    os.environ["ORCHESTRATOR_JUDGES"] = str(write_judge(tmp / "judges", "flaky-openai", price_input_per_mtok=0.5,
+                                                        price_output_per_mtok=1.5, timeout_s=0.5))
     data = write_dataset(tmp / "d", prompts=20, candidates=12, seed=seed)
     plan = FaultPlan({kind: 0.02 for kind in FAULT_KINDS}, seed=seed, retry_after_s=0.02, hang_s=1.0, slow_s=0.2)
     max_usd = 2.0

@@ -429,10 +429,15 @@ def fit_raee_cmd(
     if se_curve_png is not None:
         curves = se_curve(run or log, log=log is not None, judges=judge or None)
         paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {(run or log).name}"))
+    _print_report(report, format_raee, paths, as_json)
+
+
+def _print_report(report, format_text, paths: list[Path], as_json: bool) -> None:
+    """A fit report as JSON (with its plot paths) or as text, the plots named on stderr."""
     if as_json:
         print(json.dumps({**report.model_dump(mode="json"), "plots": [str(p) for p in paths]}))
         return
-    out_console.print(Text(format_raee(report)), soft_wrap=True)
+    out_console.print(Text(format_text(report)), soft_wrap=True)
     for path in paths:
         err_console.print(f"wrote {path}")
 
@@ -520,12 +525,7 @@ def fit_simplex_cmd(
         paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
         if report.sensitivity:
             paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
-    if as_json:
-        print(json.dumps({**report.model_dump(mode="json"), "plots": [str(p) for p in paths]}))
-        return
-    out_console.print(Text(format_simplex(report)), soft_wrap=True)
-    for path in paths:
-        err_console.print(f"wrote {path}")
+    _print_report(report, format_simplex, paths, as_json)
 
 
 def _progress(quiet: bool) -> Progress:

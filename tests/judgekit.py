@@ -215,6 +215,17 @@ def likert_behaviour(judges: dict[str, tuple[float, float]] | None = None):
     return behaviour
 
 
+def write_judge(folder: Path, name: str, **fields) -> Path:
+    """A judge profile for the test server in ``folder`` (created): ``openai/<name without -openai>``
+    with top-20 logprobs, prefill and price 0 unless ``fields`` say otherwise. Returns ``folder``,
+    for ``ORCHESTRATOR_JUDGES``."""
+    folder.mkdir(exist_ok=True)
+    profile = {"name": name, "model": f"openai/{name.removesuffix('-openai')}", "logprobs": True, "top_logprobs": 20,
+               "prefill": True, "price_input_per_mtok": 0.0, "price_output_per_mtok": 0.0, **fields}
+    (folder / f"{name}.toml").write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in profile.items()))
+    return folder
+
+
 def write_config(folder: Path, api_base: str | None, *, name: str = "test", prompts: Path, responses: Path,
                  extra: str = "", judges: str = '["local-openai"]', batch: int = 4, max_calls: int | None = 40,
                  concurrency: int = 4, strategy: str = "reorder", scope: str = "per_prompt", debias: str = "none",

@@ -8,7 +8,7 @@ import sqlite3
 import numpy as np
 import pytest
 from conftest import DATA
-from judgekit import reference_behaviour, run_cli, write_config, write_dataset
+from judgekit import reference_behaviour, run_cli, write_config, write_dataset, write_judge
 from scipy.stats import spearmanr
 
 from orchestrator import runs
@@ -24,12 +24,7 @@ from orchestrator.store import SCHEMA_VERSION, open_run
 @pytest.fixture
 def two_judges(tmp_path, monkeypatch):
     """A precise judge (local-openai) and a noisy one, both served by the test server."""
-    folder = tmp_path / "judges"
-    folder.mkdir()
-    (folder / "noisy-openai.toml").write_text(
-        'name = "noisy-openai"\nmodel = "openai/noisy"\nlogprobs = true\ntop_logprobs = 20\nprefill = true\n'
-        "price_input_per_mtok = 0.0\nprice_output_per_mtok = 0.0\n")
-    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(folder))
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(write_judge(tmp_path / "judges", "noisy-openai")))
     with FakeOpenAIServer(reference_behaviour({"my-model": 0.05, "noisy": 3.0})) as server:
         yield server
 

@@ -9,7 +9,7 @@ import sqlite3
 import numpy as np
 import pytest
 from conftest import ROOT
-from judgekit import likert_behaviour, run_cli, write_config, write_dataset
+from judgekit import likert_behaviour, run_cli, write_config, write_dataset, write_judge
 from scipy.stats import spearmanr
 
 from orchestrator import runs
@@ -237,12 +237,7 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, monkeypatch):
-    folder = tmp_path / "judges"
-    folder.mkdir()
-    (folder / "lenient-openai.toml").write_text(
-        'name = "lenient-openai"\nmodel = "openai/lenient"\nlogprobs = true\ntop_logprobs = 20\nprefill = true\n'
-        "price_input_per_mtok = 0.0\nprice_output_per_mtok = 0.0\n")
-    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(folder))
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(write_judge(tmp_path / "judges", "lenient-openai")))
     data = write_dataset(tmp_path / "d", prompts=12, candidates=5, base=[0.1, 0.3, 0.5, 0.7, 0.9], spread=0.2)
     with FakeOpenAIServer(likert_behaviour({"my-model": (0.05, 0.0), "lenient": (0.15, 0.3)})) as server:
         config = write_config(tmp_path, server.url, name="abs", prompts=data[0], responses=data[1], batch=3, max_calls=None,
