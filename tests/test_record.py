@@ -17,9 +17,9 @@ from orchestrator.replay import build_groups, replay
 
 def _behaviour(body):
     text = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "user" else body["messages"][-2]["content"]
-    if "<summary_a>" in text:  # prefer the longer summary
-        a = text.split("<summary_a>\n")[1].split("\n</summary_a>")[0]
-        b = text.split("<summary_b>\n")[1].split("\n</summary_b>")[0]
+    if 'Summary A: """' in text:  # prefer the longer summary
+        a = text.split('Summary A: """')[1].split('"""')[0]
+        b = text.split('Summary B: """')[1].split('"""')[0]
         p = 0.8 if len(a) > len(b) else 0.2
         return 200, {}, completion("A", [logprob_entry("A", [("A", p), ("B", 1 - p)])])
     return 200, {}, completion("5", [logprob_entry("5", [("5", 0.6), ("6", 0.3), ("4", 0.1)])])

@@ -27,7 +27,7 @@ def test_pairwise_render_with_attribute_and_prefill():
     messages = t.render({"context": "ART", "A": "S1", "B": "S2"}, attribute="fluency")
     assert messages[-1] == {"role": "assistant", "content": "Summary "}
     assert "Which Summary is more fluent, Summary A or Summary B?" in messages[1]["content"]
-    assert "Summary A:\n<summary_a>\nS1\n</summary_a>" in messages[1]["content"]
+    assert "Summary A: \"\"\"S1\"\"\"\n\nSummary B: \"\"\"S2\"\"\"" in messages[1]["content"]
     assert t.render({"context": "a", "A": "b", "B": "c"}, prefill=False)[-1]["role"] == "user"
     with pytest.raises(OrchestratorError, match="unknown attribute 'taste'"):
         t.render({"context": "a", "A": "b", "B": "c"}, attribute="taste")

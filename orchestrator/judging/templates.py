@@ -26,7 +26,7 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 CANDIDATE_FIELDS = frozenset({"A", "B", "response", "reference"})
 """Placeholders that carry a candidate's text (untrusted: it may try to steer the judge)."""
-_FENCE = re.compile(r"</?[A-Za-z][\w #${}-]*>|\[The (?:Start|End) of [^\]\n]{1,80}\]")
+_FENCE = re.compile(r"</?[A-Za-z][\w #${}-]*>|\[The (?:Start|End) of [^\]\n]{1,80}\]|\"\"\"")
 _CHAT_CONTROL = re.compile(r"<\|[^|<>\n]{1,40}\|>|</?s>|<(?:start|end)_of_turn>|\[/?INST\]|<</?SYS>>")
 """Chat-template control tokens of common model families (ChatML, Llama 2/3, Gemma, Mistral)."""
 
@@ -118,16 +118,21 @@ class Template(BaseModel):
 
     @property
     def fences(self) -> set[str]:
-        """The delimiters this template wraps candidate texts in: tags (``<summary_a>``) and
-        bracket markers (``[The End of Assistant A's Answer]``) found in its messages."""
+        """The delimiters this template wraps candidate texts in: tags (``<summary_a>``), bracket
+        markers (``[The End of Assistant A's Answer]``) and triple quotes found in its messages."""
         text = "\n".join([m.content for m in self.messages] + [self.candidate_format or ""])
         return set(_FENCE.findall(text))
 
     def neutralise(self, text: str) -> str:
         """A candidate's text made unable to close its fence or the chat turn: occurrences of this
         template's delimiters and of chat-template control tokens get a look-alike first character
-        (``<`` → ``‹``, ``[`` → ``⟦``), so the text reads the same but matches nothing."""
+        (``<`` → ``‹``, ``[`` → ``⟦``; under a triple-quote fence runs of two or more ``"`` and a
+        ``"`` at either end, which would merge with the fence, become ``”``), so the text reads the
+        same but matches nothing."""
         for fence in sorted(self.fences, key=len, reverse=True):
+            if fence == '"""':
+                text = re.sub(r'"{2,}|^"|"$', lambda m: "\u201d" * len(m.group(0)), text)
+                continue
             # a fence with a placeholder (<CANDIDATE #${i} ANSWER>) matches any filled-in value
             pattern = _PLACEHOLDER.sub(lambda _: "[^<>\\n]{1,20}", re.escape(fence).replace(r"\$\{", "${").replace(r"\}", "}"))
             text = re.sub(pattern, lambda m: _lookalike(m.group(0)), text)
