@@ -317,6 +317,18 @@ def test_a_second_resume_is_refused_and_two_runs_at_once_work(tmp_path):
 
 # -- graceful interrupts ------------------------------------------------------------------------------
 
+def _start_run(tmp_path, server, name, *, prompts, candidates, max_calls, batch):
+    """``orchestrator run`` in a child process against ``server``; returns the process and its run file."""
+    import subprocess
+    import sys
+
+    data = write_dataset(tmp_path / "d", prompts=prompts, candidates=candidates)
+    config = write_config(tmp_path, server.url, name=name, prompts=data[0], responses=data[1], max_calls=max_calls,
+                          batch=batch, concurrency=4)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, tmp_path / "runs" / f"{name}.sqlite"
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_an_interrupt_finishes_the_calls_in_flight_so_nothing_paid_is_lost(tmp_path, sig):
@@ -327,13 +339,8 @@ def test_an_interrupt_finishes_the_calls_in_flight_so_nothing_paid_is_lost(tmp_p
     import sys
     import time
 
-    data = write_dataset(tmp_path / "d", prompts=3, candidates=5)
     with FakeOpenAIServer(quality_behaviour, delay_s=0.8) as server:
-        config = write_config(tmp_path, server.url, name="intr", prompts=data[0], responses=data[1], max_calls=40, batch=4,
-                              concurrency=4)
-        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(config)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        run = tmp_path / "runs" / "intr.sqlite"
+        proc, run = _start_run(tmp_path, server, "intr", prompts=3, candidates=5, max_calls=40, batch=4)
         deadline = time.monotonic() + 60
         while committed_judgments(run) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -364,12 +371,8 @@ def test_a_second_interrupt_stops_at_once_and_the_run_resumes(tmp_path):
     import sys
     import time
 
-    data = write_dataset(tmp_path / "d", prompts=2, candidates=4)
     with FakeOpenAIServer(quality_behaviour, delay_s=3.0) as server:
-        config = write_config(tmp_path, server.url, name="twice", prompts=data[0], responses=data[1], max_calls=12, batch=2,
-                              concurrency=4)
-        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(config)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        proc, run = _start_run(tmp_path, server, "twice", prompts=2, candidates=4, max_calls=12, batch=2)
         deadline = time.monotonic() + 60
         while not server.outcomes and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -377,7 +380,6 @@ def test_a_second_interrupt_stops_at_once_and_the_run_resumes(tmp_path):
         time.sleep(0.3)
         proc.send_signal(signals.SIGINT)
         code = proc.wait(timeout=60)
-        run = tmp_path / "runs" / "twice.sqlite"
         db = sqlite3.connect(run)
         assert code == 130 and db.execute("select status from runs").fetchone()[0] == "interrupted"
         # it did not wait for the answers in flight (each takes 3 s): none was committed
