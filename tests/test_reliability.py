@@ -277,6 +277,7 @@ def test_a_canary_api_key_appears_nowhere_we_write_or_print(tmp_path, monkeypatc
         assert canary.encode() not in path.read_bytes(), path
     for text in outputs:
         assert canary not in text
+    assert "Give Feedback" not in outputs[0] and "LiteLLM.Info" not in outputs[0]  # no litellm banner per failed call
     db = sqlite3.connect(tmp_path / "runs" / "canary.sqlite")
     errors = [e for (e,) in db.execute("select error from judgments where error is not null")]
     texts = [t for (t,) in db.execute("select text from judgments where text like '%REDACTED%'")]

@@ -197,6 +197,7 @@ class LiteLLMJudge:
         """Call the judge once (``samples`` times without logprobs) and read the options."""
         import litellm
 
+        litellm.suppress_debug_info = True  # else each failed attempt prints a "Give Feedback" banner on stderr
         template = request.template
         base = dict(key=request.key, judge=self.name, template=template.name, kind=template.kind,
                     prompt_id=request.prompt_id, candidates=list(request.candidates))
