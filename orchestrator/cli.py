@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Optional
@@ -21,8 +22,34 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Active-learning orchestrator for LLM judges: rank outputs on a budget with honest uncertainty.",
 )
-err_console = Console(stderr=True)
-out_console = Console()
+# Names, texts and messages shown come from users and judges: never read them as rich markup or
+# emoji codes ("[bold]", "[/]" or ":smile:" in a candidate's name are shown as written).
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+out_console = Console(markup=False, emoji=False, highlight=False)
+
+
+def _finite(option: str):
+    """A parser for a float option that refuses NaN and ±inf (they pass Python's ``float()``)."""
+    def parse(value) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise OrchestratorError(f"{option} must be a number (got {value!r})") from None
+        if not math.isfinite(number):
+            raise OrchestratorError(f"{option} must be a finite number (got {value!r})")
+        return number
+
+    return parse
+
+
+def _check_range(value: int | float | None, name: str, low: float | None = None, high: float | None = None) -> None:
+    """One line (exit 2) for an option outside ``[low, high]``."""
+    if value is None:
+        return
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = (f"between {low} and {high}" if low is not None and high is not None
+                  else f"at least {low}" if low is not None else f"at most {high}")
+        raise OrchestratorError(f"{name} must be {bounds} (got {value})")
 
 
 @app.command()
@@ -43,7 +70,11 @@ def replay(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
+    from .outputs import check_output
     from .replay import replay_files
+
+    if plot is not None:
+        check_output(plot, option="--plot", inputs=[log, responses])
 
     with _progress(as_json) as progress:
         task = progress.add_task("replaying", total=None)
@@ -63,7 +94,7 @@ def replay(
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
     if plot is not None:
-        _plot_curve(report, plot)
+        _plot_curve(report, plot, [log, responses])
     if as_json:
         print(json.dumps(report.to_json()))
         return
@@ -121,12 +152,20 @@ def simulate(
 
     if judge not in JUDGE_PRESETS:
         raise OrchestratorError(f"unknown judge preset {judge!r}; choose one of {', '.join(JUDGE_PRESETS)}")
-    if prompts < 1 or candidates < 2:
-        raise OrchestratorError("--prompts must be >= 1 and --candidates >= 2")
+    _check_range(seed, "--seed", 0, 2**32 - 1)
+    _check_range(prompts, "--prompts", 1, 100_000)
+    _check_range(candidates, "--candidates", 2, 10_000)
+    from .outputs import check_output, open_output, same_file
+
+    if str(out_log) == str(out_responses) or same_file(out_log, out_responses):
+        raise OrchestratorError("--out-log and --out-responses must be two different files")
+    for path, option in ((out_log, "--out-log"), (out_responses, "--out-responses")):
+        if str(path) != "-":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        check_output(path, option=option)
     records, rows = simulate_dataset(prompts, candidates, JUDGE_PRESETS[judge], seed=seed)
-    for path, items in ((out_log, records), (out_responses, rows)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as fh:
+    for path, items, option in ((out_log, records, "--out-log"), (out_responses, rows, "--out-responses")):
+        with open_output(path, option=option) as fh:
             for item in items:
                 fh.write(json.dumps(item) + "\n")
     err_console.print(f"wrote {len(records)} judgments to {out_log} and {len(rows)} responses to {out_responses} (truth field: quality)")
@@ -147,6 +186,8 @@ def judge_serve(
 
     from .judging.embedded import EmbeddedServer
 
+    _check_range(port, "--port", 1, 65535)
+    _check_range(threads, "--threads", 1, 1024)
     with EmbeddedServer(model, port=port, threads=threads) as server:
         err_console.print(f"embedded judge {model!r} serving at {server.api_base} (litellm model 'openai/{model}'); Ctrl-C stops it")
         try:
@@ -179,6 +220,11 @@ def record_cmd(
     from .judging.templates import get_template
     from .record import load_prompts, plan_recording, record
 
+    from .outputs import check_output
+
+    _check_range(first, "--first", 1)
+    _check_range(concurrency, "--concurrency", 1, 1024)
+    check_output(out, option="--out", inputs=[prompts, responses])
     profile = get_profile(judge)
     prompt_rows = load_prompts(prompts)
     if prompt_ids:
@@ -199,7 +245,7 @@ def record_cmd(
         task = progress.add_task(f"recording with {profile.name}", total=len(plan.requests))
         counts = asyncio.run(record(
             plan, LiteLLMJudge(profile, api_base=base), out, attribute=attribute, concurrency=concurrency,
-            progress=lambda done, total: progress.update(task, completed=done, total=total),
+            progress=lambda done, total: progress.update(task, completed=done, total=total), inputs=(prompts, responses),
         ))
     err_console.print(f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}")
     if counts["failed"]:
@@ -209,11 +255,11 @@ def record_cmd(
 def _run_display(total: int | None):
     """A rich progress display for a run; returns (context manager, event callback)."""
     progress = Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[info]}"),
+        TextColumn("{task.fields[info]}", markup=False),
         console=err_console,
         transient=False,
         disable=not err_console.is_terminal,
@@ -299,14 +345,18 @@ def run_cmd(
 
 
 @app.command("resume")
-def resume_cmd(run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite).")) -> None:
+def resume_cmd(
+    run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite)."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judges' address, when the run's "
+                                           "dispatch.api_base carried credentials (they are not stored)."),
+) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
     from . import runs
 
     display, on_event = _run_display(None)
     try:
         with display:
-            reason = runs.resume(run, progress=on_event)
+            reason = runs.resume(run, progress=on_event, api_base=api_base)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {run}")
         raise typer.Exit(130)
@@ -362,7 +412,7 @@ def rank_cmd(
     run: Path = typer.Argument(..., help="Run file."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     show_all: bool = typer.Option(False, "--all", help="Every group (default: the first 5)."),
-    level: float = typer.Option(0.95, "--level", help="Rank interval level."),
+    level: float = typer.Option(0.95, "--level", help="Rank interval level.", parser=_finite("--level")),
 ) -> None:
     """The ranking with rank intervals (PoE posterior on every committed judgment)."""
     from . import runs
@@ -406,11 +456,13 @@ def fit_raee_cmd(
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
     soft: bool = typer.Option(False, "--soft", help="Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    level: float = typer.Option(0.95, "--level", help="Credible-interval level."),
+    level: float = typer.Option(0.95, "--level", help="Credible-interval level.", parser=_finite("--level")),
     population: Optional[int] = typer.Option(None, "--population", help="Prompt pool size M for the finite-population "
                                              "correction (a run: its prompts with an anchor; a log: none)."),
-    icc_threshold: float = typer.Option(0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this."),
-    abstain_sd: Optional[float] = typer.Option(None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this."),
+    icc_threshold: float = typer.Option(0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this.",
+                                        parser=_finite("--icc-threshold")),
+    abstain_sd: Optional[float] = typer.Option(None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this.",
+                                               parser=_finite("--abstain-sd")),
     pool_all: bool = typer.Option(False, "--pool-all", help="Pool every judge (ρ from between-judge correlation) "
                                   "when there are no repeated runs to screen them."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write leaderboard PNGs (one per anchor) to this directory."),
@@ -421,6 +473,7 @@ def fit_raee_cmd(
     from .fit import fit_raee, format_raee, plot_raee, plot_se_curve, se_curve
 
     _one_source(run, log)
+    _check_outputs(se_curve_png, plot, [run, log])
     if population is not None and population < 1:
         raise OrchestratorError(f"--population must be at least 1 (got {population})")
     report = fit_raee(run or log, log=log is not None, soft=soft, judges=judge or None, level=level,
@@ -430,6 +483,16 @@ def fit_raee_cmd(
         curves = se_curve(run or log, log=log is not None, judges=judge or None)
         paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {(run or log).name}"))
     _print_report(report, format_raee, paths, as_json)
+
+
+def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
+    """Refuse plot outputs that would write over an input, before any fitting (one line, exit 2)."""
+    from .outputs import check_output
+
+    if png is not None:
+        check_output(png, option="--se-curve", inputs=inputs)
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise OrchestratorError(f"--plot {folder}: is a file; give a folder for the plots")
 
 
 def _print_report(report, format_text, paths: list[Path], as_json: bool) -> None:
@@ -459,9 +522,12 @@ def _numbers(value: str | None, name: str, kind=float) -> list | None:
     if value is None:
         return None
     try:
-        return [kind(x) for x in value.split(",") if x.strip()]
+        numbers = [kind(x) for x in value.split(",") if x.strip()]
     except ValueError:
         raise OrchestratorError(f"{name} must be comma-separated numbers (got {value!r})") from None
+    if not all(math.isfinite(x) for x in numbers):
+        raise OrchestratorError(f"{name} must be comma-separated finite numbers (got {value!r})")
+    return numbers
 
 
 @fit_app.command("simplex")
@@ -491,7 +557,7 @@ def fit_simplex_cmd(
     responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores, to compare "
                                              "the ranking with the truth (a run uses its own data.truth)."),
     truth: Optional[str] = typer.Option(None, "--truth", help="Human score field in --responses."),
-    level: float = typer.Option(0.95, "--level", help="Credible level of the intervals."),
+    level: float = typer.Option(0.95, "--level", help="Credible level of the intervals.", parser=_finite("--level")),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write rank-interval, simplex (and sensitivity) PNGs here."),
     collapse: Optional[str] = typer.Option(None, "--collapse", help="Map the M levels to 3 for the simplex plot, "
@@ -502,6 +568,7 @@ def fit_simplex_cmd(
     from .simplex import SimplexSettings
 
     _one_source(run, log)
+    _check_outputs(None, plot, [run, log])
     if self_preference not in ("exclude", "shift"):
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
     if (responses is None) != (truth is None):
@@ -530,7 +597,7 @@ def fit_simplex_cmd(
 
 def _progress(quiet: bool) -> Progress:
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -540,8 +607,8 @@ def _progress(quiet: bool) -> Progress:
     )
 
 
-def _plot_curve(report, path: Path) -> None:
-    from .plotting import pyplot
+def _plot_curve(report, path: Path, inputs: list) -> None:
+    from .plotting import pyplot, save
 
     plt = pyplot()
     ks = [k for k, _, _ in report.curve]
@@ -553,17 +620,24 @@ def _plot_curve(report, path: Path) -> None:
     ax.set_ylabel("Spearman")
     ax.set_title(f"{report.strategy} · {report.scope} · debias={report.debias}")
     ax.legend()
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise OrchestratorError(f"--plot {path}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    save(fig, path, inputs=inputs)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning :class:`OrchestratorError` into one line and exit 2."""
+    import warnings
+
+    from .errors import OrchestratorWarning
+
+    default_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, OrchestratorWarning):
+            err_console.print(Text.assemble(("warning: ", "bold yellow"), redact(str(message)) or ""), soft_wrap=True)
+        else:
+            default_show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
     try:
         code = app(args=argv, standalone_mode=False)
         # in non-standalone mode click returns (not raises) the code of a typer.Exit
@@ -575,20 +649,70 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("interrupted")
         sys.exit(130)
     except Exception as exc:  # click usage errors arrive here in non-standalone mode
         if isinstance(exc, _click_exceptions()):
             exc.show()
             sys.exit(exc.exit_code)
-        # a bug: the traceback helps, but it may quote a key (a provider's message, litellm's kwargs)
+        storage = _storage_error(exc)
+        if storage:
+            err_console.print(Text.assemble(("error: ", "bold red"), redact(storage) or ""), soft_wrap=True)
+            sys.exit(2)
+        # a bug: one line here, the traceback (redacted: it may quote a key) in a log file
         import traceback
 
-        sys.stderr.write(redact("".join(traceback.format_exception(exc))) or "")
-        sys.stderr.write("error: an internal error (above); the run file is consistent — "
-                         "`orchestrator resume` continues a run\n")
+        where = _write_crash_log(redact("".join(traceback.format_exception(exc))) or "")
+        message = redact(f"{type(exc).__name__}: {exc}".splitlines()[0][:300]) or ""
+        err_console.print(Text.assemble(("error: ", "bold red"), f"internal error ({message}); traceback in {where}. "
+                                        "`orchestrator status RUN` shows what a run has committed"), soft_wrap=True)
         sys.exit(1)
+    finally:
+        warnings.showwarning = default_show
+
+
+def _storage_error(exc: BaseException) -> str | None:
+    """One line for a run file or folder that cannot be read or written: a full disk, read-only
+    storage, a damaged database. Nothing claims the file is consistent: SQLite rolled back the
+    transaction in progress, and ``PRAGMA integrity_check`` is the way to know more."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, sqlite3.DatabaseError):
+        text = str(exc)
+        if "full" in text or "disk I/O" in text:
+            return (f"the run file could not be written ({text}); the last transaction was rolled back. Free space, "
+                    "then `orchestrator resume RUN`")
+        if "readonly" in text or "read-only" in text:
+            return f"the run file is on read-only storage ({text}); copy it somewhere writable to resume it"
+        if "malformed" in text or "not a database" in text or "corrupt" in text:
+            return (f"the run file is damaged ({text}); check it with `sqlite3 RUN 'PRAGMA integrity_check'` and restore "
+                    "it from a copy")
+        return f"the run file could not be used ({text})"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                                                   errno.EPERM, errno.EIO):
+        return f"{exc.filename or 'a file'}: {exc.strerror or exc}"
+    return None
+
+
+def _write_crash_log(text: str) -> str:
+    """Write a traceback to a log file (``$ORCHESTRATOR_LOG_DIR`` or the temp folder); its path."""
+    import os
+    import tempfile
+    import time
+
+    folder = Path(os.environ.get("ORCHESTRATOR_LOG_DIR") or tempfile.gettempdir())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f"orchestrator-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log",
+                                    dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return name
+    except OSError:
+        sys.stderr.write(text)
+        return "the lines above"
 
 
 def _click_exceptions() -> tuple[type, ...]:

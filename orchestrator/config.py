@@ -19,7 +19,8 @@ __all__ = ["RunConfig", "DataConfig", "JudgingConfig", "ModelConfig", "Selection
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and ±inf are refused everywhere: a NaN budget or backoff compares False with everything
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataConfig(_Section):
@@ -105,8 +106,8 @@ class DispatchConfig(_Section):
     """Judge calls in flight."""
     max_attempts: int = Field(default=6, ge=1, le=100)
     """Tries per request on rate limits, 5xx, timeouts and connection errors."""
-    backoff_initial_s: float = Field(default=1.0, ge=0)
-    backoff_max_s: float = Field(default=60.0, ge=0)
+    backoff_initial_s: float = Field(default=1.0, ge=0, le=3600)
+    backoff_max_s: float = Field(default=60.0, ge=0, le=3600)
     pipeline_depth: int = Field(default=2, ge=1, le=8)
     """Rounds in flight: 1 waits for each round before selecting the next (fully adaptive); 2 selects
     the next round from the posterior one round behind while the current one is being judged, so
@@ -153,7 +154,8 @@ class AbsoluteConfig(_Section):
 class RunConfig(_Section):
     name: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]*$", max_length=120)
     """Run name; the run file is ``<runs_dir>/<name>.sqlite`` (default: the config file's name)."""
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, lt=2**32)
+    """Seeds tie-breaks and random choices (0 ≤ seed < 2³²)."""
     runs_dir: Path = Path("runs")
     """Relative to the current directory."""
     data: DataConfig

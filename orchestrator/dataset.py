@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .errors import OrchestratorError
-from .records import validate_jsonl
+from .records import check_identifier, validate_jsonl
 
 __all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint", "MAX_TEXT_BYTES"]
 
@@ -44,14 +44,19 @@ def _bounded(value: str | None) -> str | None:
 class PromptRow(BaseModel):
     """One prompt (question, article, instruction)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
 
     id: str
     text: str
     reference: str | None = None
     """Optional reference answer (for reference-anchored templates)."""
 
-    @field_validator("id", "text")
+    @field_validator("id")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        return check_identifier(value)
+
+    @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return _nonblank(value)
@@ -65,14 +70,19 @@ class PromptRow(BaseModel):
 class ResponseText(BaseModel):
     """One candidate's response to one prompt; ``human`` scores are only for evaluation."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
 
     prompt_id: str
     candidate: str
     text: str
     human: dict[str, float | int | None] = {}
 
-    @field_validator("prompt_id", "candidate", "text")
+    @field_validator("prompt_id", "candidate")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        return check_identifier(value)
+
+    @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return _nonblank(value)

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-__all__ = ["OrchestratorError"]
+__all__ = ["OrchestratorError", "OrchestratorWarning", "RunFailed"]
 
 
 class OrchestratorError(Exception):
     """A problem with the user's input or environment (bad file, bad option), not a bug."""
+
+
+class RunFailed(OrchestratorError):
+    """A run that could not do what it was asked (every judge call failed, no judgment fitted in
+    the budget): the run file is kept, marked ``failed``, and the command exits non-zero."""
+
+
+class OrchestratorWarning(UserWarning):
+    """Something the user should know that does not stop the command (the CLI prints it as one
+    ``warning:`` line on stderr)."""

@@ -17,15 +17,17 @@ fits in what is left are planned, so calls, tokens and USD never exceed the limi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
 import random
 import signal
+import sqlite3
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -33,8 +35,8 @@ from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_ex
 
 from .config import RunConfig
 from .dataset import Dataset
-from .errors import OrchestratorError
-from .judging.client import Judge, JudgeProfile, JudgeRequest, Judgment
+from .errors import OrchestratorError, RunFailed
+from .judging.client import Judge, JudgeProfile, JudgeRequest, Judgment, error_text
 from .judging.templates import Template
 from .poe import (
     Observations,
@@ -61,10 +63,13 @@ from .records import level_distribution
 from .store import RunStore, Spend
 
 __all__ = ["Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_group",
-           "fit_groups", "judge_price", "reference_items", "DATASET_ANCHOR"]
+           "fit_groups", "judge_price", "judge_prices", "reference_items", "DATASET_ANCHOR"]
 
 DATASET_ANCHOR = "reference"
 """The anchor's name in the log when it is the dataset's reference text."""
+
+FAIL_FAST_AFTER = 8
+"""A run whose first this many finished requests all failed permanently stops (``failed``)."""
 
 MESSAGE_OVERHEAD_TOKENS = 16
 """Chat-template tokens per message added on top of the content (generous for known templates)."""
@@ -213,6 +218,26 @@ def judge_price(profile: JudgeProfile, local: bool) -> tuple[float, float] | Non
     return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
 
 
+def judge_prices(profiles: dict[str, JudgeProfile], local: set[str], *, max_usd: float | None) -> dict[str, tuple[float, float]]:
+    """USD per (prompt, completion) token of every judge; unknown prices are 0 unless a USD budget
+    needs them.
+
+    Raises:
+        OrchestratorError: ``max_usd`` is set and a judge has no known price.
+    """
+    prices = {}
+    for name, profile in profiles.items():
+        price = judge_price(profile, name in local)
+        if price is None:
+            if max_usd is not None:
+                raise OrchestratorError(
+                    f"judge {name!r}: litellm has no price for model {profile.model!r}; set price_input_per_mtok "
+                    f"and price_output_per_mtok in its profile to use budget.max_usd")
+            price = (0.0, 0.0)
+        prices[name] = price
+    return prices
+
+
 def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, price: tuple[float, float]) -> tuple[int, float]:
     """Upper bound on the tokens and USD of one request.
 
@@ -278,16 +303,7 @@ class RunEngine:
         self.poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
         self.strategy = parse_strategy(config.selection.strategy)
         self.ordered = config.model.debias != "permutation"
-        self.prices: dict[str, tuple[float, float]] = {}
-        for name, profile in profiles.items():
-            price = judge_price(profile, name in (local or set()))
-            if price is None:
-                if config.budget.max_usd is not None:
-                    raise OrchestratorError(
-                        f"judge {name!r}: litellm has no price for model {profile.model!r}; set price_input_per_mtok "
-                        f"and price_output_per_mtok in its profile to use budget.max_usd")
-                price = (0.0, 0.0)
-            self.prices[name] = price
+        self.prices = judge_prices(profiles, local or set(), max_usd=config.budget.max_usd)
         self.posteriors: list[Posterior | None] = [None] * len(self.groups)
         self._dirty = set(range(len(self.groups)))
         self._fit_count = [-1] * len(self.groups)
@@ -309,6 +325,9 @@ class RunEngine:
         if self.absolute is not None:
             self.abs_order = sorted(self.dataset.responses, key=lambda p: _hash(config.seed, "absolute-order", p))
         self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
+        self._ok = next(store.db.query("select count(*) as n from judgments where status = 'ok'"))["n"]
+        self._failed_at_start = self._failed
+        self._hard_stop = False
         self._draining = False
         """Set by the first SIGINT/SIGTERM: no new round, no new call, no retry; calls in flight
         finish and are committed (a provider has already charged for them)."""
@@ -612,7 +631,7 @@ class RunEngine:
         def wait(state) -> float:
             # Honour the server's Retry-After when it gave one (capped by backoff_max_s).
             judgment = state.outcome.result() if state.outcome and not state.outcome.failed else None
-            if judgment is not None and judgment.retry_after_s is not None:
+            if judgment is not None and judgment.retry_after_s is not None and math.isfinite(judgment.retry_after_s):
                 return min(max(judgment.retry_after_s, 0.0), max(d.backoff_max_s, 0.0))
             return backoff(state)
 
@@ -623,7 +642,7 @@ class RunEngine:
                 return Judgment(key=request.key, judge=getattr(judge, "name", "?"), template=request.template.name,
                                 kind=request.template.kind, prompt_id=request.prompt_id,
                                 candidates=list(request.candidates), status="failed",
-                                error=f"{type(exc).__name__}: {exc}"[:500], error_type="other")
+                                error=error_text(exc), error_type="other")
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(d.max_attempts),
@@ -666,6 +685,7 @@ class RunEngine:
             judgment = judgment.model_copy(update={"judge": row["judge"]})
             committed = self.store.commit_judgment(judgment, attempts, round_no, row.get("repeat") or 0)
             if judgment.status == "ok":
+                self._ok += 1
                 self._add(committed)
             else:
                 self._failed += 1
@@ -714,21 +734,27 @@ class RunEngine:
 
         The first SIGINT or SIGTERM drains: calls already sent finish and are committed, nothing
         new starts, and the run stops as interrupted (``KeyboardInterrupt``); a second one stops
-        at once (what was in flight is asked again on resume). Planned requests stay pending.
+        at once (what was in flight is asked again on resume), also in the middle of a posterior
+        update or a selection (CPU-bound work, during which the event loop cannot run handlers).
+        Planned requests stay pending.
+
+        Raises:
+            RunFailed: the run could not do what it was asked: no judgment succeeded (every call
+                failed, or the budget did not fit one request). The run file keeps the failures
+                and is marked ``failed``.
         """
         self.store.set_status("running")
         round_no = self.store.last_round()
         loop = asyncio.get_running_loop()
         main = asyncio.current_task()
-        hard_stop = False
+        self._hard_stop = False
 
         def on_signal() -> None:
-            nonlocal hard_stop
             if not self._draining:
                 self._draining = True
                 self._event("draining", self.store.last_round(), planned_requests=self._in_flight_calls)
             elif main is not None:
-                hard_stop = True
+                self._hard_stop = True
                 main.cancel()
 
         installed = []
@@ -742,12 +768,62 @@ class RunEngine:
             with threads_for(max(len(g.names) for g in self.groups)):
                 return await self._run(round_no)
         except asyncio.CancelledError:
-            if hard_stop:
+            if self._hard_stop:
                 raise KeyboardInterrupt from None
             raise
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+
+    @contextlib.contextmanager
+    def _cpu_work(self) -> Iterator[None]:
+        """Signals during CPU-bound work (refit, selection): asyncio's handlers only run when the
+        event loop gets control back, so Python-level handlers stand in: the first signal starts
+        the drain, a second raises ``KeyboardInterrupt`` at once, wherever the work is."""
+        def handler(signum, frame) -> None:
+            if not self._draining:
+                self._draining = True
+                self._event("draining", self.store.last_round(), planned_requests=self._in_flight_calls)
+            else:
+                self._hard_stop = True
+                raise KeyboardInterrupt
+
+        previous = {}
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+    def _fail_fast(self) -> str:
+        """A reason to stop when nothing has worked yet: the first ``FAIL_FAST_AFTER`` finished
+        requests all failed permanently (a wrong address, a rejected request, an unreadable
+        answer): the next ones would only spend the budget the same way."""
+        if self._ok == 0 and self._failed - self._failed_at_start >= FAIL_FAST_AFTER:
+            return f"the first {self._failed - self._failed_at_start} judge calls all failed ({self._typical_error()})"
+        return ""
+
+    def _typical_error(self) -> str:
+        row = next(self.store.db.query(
+            "select error_type, error, count(*) as n from judgments where status = 'failed' "
+            "group by error_type order by n desc limit 1"), None)
+        if row is None:
+            return "no call was made"
+        error = " ".join((row["error"] or "").split("Traceback (most recent call last)")[0].split())
+        return f"{row['n']} × {row['error_type'] or 'error'}: {error[:200]}"
+
+    def _set_status_safely(self, status: str, reason: str) -> None:
+        """Mark the run's state on the way out of an error; a run file that cannot be written (a
+        full disk) keeps ``running``, which resume treats like ``interrupted``."""
+        try:
+            self.store.set_status(status, reason)
+        except sqlite3.Error:
+            pass
 
     async def _run(self, round_no: int) -> str:
         # Round r is planned once every round <= r - depth has been committed, from the posterior on
@@ -758,7 +834,8 @@ class RunEngine:
         semaphore = asyncio.Semaphore(self.config.dispatch.concurrency)
         in_flight: dict[int, asyncio.Task] = {}
         reason = ""
-        posteriors: list[Posterior] = []  # PoE runs only; campaigns plan without a posterior
+        failed = False
+        drained = False
         try:
             pending = self.store.pending_requests()
             for r in sorted({row["round"] for row in pending}):  # interrupted rounds go first
@@ -773,69 +850,95 @@ class RunEngine:
                     await in_flight.pop(r)
                 if self._draining:
                     break
-                timings: dict[str, float] = {}
-                started = time.perf_counter()
-                if self.reference is None and self.absolute is None:
-                    posteriors = self.refit(cutoff)
-                    reason = self._should_stop(posteriors)
-                timings["fit_s"] = time.perf_counter() - started
+                reason = self._fail_fast()
                 if reason:
+                    failed = True
                     break
-                round_no += 1
-                started = time.perf_counter()
-                if self.reference is not None:
-                    kind = "reference"
-                    units, selected, reason = self._reference_units(round_no, cutoff)
-                    if reason:
-                        break
-                elif self.absolute is not None:
-                    kind = "absolute"
-                    units, selected = self._absolute_units()
-                else:
-                    kind = "absolute"
-                    units = self._warm_start_units() if self.config.model.absolute_warm_start else []
-                    selected = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
-                    if not units:
-                        kind = "pairwise"
-                        units, selected = self._comparison_units(round_no, posteriors)
-                if not units:
-                    reason = ("every comparison has been asked" if self.reference is None and self.absolute is None
-                              else "every candidate has been judged on every prompt")
+                with self._cpu_work():
+                    reason, round_no, planned = self._plan_round(round_no, cutoff)
+                if planned is None:
                     break
-                kept, budget_reason = self._fit_budget(units, self.store.planning_spend(cutoff))
-                if not kept:
-                    reason = budget_reason or "budget spent"
-                    break
-                rows = [r for unit in kept for r in unit]
-                timings["select_s"] = time.perf_counter() - started
-                summary = self._campaign_summary(posteriors, cutoff)
-                self.store.add_round(round_no, kind, selected[: len(kept)], rows,
-                                     {**summary, **timings, "top": json.dumps(summary["top"])})
-                self._mark_asked(rows)
-                self._event("round", round_no, planned_requests=len(rows), **summary)
-                in_flight[round_no] = asyncio.create_task(self._dispatch(rows, round_no, semaphore))
+                in_flight[round_no] = asyncio.create_task(self._dispatch(planned, round_no, semaphore))
             for r in sorted(in_flight):  # what was planned is asked (and paid) before stopping
                 await in_flight.pop(r)
             if self._draining:
                 self.store.set_status("interrupted", "interrupted; resume to continue")
+                drained = True
                 raise KeyboardInterrupt
         except KeyboardInterrupt:
-            if not self._draining:  # a Ctrl-C without our handler: stop now, as below
+            if not drained:  # a hard stop, or a Ctrl-C without our handler: stop now, as below
                 for task in in_flight.values():
                     task.cancel()
                 await asyncio.gather(*in_flight.values(), return_exceptions=True)
-                self.store.set_status("interrupted", "interrupted; resume to continue")
+                self._set_status_safely("interrupted", "interrupted; resume to continue")
             raise
         except BaseException:
             for task in in_flight.values():
                 task.cancel()
             await asyncio.gather(*in_flight.values(), return_exceptions=True)
-            self.store.set_status("interrupted", "interrupted; resume to continue")
+            self._set_status_safely("interrupted", "interrupted; resume to continue")
             raise
+        if self._ok == 0:
+            # nothing to rank: say so, never "finished" with statistics from no data
+            failed = True
+            reason = (f"no judgment succeeded: {reason}" if not reason.startswith("the first") else reason)
+            if self._failed:
+                reason += f"; typical failure: {self._typical_error()}" if "×" not in reason else ""
+        if failed:
+            self.store.set_status("failed", reason)
+            raise RunFailed(f"{self.store.path}: the run failed: {reason}. The run file keeps every failure "
+                            f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
+                            f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run")
         self.store.set_status("finished", reason)
-        summary = self._campaign_summary(self.refit() if self.reference is None and self.absolute is None else [], None)
+        with self._cpu_work():
+            summary = self._campaign_summary(self.refit() if self.reference is None and self.absolute is None else [], None)
         self._event("stop", round_no, reason=reason, **summary)
         return reason
+
+    def _plan_round(self, round_no: int, cutoff: int) -> tuple[str, int, list[dict] | None]:
+        """Refit, check the stopping rule, select the next round and write it as pending requests.
+        Returns ``(stop reason, round number, planned request rows or None to stop)``."""
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        posteriors: list[Posterior] = []
+        if self.reference is None and self.absolute is None:
+            posteriors = self.refit(cutoff)
+            reason = self._should_stop(posteriors)
+            if reason:
+                return reason, round_no, None
+        timings["fit_s"] = time.perf_counter() - started
+        round_no += 1
+        started = time.perf_counter()
+        if self.reference is not None:
+            kind = "reference"
+            units, selected, reason = self._reference_units(round_no, cutoff)
+            if reason:
+                return reason, round_no - 1, None
+        elif self.absolute is not None:
+            kind = "absolute"
+            units, selected = self._absolute_units()
+        else:
+            kind = "absolute"
+            units = self._warm_start_units() if self.config.model.absolute_warm_start else []
+            selected = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
+            if not units:
+                kind = "pairwise"
+                units, selected = self._comparison_units(round_no, posteriors)
+        if not units:
+            reason = ("every comparison has been asked" if self.reference is None and self.absolute is None
+                      else "every candidate has been judged on every prompt")
+            return reason, round_no - 1, None
+        kept, budget_reason = self._fit_budget(units, self.store.planning_spend(cutoff))
+        if not kept:
+            return budget_reason or "budget spent", round_no - 1, None
+        rows = [r for unit in kept for r in unit]
+        timings["select_s"] = time.perf_counter() - started
+        summary = self._campaign_summary(posteriors, cutoff)
+        self.store.add_round(round_no, kind, selected[: len(kept)], rows,
+                             {**summary, **timings, "top": json.dumps(summary["top"])})
+        self._mark_asked(rows)
+        self._event("round", round_no, planned_requests=len(rows), **summary)
+        return "", round_no, rows
 
     def _campaign_summary(self, posteriors: list[Posterior], cutoff: int | None) -> dict:
         if self.reference is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from .errors import OrchestratorError
 
@@ -25,11 +26,20 @@ def pyplot():
     return plt
 
 
-def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
-    """Lay out, write the PNG (creating its folder) and close the figure."""
+def save(fig, path: str | Path, *, dpi: int = 120, inputs: Iterable[str | Path | None] = ()) -> Path:
+    """Lay out, write the PNG (creating its folder; atomically, never over an input of the
+    command: :mod:`orchestrator.outputs`) and close the figure."""
+    from .outputs import open_output
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    pyplot().close(fig)
+    try:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OrchestratorError(f"--plot {path}: cannot create {path.parent} ({exc.strerror})") from None
+        fig.tight_layout()
+        with open_output(path, option="--plot", inputs=inputs, binary=True) as fh:
+            fig.savefig(fh, dpi=dpi, format="png")
+    finally:
+        pyplot().close(fig)
     return path

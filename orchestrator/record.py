@@ -19,13 +19,21 @@ from .dataset import PromptRow, load_prompts
 from .errors import OrchestratorError
 from .judging.client import Judge, JudgeRequest, Judgment
 from .judging.templates import Template
+from .outputs import check_output, open_output
 from .records import load_responses, read_jsonl
+from .secrets import redact, redact_json
 
 __all__ = ["RecordPlan", "plan_recording", "record", "request_key", "load_prompts"]  # load_prompts: from .dataset
 
 
 def request_key(*parts: str) -> str:
-    """Deterministic idempotency key of a request (sha256 of its defining parts)."""
+    """Deterministic idempotency key of a request (sha256 of its defining parts).
+
+    Collision-free by construction: the parts are joined with a unit separator, and when a part
+    contains that separator itself they are encoded as a JSON list instead (names with control
+    characters are refused at every boundary, so this only guards the key itself)."""
+    if any("\x1f" in part for part in parts):
+        return hashlib.sha256(("\x1e" + json.dumps(list(parts))).encode()).hexdigest()[:32]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
@@ -90,12 +98,12 @@ def _log_line(judgment: Judgment, kind: str, attribute: str | None) -> dict:
         "method": judgment.method,
         "capped": judgment.capped[0] if judgment.capped else [],
         "unresolved": judgment.unresolved[0] if judgment.unresolved else [],
-        "text": judgment.text,
-        "top_logprobs": judgment.top_logprobs,
+        "text": redact(judgment.text),
+        "top_logprobs": redact_json(judgment.top_logprobs),
         "latency_s": round(judgment.latency_s, 4),
         "prompt_tokens": judgment.prompt_tokens,
         "completion_tokens": judgment.completion_tokens,
-        "note": judgment.note,
+        "note": redact(judgment.note),
     }
 
 
@@ -107,11 +115,21 @@ async def record(
     attribute: str | None = None,
     concurrency: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    inputs: tuple[str | Path, ...] = (),
 ) -> dict[str, int]:
-    """Run the plan, appending each successful judgment to ``out`` as it arrives.
+    """Run the plan, appending each successful judgment to ``out`` as it arrives (never to one of
+    ``inputs``, the files the recording reads).
 
     Returns counts: ``planned``, ``skipped`` (already recorded), ``written``, ``failed``.
+
+    Raises:
+        OrchestratorError: ``concurrency`` below 1, or ``out`` is an input or not writable.
     """
+    if concurrency < 1:
+        raise OrchestratorError(f"--concurrency must be at least 1 (got {concurrency})")
+    if str(out) != "-":
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+    check_output(out, option="--out", inputs=inputs)
     out = Path(out)
     done: set[str] = set()
     if out.exists():
@@ -119,10 +137,9 @@ async def record(
             done.add(row.get("key", ""))
     todo = [(r, k) for r, k in plan.requests if r.key not in done]
     counts = {"planned": len(plan.requests), "skipped": len(plan.requests) - len(todo), "written": 0, "failed": 0}
-    out.parent.mkdir(parents=True, exist_ok=True)
     semaphore = asyncio.Semaphore(concurrency)
     finished = 0
-    with out.open("a", encoding="utf-8") as fh:
+    with open_output(out, option="--out", inputs=inputs, append=True) as fh:
 
         async def one(request: JudgeRequest, kind: str) -> None:
             nonlocal finished

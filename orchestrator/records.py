@@ -19,17 +19,33 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
+import warnings
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import OrchestratorError
+from .errors import OrchestratorError, OrchestratorWarning
 
 M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["LogRecord", "ResponseRow", "level_distribution", "load_log", "load_responses", "prob_first", "read_jsonl",
-           "validate_jsonl"]
+MAX_ID_CHARS = 512
+"""Longest prompt id, candidate or judge name."""
+
+
+def check_identifier(value: str) -> str:
+    """A prompt id, candidate or judge name: not blank, at most ``MAX_ID_CHARS`` characters, no
+    control characters (they would be invisible in tables and could make two names look alike or
+    collide in keys)."""
+    if not value.strip():
+        raise ValueError("is empty")
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(f"is {len(value)} characters long; names are at most {MAX_ID_CHARS}")
+    bad = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"{value!r} contains the control character {bad!r}; names must be printable")
+    return value
 
 
 class LogRecord(BaseModel):
@@ -51,6 +67,16 @@ class LogRecord(BaseModel):
     """``reference`` judgments: which candidate is the anchor (default: the first)."""
     repeat: int = Field(default=0, ge=0)
     """Index of a repeated run of the same judge on the same item (for ICC screening)."""
+
+    @field_validator("judge", "prompt_id", "reference")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return value if value is None else check_identifier(value)
+
+    @field_validator("candidates")
+    @classmethod
+    def _names(cls, values: list[str]) -> list[str]:
+        return [check_identifier(v) for v in values]
 
     @field_validator("probs")
     @classmethod
@@ -110,13 +136,20 @@ def level_distribution(probs: dict[str, float]) -> tuple[list[float], list[float
 class ResponseRow(BaseModel):
     """One candidate response to one prompt."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # NaN/Infinity (which Python's JSON reader accepts) are refused: they break every statistic
+    # and make --json output invalid JSON
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     prompt_id: str
     candidate: str
     text: str = ""
     human: dict[str, float | None] = Field(default_factory=dict)
     """Human scores, carried only for evaluation, never shown to judges."""
+
+    @field_validator("prompt_id", "candidate")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_identifier(value)
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
@@ -166,8 +199,12 @@ def validate_jsonl(path: str | Path, model: type[M], empty: str) -> list[tuple[i
         OrchestratorError: naming the file and line of the first bad row, or ``f"{path}: {empty}"``
             when the file has no rows.
     """
+    return _validate_rows(path, read_jsonl(path), model, empty)
+
+
+def _validate_rows(path: str | Path, rows: list[tuple[int, dict]], model: type[M], empty: str) -> list[tuple[int, M]]:
     out = []
-    for number, obj in read_jsonl(path):
+    for number, obj in rows:
         try:
             out.append((number, model.model_validate(obj)))
         except ValidationError as exc:
@@ -183,7 +220,31 @@ def load_log(path: str | Path) -> list[tuple[int, LogRecord]]:
     Raises:
         OrchestratorError: naming the file and line of the first bad record, or an empty log.
     """
-    return validate_jsonl(path, LogRecord, "the judgment log is empty")
+    raw = read_jsonl(path)
+    return drop_duplicates(_validate_rows(path, raw, LogRecord, "the judgment log is empty"), raw, source=str(path))
+
+
+def drop_duplicates(records: list[tuple[int, LogRecord]], raw: list[tuple[int, dict]], *, source: str) -> list[tuple[int, LogRecord]]:
+    """The records without repeated lines: the same ``key`` (exports and ``record`` logs carry one),
+    or, without keys, the same JSON object. A repeated line would count one judgment twice (a log
+    concatenated with itself, a copy appended twice); repeated runs of a judge differ in ``repeat``
+    or ``key`` and are kept. Says how many were dropped (:class:`OrchestratorWarning`)."""
+    seen: dict[str, int] = {}
+    out, dropped = [], []
+    for (number, record), (_, obj) in zip(records, raw):
+        identity = f"key:{obj['key']}" if isinstance(obj.get("key"), str) and obj["key"] else \
+            "obj:" + json.dumps(obj, sort_keys=True)
+        if identity in seen:
+            dropped.append((number, seen[identity]))
+            continue
+        seen[identity] = number
+        out.append((number, record))
+    if dropped:
+        number, first = dropped[0]
+        warnings.warn(OrchestratorWarning(
+            f"{source}: {len(dropped)} duplicate line(s) ignored (line {number} repeats line {first}); each judgment "
+            "is counted once"), stacklevel=2)
+    return out
 
 
 def load_responses(path: str | Path) -> list[tuple[int, ResponseRow]]:

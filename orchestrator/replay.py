@@ -23,7 +23,7 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Callable, Iterable, Literal
 
 import numpy as np
 import torch
@@ -47,12 +47,22 @@ from .poe import (
 )
 from .records import LogRecord, ResponseRow, load_log, load_responses
 
-__all__ = ["SCOPES", "Group", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
+__all__ = ["SCOPES", "Group", "item_name", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
 
 Scope = Literal["per_prompt", "global", "items"]
 SCOPES: tuple[str, ...] = ("per_prompt", "global", "items")
 ITEM_SEPARATOR = "::"
 NO_TRUTH = "__none__"
+
+
+def item_name(prompt_id: str, candidate: str) -> str:
+    """The ``items`` scope's name of a response, ``prompt::candidate``, injective by construction:
+    a ``:`` or ``\\`` inside either part is escaped with a backslash, so ``a::b`` + ``c`` and ``a`` +
+    ``b::c`` stay two items (``a\\:\\:b::c`` and ``a::b\\:\\:c``)."""
+    def escape(part: str) -> str:
+        return part.replace("\\", "\\\\").replace(":", "\\:")
+
+    return f"{escape(prompt_id)}{ITEM_SEPARATOR}{escape(candidate)}"
 
 
 @dataclass
@@ -209,7 +219,7 @@ def build_groups(
             return rec_prompt, cand
         if scope == "global":
             return "global", cand
-        return "items", f"{rec_prompt}{ITEM_SEPARATOR}{cand}"
+        return "items", item_name(rec_prompt, cand)
 
     members: dict[str, dict[str, int]] = defaultdict(dict)
     origin: dict[str, tuple[str, str]] = {}  # item name → (prompt, candidate), for the items scope
@@ -283,11 +293,13 @@ def replay_group(
     budget: int | None = None,
     seed: int = 0,
     with_absolute: bool = False,
+    tick: Callable[[int], None] | None = None,
 ) -> GroupReplay:
     """Run ``strategy`` on one group, answering each selected pair from the log.
 
     ``budget`` counts judge calls for this group (a permutation-debiased pair costs two, an
-    absolute warm start one per candidate).
+    absolute warm start one per candidate). ``tick(calls)`` is called after every batch with the
+    calls it used (progress of long replays).
     """
     n = len(group.names)
     rng = random.Random(seed)
@@ -336,6 +348,8 @@ def replay_group(
                 comparisons.append((i, j, float(permutation_debias(take(i, j), take(j, i)))))
             calls += cost
         posterior = fit_laplace(Observations.from_lists(n, comparisons, absolutes), config, warm_start=posterior)
+        if tick is not None:
+            tick(len(pairs) * cost)
         mean = posterior.mean.numpy()
         curve.append((calls, spearman(mean, group.truth), spearman(mean, full.mean.numpy())))
 
@@ -390,7 +404,8 @@ def replay(
     """Replay ``strategy`` on every group for ``seeds`` seeds and average (see module docstring).
 
     ``k90`` per seed is the mean over groups with a defined k90; the report gives the mean and
-    sd of that over seeds. ``progress`` is an optional callable ``(done, total)``.
+    sd of that over seeds. ``progress`` is an optional callable ``(done, total)`` counting judge
+    calls replayed, called after every batch.
 
     Raises:
         OrchestratorError: bad strategy, expert, debias mode, batch, budget or seeds.
@@ -412,17 +427,28 @@ def replay(
     k90_per_seed, kself_per_seed = [], []
     first_seed: list[GroupReplay] = []
     undefined = 0
-    total, done = seeds * len(groups), 0
+    def callable_calls(group: Group) -> int:
+        logged = sum(len(entries) for entries in group.pairwise.values())
+        if debias == "permutation":
+            logged = 2 * sum(min(len(e), len(group.pairwise.get((j, i), []))) for (i, j), e in group.pairwise.items() if i < j)
+        return logged if budget is None else min(logged, budget)
+
+    total, done = seeds * sum(callable_calls(g) for g in groups), 0
+
+    def tick(calls: int) -> None:
+        nonlocal done
+        done += calls
+        if progress is not None:
+            progress(min(done, total), total)
+
     for seed in range(seeds):
         results = []
         for group in groups:
             with threads_for(len(group.names)):
                 results.append(
-                    replay_group(group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed, with_absolute=with_absolute)
+                    replay_group(group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed,
+                                 with_absolute=with_absolute, tick=tick)
                 )
-            done += 1
-            if progress is not None:
-                progress(done, total)
         if seed == 0:
             first_seed = results
             full_values = [r.full_spearman for r in results]

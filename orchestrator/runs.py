@@ -6,18 +6,31 @@ import asyncio
 import contextlib
 import csv
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .config import RunConfig, load_config
 from .dataset import Dataset, load_dataset
-from .errors import OrchestratorError
+from .errors import OrchestratorError, RunFailed
 from .judging.client import Judge, JudgeProfile, LiteLLMJudge, get_profile
 from .judging.templates import Template, get_template
-from .loop import DATASET_ANCHOR, RunEngine, RunEvent, build_groups_for, fit_groups, judge_price, reference_items, worst_case
+from .outputs import open_output
+from .loop import (
+    DATASET_ANCHOR,
+    RunEngine,
+    RunEvent,
+    build_groups_for,
+    fit_groups,
+    judge_price,
+    judge_prices,
+    reference_items,
+    worst_case,
+)
 from .poe import PoEConfig, get_expert, rank_intervals, ranking_order
 from .poe.uncertainty import adjacent_reorder_probabilities, entropy
+from .secrets import redact_json
 from .store import RunStore, create_run, open_run
 
 __all__ = ["prepare", "dry_run", "start", "resume", "ranking", "status", "export", "EXPORT_FORMATS"]
@@ -84,7 +97,69 @@ def prepare(config: RunConfig) -> Prepared:
     profiles = {name: get_profile(name) for name in config.judging.judges}
     check_judges(profiles, templates, api_base=config.dispatch.api_base)
     build_groups_for(dataset, config.data.scope)
-    return Prepared(config, dataset, templates, profiles)
+    prepared = Prepared(config, dataset, templates, profiles)
+    check_budget_fits(prepared)
+    return prepared
+
+
+def _unit(prepared: Prepared) -> tuple[str, int]:
+    """The template role of the first requests a run plans, and how many requests one unit of it
+    is (a comparison for every judge and order, an item for every judge, repeat and order)."""
+    config = prepared.config
+    judges = len(prepared.profiles)
+    if config.reference is not None:
+        return "reference", judges * config.reference.repeats * (2 if config.reference.both_orders else 1)
+    if config.absolute is not None:
+        return "absolute", judges * config.absolute.repeats
+    if config.model.absolute_warm_start:
+        return "absolute", judges
+    return "pairwise", judges * (2 if config.model.debias == "permutation" else 1)
+
+
+def check_budget_fits(prepared: Prepared) -> None:
+    """Refuse a budget that cannot pay for one unit of work before anything is created (a run that
+    could only end empty). Tokens and USD are checked against the cheapest possible request: the
+    shortest prompt with its shortest responses, at its worst case.
+
+    Raises:
+        OrchestratorError: naming the budget field, what it allows and what one unit needs.
+    """
+    config, dataset = prepared.config, prepared.dataset
+    b = config.budget
+    role, calls = _unit(prepared)
+    if b.max_calls is not None and b.max_calls < calls:
+        raise OrchestratorError(f"budget.max_calls = {b.max_calls} cannot pay for one {role} request set: it takes {calls} "
+                                f"calls ({len(prepared.profiles)} judge(s)"
+                                + (", both orders" if role == "pairwise" and calls > len(prepared.profiles) else "") + ")")
+    if b.max_tokens is None and b.max_usd is None:
+        return
+    template = prepared.templates[role]
+    local = {n for n, p in prepared.profiles.items() if _is_local(p, config.dispatch.api_base)}
+    prices = judge_prices(prepared.profiles, local, max_usd=b.max_usd)
+
+    def size(pid: str) -> tuple[int, list[str]]:
+        texts = sorted((r.text for r in dataset.responses[pid].values()), key=len)[:2]
+        return len(dataset.prompts[pid].text) + sum(len(t) for t in texts), texts
+
+    pid = min(dataset.responses, key=lambda p: size(p)[0])
+    texts = size(pid)[1]
+    prompt = dataset.prompts[pid]
+    values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or texts[0],
+              "response": texts[-1], "A": texts[0], "B": texts[-1]}
+    tokens, usd = 0, 0.0
+    per_judge = calls // len(prepared.profiles)
+    for name, profile in prepared.profiles.items():
+        messages = template.render(values, attribute=config.judging.attribute, prefill=profile.prefill)
+        t, u = worst_case(messages, template, profile, prices[name])
+        tokens += per_judge * t
+        usd += per_judge * u
+    if b.max_tokens is not None and b.max_tokens < tokens:
+        raise OrchestratorError(f"budget.max_tokens = {b.max_tokens} cannot pay for one {role} request set: even the "
+                                f"shortest may need {tokens} tokens (worst case: every prompt byte a token, plus the "
+                                f"template's max_tokens)")
+    if b.max_usd is not None and b.max_usd < usd:
+        raise OrchestratorError(f"budget.max_usd = {b.max_usd} cannot pay for one {role} request set: even the shortest "
+                                f"may cost ${usd:.6f} at the judges' prices (worst case)")
 
 
 def check_judges(profiles: dict[str, JudgeProfile], templates: dict[str, Template], *, api_base: str | None) -> None:
@@ -204,27 +279,70 @@ def _execute(store: RunStore, config: RunConfig, templates: dict[str, Template],
 def start(config: str | Path | RunConfig, *, progress: Callable[[RunEvent], None] | None = None,
           judges: dict[str, Judge] | None = None, runs_dir: Path | None = None) -> tuple[Path, str]:
     """Create the run file from a config (a TOML path or a loaded one) and run it; returns
-    (run file, stop reason)."""
+    (run file, stop reason).
+
+    Everything is checked before the file is created (:func:`prepare`, the same checks as a dry
+    run); should the run still fail before its first request is written (an embedded judge that
+    does not start), the file is removed again, so the same command can simply be repeated.
+
+    Raises:
+        OrchestratorError: a problem with the config, data, judges or budget; nothing is written.
+        RunFailed: the run ran but no judgment succeeded (the file is kept, marked ``failed``).
+    """
     if not isinstance(config, RunConfig):
         config = load_config(config)
     if runs_dir is not None:
         config = config.model_copy(update={"runs_dir": runs_dir})
     prepared = prepare(config)
-    store = create_run(config.run_path, name=config.name, config=config.to_json(), seed=config.seed,
+    # credentials in URLs (dispatch.api_base) are not stored: resume asks for them again
+    store = create_run(config.run_path, name=config.name, config=redact_json(config.to_json()), seed=config.seed,
                        dataset=prepared.dataset, templates=prepared.templates)
-    with store:
-        reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges)
+    try:
+        with store:
+            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges)
+    except RunFailed:
+        raise
+    except OrchestratorError:
+        _remove_if_empty(config.run_path)
+        raise
     return config.run_path, reason
 
 
+def _remove_if_empty(path: Path) -> None:
+    """Delete a run file that holds nothing but its snapshot (no request was ever planned)."""
+    try:
+        conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+        try:
+            planned = conn.execute("select count(*) from requests").fetchone()[0]
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError):
+        return
+    if planned == 0:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = None,
-           judges: dict[str, Judge] | None = None) -> str | None:
-    """Continue a run from its file; None when it had finished already."""
+           judges: dict[str, Judge] | None = None, api_base: str | None = None) -> str | None:
+    """Continue a run from its file; None when it had finished already.
+
+    ``api_base`` replaces the config's ``dispatch.api_base``; it is needed when that address
+    carried credentials (``https://user:pass@host``), which the run file does not store.
+
+    Raises:
+        OrchestratorError: not a run file, in use, a failed run, or credentials needed.
+    """
     with open_run(path) as store:
         run = store.run
         if run["status"] == "finished":
             return None
         config = RunConfig.model_validate(store.config)
+        if api_base is not None:
+            config = config.model_copy(update={"dispatch": config.dispatch.model_copy(update={"api_base": api_base})})
+        elif config.dispatch.api_base and "[REDACTED" in config.dispatch.api_base:
+            raise OrchestratorError(f"{path}: the run's dispatch.api_base carried credentials, which are not stored; "
+                                    "give the address again with --api-base URL")
         profiles = {name: get_profile(name) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
         return _execute(store, config, store.templates(), profiles, progress, judges)
@@ -351,7 +469,9 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
             rows.append(row)
         entry = {"group": group.key, "comparisons": post.n_comparisons, "entropy": round(entropy(post.cov), 4),
                  "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0, "ranking": rows}
-        if truth and len(rows) > 2:
+        informed = post.n_comparisons > 0 or post.link is not None  # never statistics from no data
+        entry["judged"] = informed
+        if truth and len(rows) > 2 and informed:
             from scipy.stats import spearmanr
 
             values = [r["truth"] for r in rows]
@@ -429,28 +549,24 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
         config = RunConfig.model_validate(store.config)
         anchor = (reference_items(store.dataset(), config.reference.anchor, config.seed)[0]
                   if config.reference is not None else None)
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise OrchestratorError(f"{out.parent}: no such directory")
-    tmp = out.with_name(out.name + ".partial")
-    if fmt == "jsonl":
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                if row["status"] == "ok":
-                    fh.write(json.dumps(_log_line(row, anchor)) + "\n")
-    elif fmt == "csv":
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(_flat(row))
-    else:
+    binary = fmt == "parquet"
+    if binary:
         try:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
             raise OrchestratorError("--format parquet needs pyarrow: pip install 'llm-judge-orchestrator[parquet]'") from None
-        table = pa.Table.from_pylist([_flat(r) for r in rows]) if rows else pa.table({c: [] for c in CSV_COLUMNS})
-        pq.write_table(table, tmp)
-    tmp.replace(out)
+    with open_output(out, option="--out", inputs=[path], binary=binary) as fh:
+        if fmt == "jsonl":
+            for row in rows:
+                if row["status"] == "ok":
+                    fh.write(json.dumps(_log_line(row, anchor)) + "\n")
+        elif fmt == "csv":
+            writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(_flat(row))
+        else:
+            table = pa.Table.from_pylist([_flat(r) for r in rows]) if rows else pa.table({c: [] for c in CSV_COLUMNS})
+            pq.write_table(table, fh)
     return len(rows)

@@ -4,10 +4,12 @@ litellm reads API keys from environment variables (``OPENAI_API_KEY``, a profile
 ``api_key_env``, ...). Providers echo them in error messages ("Incorrect API key provided:
 sk-..."), and a judge may quote anything it was sent. Before a judgment is committed, and before
 an error is printed, every value of a secret-looking environment variable (name ending in
-``API_KEY``, ``_TOKEN``, ``_SECRET``, ``SECRET_KEY``, ``ACCESS_KEY`` or ``PASSWORD``; 8+
-characters), and of every variable a judge profile names in ``api_key_env``, is replaced by
-``[REDACTED NAME]``, and key-shaped strings (``sk-…``, ``Bearer …``, credentials in URLs) by
-``[REDACTED]``.
+``API_KEY``, ``_KEY``, ``_TOKEN``, ``_SECRET``, ``PASSWORD``, ``_PASS``, ``_PASSWD``, ``_PWD``,
+``_AUTH``, ``_CREDENTIAL(S)``, ``_COOKIE`` or ``_SESSION``; 8+ characters), of every variable a
+judge profile names in ``api_key_env`` (whatever its name; 4+ characters), and the password of
+any URL-valued variable is replaced by ``[REDACTED NAME]`` — by value, wherever it appears — and
+key-shaped strings (``sk-…``, ``Bearer …``, credentials in URLs) by ``[REDACTED]``. A run's
+stored config has its URL credentials redacted too (issue #16): ``resume --api-base`` gives them back.
 """
 
 from __future__ import annotations
@@ -27,14 +29,27 @@ def register_secret_env(name: str | None) -> None:
     if name:
         _REGISTERED.add(name)
 
-_SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD)$", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"(API_?KEY|_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|_PASS|_PASSWD|_PWD|_AUTH|"
+                          r"_CREDENTIALS?|_COOKIE|_SESSION)$", re.IGNORECASE)
 _KEY_SHAPES = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?<=Bearer )[A-Za-z0-9._\-]{16,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")
 
 
+_URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
+
+
 def secret_values(extra_names: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """``(name, value)`` of the secret-looking environment variables, longest value first."""
-    found = {(name, value) for name, value in os.environ.items()
-             if (_SECRET_NAME.search(name) or name in extra_names or name in _REGISTERED) and len(value) >= 8}
+    """``(name, value)`` of the secret environment variables, longest value first: every variable
+    a profile or config names (whatever its name; 4+ characters) and every secret-looking one
+    (8+ characters, so that short everyday values are not blanked out of judgments)."""
+    found = set()
+    for name, value in os.environ.items():
+        named = name in extra_names or name in _REGISTERED
+        if (named and len(value) >= 4) or (_SECRET_NAME.search(name) and len(value) >= 8):
+            found.add((name, value))
+        # credentials inside a URL-valued variable (https://user:pass@host): the password alone too
+        for password in _URL_PASSWORD.findall(value):
+            if len(password) >= 4:
+                found.add((name, password))
     return sorted(found, key=lambda nv: -len(nv[1]))
 
 
@@ -52,7 +67,7 @@ def redact_json(obj: Any) -> Any:
     """The same on every string inside a JSON-like structure (a raw provider response)."""
     if isinstance(obj, str):
         return redact(obj)
-    if isinstance(obj, list):
+    if isinstance(obj, (list, tuple)):
         return [redact_json(x) for x in obj]
     if isinstance(obj, dict):
         return {k: redact_json(v) for k, v in obj.items()}

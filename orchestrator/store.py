@@ -23,13 +23,16 @@ leaves a consistent file (SQLite's journal) that :func:`open_run` resumes.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
 import sqlite_utils
 from filelock import FileLock, Timeout
@@ -54,15 +57,22 @@ class Spend:
     usd: float = 0.0
 
 
-def _connect(path: Path) -> sqlite_utils.Database:
+def _connect(path: Path, *, wal: bool = True) -> sqlite_utils.Database:
+    """A writer's connection. ``wal=False`` (a new file being built) uses a rollback journal: every
+    write then reaches the file itself or fails loudly, where a WAL checkpoint that cannot write
+    (a full disk) would fail quietly and leave the data in a side file."""
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
     db = sqlite_utils.Database(conn)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA journal_mode=WAL" if wal else "PRAGMA journal_mode=DELETE")
         db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
         db.execute("PRAGMA foreign_keys=ON")
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if "readonly" in str(exc) or "read-only" in str(exc) or not os.access(path, os.W_OK) \
+                or not os.access(path.resolve().parent, os.W_OK):
+            raise OrchestratorError(f"{path}: the run file is on read-only storage ({exc}); status, rank and export "
+                                    "read it there, and a copy on writable storage can be resumed") from None
         raise OrchestratorError(f"{path}: not a run file ({exc})") from None
     return db
 
@@ -108,7 +118,7 @@ def p_first(judgment: Judgment) -> float | None:
 class RunStore:
     """An open run file. Use :func:`create_run` / :func:`open_run`; close with :meth:`close`."""
 
-    def __init__(self, path: Path, db: sqlite_utils.Database, lock: FileLock | None):
+    def __init__(self, path: Path, db: sqlite_utils.Database, lock: "RunLock | None"):
         self.path = path
         self.db = db
         self._lock = lock
@@ -204,7 +214,7 @@ class RunStore:
             "status": judgment.status,
             "probs": json.dumps(judgment.probs), "p_first": p_first(judgment) if judgment.status == "ok" else None,
             "method": judgment.method, "capped": json.dumps(judgment.capped), "unresolved": json.dumps(judgment.unresolved),
-            "top_logprobs": json.dumps(judgment.top_logprobs), "text": redact(judgment.text),
+            "top_logprobs": json.dumps(redact_json(judgment.top_logprobs)), "text": redact(judgment.text),
             "raw": json.dumps(redact_json(judgment.raw)) if judgment.raw is not None else None,
             "prompt_tokens": judgment.prompt_tokens, "completion_tokens": judgment.completion_tokens,
             "cost_usd": judgment.cost_usd, "latency_s": judgment.latency_s, "attempts": attempts,
@@ -253,14 +263,61 @@ class RunStore:
         return list(self.db.query("select * from rounds order by round"))
 
 
-def _acquire(path: Path) -> FileLock:
+class RunLock:
+    """The one-writer lock of a run: an exclusive ``flock`` on the run file itself, so it follows
+    the file (its inode), not a name: a resume through a symlink or a hard link, or after a lock
+    file was deleted, meets the same lock. The kernel drops it when the process dies, so a
+    ``kill -9`` leaves no stale lock. (SQLite's own locks are POSIX byte-range locks, which are
+    independent of ``flock`` on Linux.)"""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self._fd: int | None = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise OrchestratorError(f"{path}: cannot open the run file ({exc.strerror})") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            self._fd = None
+            raise OrchestratorError(f"{path} is in use by another orchestrator process; "
+                                    "wait for it to finish or stop it first") from None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _creation_lock(path: Path) -> FileLock:
+    """Serialises two processes creating the same run name (the file does not exist yet)."""
     lock = FileLock(str(path) + ".lock")
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        raise OrchestratorError(f"{path} is in use by another orchestrator process (lock {path}.lock); "
+        raise OrchestratorError(f"{path} is in use by another orchestrator process; "
                                 "wait for it to finish or stop it first") from None
     return lock
+
+
+def _readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection. On read-only storage a WAL database whose ``-shm`` cannot be created
+    is opened as immutable, which is safe there: nothing can write it (and a leftover ``-wal``
+    with content rules that out, so then the ordinary error is reported)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=30.0)
+    try:
+        conn.execute("select count(*) from sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        wal = Path(f"{path}-wal")
+        if (wal.exists() and wal.stat().st_size > 0) or os.access(path.resolve().parent, os.W_OK):
+            raise
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30.0)
+        return conn
 
 
 def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset: Dataset, templates: dict[str, Template]) -> RunStore:
@@ -270,20 +327,31 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
         OrchestratorError: the file exists already (resume it instead) or cannot be written.
     """
     path = Path(path)
-    if path.exists():
+    if path.exists() or path.is_symlink():
         raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` "
                                 "or give the run another name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OrchestratorError(f"{path.parent}: cannot create the runs directory ({exc.strerror})") from None
-    lock = _acquire(path)
+    creating = _creation_lock(path)
+    if path.exists():
+        creating.release()
+        raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` "
+                                "or give the run another name")
     partial = path.with_name(path.name + ".creating")
-    partial.unlink(missing_ok=True)
-    db = _connect(partial)
     try:
+        partial.unlink(missing_ok=True)
+        db = _connect(partial, wal=False)
+    except BaseException:
+        creating.release()
+        raise
+    lock: RunLock | None = None
+    try:
+        lock = RunLock(partial)  # the lock follows the file through the rename below
         now = time.time()
-        # Written to a side file and renamed below, so no transaction is needed for atomicity.
+        # Written to a side file (rollback journal) and renamed below, so no transaction is needed
+        # for atomicity; the run switches to WAL when it is opened for writing.
         _create_schema(db)
         db["runs"].insert({"id": 1, "name": name, "config": json.dumps(config), "seed": seed,
                            "dataset_fingerprint": dataset.fingerprint(), "schema_version": SCHEMA_VERSION,
@@ -294,7 +362,6 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
         db["responses"].insert_all([{"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text,
                                      "human": json.dumps(r.human)}
                                     for by_cand in dataset.responses.values() for r in by_cand.values()])
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.conn.close()
         # The run file appears complete or not at all.
         partial.replace(path)
@@ -303,8 +370,12 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
     except BaseException:
         db.conn.close()
         partial.unlink(missing_ok=True)
-        lock.release()
+        if lock is not None:
+            lock.release()
         raise
+    finally:
+        creating.release()
+        Path(str(path) + ".lock").unlink(missing_ok=True)
     return RunStore(path, _connect(path), lock)
 
 
@@ -315,7 +386,10 @@ def _check_run_file(path: Path) -> None:
     with path.open("rb") as fh:
         if fh.read(16) != b"SQLite format 3\x00":
             raise OrchestratorError(f"{path}: not a run file (not an SQLite database)")
-    conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+    try:
+        conn = _readonly(path)
+    except sqlite3.DatabaseError as exc:
+        raise OrchestratorError(f"{path}: cannot open the run file ({exc})") from None
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
@@ -352,9 +426,9 @@ def open_run(path: str | Path, *, write: bool = True) -> RunStore:
     """
     path = Path(path)
     _check_run_file(path)
-    lock = _acquire(path) if write else None
+    lock = RunLock(path) if write else None
     try:
-        store = RunStore(path, _connect(path), lock)
+        store = RunStore(path, _connect(path) if write else sqlite_utils.Database(_readonly(path)), lock)
         if write:
             _migrate(store)
         if store.dataset().fingerprint() != store.run["dataset_fingerprint"]:

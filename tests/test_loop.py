@@ -126,10 +126,16 @@ def test_retries_honour_retry_after_and_permanent_failures_are_recorded(tmp_path
         db = sqlite3.connect(path)
         attempts = [a for (a,) in db.execute("select attempts from judgments order by round, key")]
         assert sum(attempts) == 8 + 2 and db.execute("select count(*) from judgments where status='ok'").fetchone()[0] == 8
-    # a server that always answers 400: permanent failures with the reason, the run still ends
+    # a server that always answers 400: permanent failures with the reason; the run ends as failed
+    # (issue #16: never "finished" from no data), and its file keeps every failure
+    from orchestrator.errors import RunFailed
+
     with FakeOpenAIServer(lambda body: (400, {}, {"error": {"message": "bad request"}})) as server:
-        path, reason = _run(tmp_path, server, data, name="bad", max_calls=6)
+        with pytest.raises(RunFailed, match="no judgment succeeded.*bad_request"):
+            _run(tmp_path, server, data, name="bad", max_calls=6)
+        path = tmp_path / "runs" / "bad.sqlite"
         db = sqlite3.connect(path)
+        assert db.execute("select status from runs").fetchone()[0] == "failed"
         rows = db.execute("select status, error_type, attempts from judgments").fetchall()
         assert len(rows) == 6 and {r[:2] for r in rows} == {("failed", "bad_request")} and {r[2] for r in rows} == {1}
         assert db.execute("select count(*) from requests where status = 'failed'").fetchone()[0] == 6

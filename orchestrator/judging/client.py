@@ -9,6 +9,7 @@ failed call: the :class:`Judgment` records status, error and whether a retry cou
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ __all__ = ["JudgeProfile", "JudgeRequest", "Judgment", "Judge", "LiteLLMJudge", 
 class JudgeProfile(BaseModel):
     """A judge as data (``judges/<name>.toml``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     model: str
@@ -45,11 +46,12 @@ class JudgeProfile(BaseModel):
     """Without logprobs: verdicts sampled this many times to estimate the distribution."""
     embedded: str | None = None
     """Key of a local llama.cpp model started by ``orchestrator judge serve``."""
-    price_input_per_mtok: float | None = None
-    price_output_per_mtok: float | None = None
+    price_input_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
+    price_output_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
     params: dict[str, Any] = Field(default_factory=dict)
     """Extra completion parameters (temperature, seed, ...)."""
-    timeout_s: float = 120.0
+    timeout_s: float = Field(default=120.0, gt=0, le=86400)
+    """Seconds one call may take."""
 
 
 def profile_dirs(extra: list[Path] | None = None) -> list[Path]:
@@ -63,7 +65,11 @@ def get_profile(name: str, dirs: list[Path] | None = None) -> JudgeProfile:
     Raises:
         OrchestratorError: unknown profile or invalid file.
     """
-    return load_toml_model(find_data_file(name, profile_dirs(dirs), "judge profile"), JudgeProfile, "judge profile")
+    from ..secrets import register_secret_env
+
+    profile = load_toml_model(find_data_file(name, profile_dirs(dirs), "judge profile"), JudgeProfile, "judge profile")
+    register_secret_env(profile.api_key_env)  # redacted by value from everything stored or printed
+    return profile
 
 
 class JudgeRequest(BaseModel):
@@ -121,6 +127,60 @@ class Judge(Protocol):
     async def judge(self, request: JudgeRequest) -> Judgment: ...
 
 
+MAX_TOKENS_PER_CALL = 10_000_000
+"""Usage figures above this (or negative, or not numbers) are not believed: clamped and noted."""
+MAX_USD_PER_CALL = 1_000.0
+
+
+def parse_retry_after(value: Any) -> float | None:
+    """Seconds from a ``Retry-After`` header: a finite number ≥ 0, else None (``nan``, ``inf``, an
+    HTTP date or garbage fall back to the backoff policy, whose cap then applies)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def sane_usage(usage: Any) -> tuple[int, int, str | None]:
+    """``(prompt_tokens, completion_tokens, note)`` from a provider's usage object: each a whole
+    number in ``[0, MAX_TOKENS_PER_CALL]``; anything else is clamped and the note says so."""
+    usage = usage if isinstance(usage, dict) else {}
+    out, bad = [], []
+    for field in ("prompt_tokens", "completion_tokens"):
+        raw = usage.get(field)
+        try:
+            value = float(raw) if raw is not None else 0.0
+        except (TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or value > MAX_TOKENS_PER_CALL:
+            bad.append(f"{field}={raw!r}")
+            value = 0.0 if not math.isfinite(value) or value < 0 else float(MAX_TOKENS_PER_CALL)
+        out.append(int(value))
+    return out[0], out[1], (f"implausible usage from the provider ({', '.join(bad)}) clamped" if bad else None)
+
+
+def sane_cost(cost: Any) -> tuple[float, str | None]:
+    """A call's USD cost: finite and in ``[0, MAX_USD_PER_CALL]``, else clamped with a note."""
+    try:
+        value = float(cost)
+    except (TypeError, ValueError):
+        value = math.nan
+    if math.isfinite(value) and 0 <= value <= MAX_USD_PER_CALL:
+        return value, None
+    clamped = MAX_USD_PER_CALL if value > MAX_USD_PER_CALL else 0.0
+    return clamped, f"implausible cost {cost!r} clamped to {clamped}"
+
+
+def error_text(exc: BaseException, limit: int = 500) -> str:
+    """``Type: message`` of a failed call on one line, without the traceback text some provider
+    libraries put into their messages."""
+    message = str(exc).split("Traceback (most recent call last)")[0]
+    return " ".join(f"{type(exc).__name__}: {message}".split())[:limit]
+
+
 def _classify(exc: BaseException) -> tuple[str, bool, float | None]:
     """(error type, retryable, Retry-After seconds) for an exception raised by litellm."""
     import litellm
@@ -128,10 +188,7 @@ def _classify(exc: BaseException) -> tuple[str, bool, float | None]:
     retry_after = None
     # litellm keeps the provider's headers on the exception; its .response may be a stub
     headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None) or {}
-    try:
-        retry_after = float(headers.get("retry-after")) if headers.get("retry-after") is not None else None
-    except (TypeError, ValueError):
-        retry_after = None
+    retry_after = parse_retry_after(headers.get("retry-after"))
     if isinstance(exc, litellm.RateLimitError):
         return "rate_limit", True, retry_after
     if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError)):
@@ -209,36 +266,50 @@ class LiteLLMJudge:
                 responses.append(await litellm.acompletion(**self._kwargs(request)))
         except Exception as exc:  # a failed call is data, not a crash
             kind, retryable, retry_after = _classify(exc)
-            return Judgment(**base, status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}", error_type=kind,
+            return Judgment(**base, status="failed", error=error_text(exc), error_type=kind,
                             retryable=retryable, retry_after_s=retry_after, latency_s=time.perf_counter() - started)
         latency = time.perf_counter() - started
-        dumps = [r.model_dump() if hasattr(r, "model_dump") else dict(r) for r in responses]
-        usages = [((d.get("usage") or {}).get("prompt_tokens") or 0, (d.get("usage") or {}).get("completion_tokens") or 0) for d in dumps]
+        try:
+            return await self._read(request, responses, base, latency)
+        except Exception as exc:  # an answer we cannot read is a failed judgment, not a crash; its tokens were billed
+            usages = [sane_usage(_dump(r).get("usage")) for r in responses]
+            return Judgment(**base, status="failed", error=f"unreadable answer: {type(exc).__name__}: {str(exc)[:300]}",
+                            error_type="unparsed", latency_s=latency, prompt_tokens=sum(u[0] for u in usages),
+                            completion_tokens=sum(u[1] for u in usages))
+
+    async def _read(self, request: JudgeRequest, responses: list, base: dict, latency: float) -> Judgment:
+        template = request.template
+        dumps = [_dump(r) for r in responses]
+        usages = [sane_usage(d.get("usage")) for d in dumps]
         prompt_tokens = sum(u[0] for u in usages)
         completion_tokens = sum(u[1] for u in usages)
-        cost = sum(self._cost(r, *u) for r, u in zip(responses, usages))
+        costs = [sane_cost(self._cost(r, u[0], u[1])) for r, u in zip(responses, usages)]
+        cost = sum(c for c, _ in costs)
+        warnings = [u[2] for u in usages if u[2]] + [n for _, n in costs if n]
         prefill = next((m["content"] for m in request.messages if m["role"] == "assistant"), None) if self.profile.prefill else None
         extractions = [
             extract_options(d, read=template.read, markers=template.markers, option_sets=template.option_sets(), prefill=prefill)
             for d in dumps
         ]
         text = ((dumps[0].get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-        common = dict(**base, text=text, raw=dumps[0] if len(dumps) == 1 else {"samples": dumps},
+        common = dict(**base, text=text if isinstance(text, str) else str(text), raw=dumps[0] if len(dumps) == 1 else {"samples": dumps},
                       prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost, latency_s=latency)
         first = extractions[0]
         if len(extractions) > 1:  # sampled verdicts: the option distribution is their average
             good = [e for e in extractions if e.readings]
             if not good:
-                return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs)
+                return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs,
+                                note=_notes(*warnings))
             n_reads = min(len(e.readings) for e in good)
             probs = [
                 {o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs}
                 for k in range(n_reads)
             ]
-            return Judgment(**common, status="ok", probs=probs, method="samples",
-                            note=f"{len(good)} of {len(extractions)} samples parsed")
+            return _checked(Judgment(**common, status="ok", probs=probs, method="samples",
+                                     note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings)))
         if not first.readings:
-            return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs)
+            return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs,
+                            note=_notes(*warnings))
         readings = list(first.readings)
         if readings[0].unresolved and template.read == "first_token" and self.profile.prefill:
             readings[0], extra_cost = await self._resolve_prefixes(request, readings[0])
@@ -247,7 +318,7 @@ class LiteLLMJudge:
         note = first.note
         if len(readings) < expected:
             note = ((note + "; ") if note else "") + f"read {len(readings)} of {expected} expected scores"
-        return Judgment(
+        return _checked(Judgment(
             **common,
             status="ok",
             probs=[r.probs for r in readings],
@@ -255,8 +326,8 @@ class LiteLLMJudge:
             capped=[list(r.capped) for r in readings],
             unresolved=[list(r.unresolved) for r in readings],
             top_logprobs=first.top_logprobs,
-            note=note,
-        )
+            note=_notes(note, *warnings),
+        ))
 
     async def _resolve_prefixes(self, request: JudgeRequest, reading: OptionReading) -> tuple[OptionReading, float]:
         """For two-token options the judge did not take (``10`` when it answered ``8``), continue
@@ -277,10 +348,31 @@ class LiteLLMJudge:
                 response = await litellm.acompletion(**kwargs)
             except Exception:  # keep the unresolved reading; it is flagged already
                 continue
-            dump = response.model_dump() if hasattr(response, "model_dump") else dict(response)
-            usage = dump.get("usage") or {}
-            cost += self._cost(response, usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+            dump = _dump(response)
+            prompt_tokens, completion_tokens, _ = sane_usage(dump.get("usage"))
+            cost += sane_cost(self._cost(response, prompt_tokens, completion_tokens))[0]
             share = continuation_mass(dump, long[len(short):])
             if share is not None:
                 reading = split_prefix(reading, short, long, share)
         return reading, cost
+
+
+def _dump(response: Any) -> dict:
+    if hasattr(response, "model_dump"):
+        return response.model_dump()
+    return dict(response) if response is not None else {}
+
+
+def _notes(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
+
+
+def _checked(judgment: Judgment) -> Judgment:
+    """A judgment whose option probabilities are not finite non-negative numbers with a positive
+    sum is a failure (``unparsed``), never an ``ok`` row that breaks every later fit."""
+    for probs in judgment.probs:
+        values = list(probs.values())
+        if not values or not all(math.isfinite(v) and v >= 0 for v in values) or not sum(values) > 0:
+            return judgment.model_copy(update={"status": "failed", "probs": [], "error_type": "unparsed",
+                                               "error": f"the option probabilities are not numbers: {probs}"[:500]})
+    return judgment

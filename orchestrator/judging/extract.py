@@ -39,6 +39,9 @@ class OptionReading:
     """Options absent from the top-k, given the smallest returned log-probability."""
     unresolved: tuple[str, ...] = ()
     """Multi-token options whose share of a shared prefix could not be read."""
+    option_mass: float | None = None
+    """Probability mass the judge put on the options at this position before normalisation
+    (log-probability reads); well below 1 means it mostly wanted to say something else."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,42 @@ def read_positions(tokens: list[str], read: str, markers: list[str]) -> list[int
     return positions
 
 
+LOW_OPTION_MASS = 0.5
+"""Below this option mass a reading is flagged in the judgment's note (``low option mass``)."""
+
+
+def _valid_logprob(value) -> float | None:
+    """A log-probability as a float, or None when it is not one: not a number, NaN, +inf, or
+    clearly positive (a provider bug). −inf is probability 0; a tiny positive value (rounding) is 0."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(value) or value > 1e-3:
+        return None
+    return min(value, 0.0)
+
+
+def sanitise_content(content: list) -> tuple[list[dict], int]:
+    """The ``logprobs.content`` list with every alternative that is not a valid log-probability
+    removed (and malformed entries skipped); returns it and how many were removed."""
+    clean, dropped = [], 0
+    for entry in content:
+        if not isinstance(entry, dict):
+            dropped += 1
+            continue
+        alts = []
+        for alt in entry.get("top_logprobs") or []:
+            value = _valid_logprob(alt.get("logprob")) if isinstance(alt, dict) else None
+            if value is None or not isinstance(alt.get("token"), str):
+                dropped += 1
+                continue
+            alts.append({"token": alt["token"], "logprob": value})
+        token = entry.get("token")
+        clean.append({**entry, "token": token if isinstance(token, str) else "", "top_logprobs": alts})
+    return clean, dropped
+
+
 def _masses(entry: dict) -> dict[str, float]:
     """Normalised token → probability mass summed over variants, from one position's top-k."""
     out: dict[str, float] = {}
@@ -84,7 +123,7 @@ def _masses(entry: dict) -> dict[str, float]:
 def _read_at(content: list[dict], pos: int, options: list[str]) -> OptionReading:
     entry = content[pos]
     masses = _masses(entry)
-    floor = min((alt["logprob"] for alt in entry.get("top_logprobs") or []), default=-30.0)
+    floor = max(min((alt["logprob"] for alt in entry.get("top_logprobs") or []), default=-30.0), -745.0)
     keyed = {_norm(o): o for o in options}
     probs = {o: 0.0 for o in options}
     unresolved: list[str] = []
@@ -118,11 +157,13 @@ def _read_at(content: list[dict], pos: int, options: list[str]) -> OptionReading
             if len(longer) > 1:
                 unresolved += longer
     capped = tuple(o for o in options if probs[o] == 0.0 and o not in unresolved)
+    mass = sum(probs.values())
     for o in capped:
-        probs[o] = math.exp(floor)
+        probs[o] = math.exp(floor) or 5e-324  # (at least the smallest float: the total stays > 0)
     total = sum(probs.values())
     return OptionReading(
-        {o: p / total for o, p in probs.items()}, "logprobs", pos, capped, tuple(dict.fromkeys(unresolved))
+        {o: p / total for o, p in probs.items()}, "logprobs", pos, capped, tuple(dict.fromkeys(unresolved)),
+        option_mass=min(1.0, mass),
     )
 
 
@@ -166,9 +207,14 @@ def extract_options(
         choice = response["choices"][0]
     except (KeyError, IndexError, TypeError):
         return Extraction([], error="response has no choices")
+    if not isinstance(choice, dict):
+        return Extraction([], error="response has no choices")
     text = (choice.get("message") or {}).get("content") or ""
-    content = ((choice.get("logprobs") or {}).get("content")) or []
-    top = [[(alt["token"], float(alt["logprob"])) for alt in (e.get("top_logprobs") or [])] for e in content]
+    if not isinstance(text, str):
+        text = str(text)
+    content, dropped = sanitise_content(((choice.get("logprobs") or {}).get("content")) or [])
+    top = [[(alt["token"], alt["logprob"]) for alt in e["top_logprobs"]] for e in content]
+    invalid = f"{dropped} invalid log-probabilities dropped (NaN, +inf or positive)" if dropped else None
     if content and any(e.get("top_logprobs") for e in content):
         tokens = [e.get("token", "") for e in content]
         positions = read_positions(tokens, read, markers)
@@ -179,15 +225,25 @@ def extract_options(
                 continue  # no option in the top-k here: not an answer position (e.g. '"score": "' in prose)
             readings.append(reading)
         if readings:
-            return Extraction(readings, top)
+            low = [r.option_mass for r in readings if r.option_mass is not None and r.option_mass < LOW_OPTION_MASS]
+            notes = [invalid] if invalid else []
+            if low:
+                notes.append(f"low option mass {min(low):.3f}: the judge put most of its probability on tokens that "
+                             "are not options; the options were renormalised")
+            return Extraction(readings, top, note="; ".join(notes) or None)
         verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
         if verdicts:
-            return Extraction(verdicts, top, note="no option among the top log-probabilities at the read position; verdict parsed from text")
-        return Extraction([], top, error=f"no answer option found in {text[:120]!r}")
+            return Extraction(verdicts, top, note=_join(invalid, "no option among the top log-probabilities at the read "
+                                                                  "position; verdict parsed from text"))
+        return Extraction([], top, error=_join(f"no answer option found in {text[:120]!r}", invalid))
     verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
     if verdicts:
-        return Extraction(verdicts, top, note="judge returned no log-probabilities; verdict parsed from text")
-    return Extraction([], top, error=f"no log-probabilities and no parsable verdict in {text[:120]!r}")
+        return Extraction(verdicts, top, note=_join(invalid, "judge returned no log-probabilities; verdict parsed from text"))
+    return Extraction([], top, error=_join(f"no log-probabilities and no parsable verdict in {text[:120]!r}", invalid))
+
+
+def _join(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
 
 
 def continuation_mass(response: dict, remainder: str) -> float | None:
@@ -197,6 +253,9 @@ def continuation_mass(response: dict, remainder: str) -> float | None:
         content = response["choices"][0]["logprobs"]["content"]
     except (KeyError, IndexError, TypeError):
         return None
+    if not isinstance(content, list) or not content:
+        return None
+    content, _ = sanitise_content(content)
     if not content:
         return None
     return _masses(content[0]).get(_norm(remainder), 0.0)

@@ -68,8 +68,8 @@ def sigma_beta(alpha: float = 0.0, beta: float = 0.0) -> Expert:
 
     ``α = β = 0`` is the soft Bradley–Terry expert of Liusie et al. (2024c).
     """
-    if alpha < 0 or beta < 0:
-        raise ValueError(f"sigma_beta needs alpha, beta >= 0 (got {alpha}, {beta})")
+    if not (0 <= alpha < math.inf and 0 <= beta < math.inf):  # (NaN fails every comparison)
+        raise ValueError(f"sigma_beta needs finite alpha, beta >= 0 (got {alpha}, {beta})")
 
     def log_density(d: Tensor, p: Tensor) -> Tensor:
         return (p + alpha) * logsigmoid(d) + (1.0 - p + beta) * logsigmoid(-d)
@@ -141,7 +141,10 @@ def get_expert(name: str) -> Expert:
             alpha, beta = (float(x) for x in key[5:].split(","))
         except ValueError:
             raise ValueError(f"expert {name!r}: expected beta:<alpha>,<beta>, e.g. beta:0.5,0.5") from None
-        return sigma_beta(alpha, beta)
+        try:
+            return sigma_beta(alpha, beta)
+        except ValueError:
+            raise ValueError(f"expert {name!r}: alpha and beta must be finite numbers >= 0, e.g. beta:0.5,0.5") from None
     raise ValueError(f"unknown expert {name!r}; choose one of {', '.join(EXPERT_NAMES)}")
 
 

@@ -130,6 +130,9 @@ def newton_map(
 
 def _damped_cholesky(hess: Tensor) -> tuple[Tensor, float]:
     """Cholesky of ``hess + λI`` with the smallest λ in ``{0, 1e-6·s, 1e-5·s, ...}`` that works."""
+    if not bool(torch.isfinite(hess).all()):
+        # (a NaN scale would make the damping loop below run for ever)
+        raise FloatingPointError("PoE Hessian is not finite; check the judge probabilities and the expert's parameters")
     chol, info = torch.linalg.cholesky_ex(hess)
     if int(info) == 0:
         return chol, 0.0
