@@ -42,7 +42,7 @@ from judgekit import (  # noqa: E402
 
 from orchestrator import runs  # noqa: E402
 from orchestrator.judging.testserver import FAULT_KINDS, FakeOpenAIServer, FaultPlan  # noqa: E402
-from orchestrator.replay import replay_files  # noqa: E402
+from orchestrator.offline.replay import replay_files  # noqa: E402
 
 
 def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.fit_simplex import load_absolute_judgments
+from orchestrator.offline.fit_simplex import load_absolute_judgments
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex
 from orchestrator.simplex.prior import confusion_matrix, edge_concentrations
 

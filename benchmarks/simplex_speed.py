@@ -14,7 +14,7 @@ scores), of the expected scores, and the maximum over every parameter.
 import argparse
 from pathlib import Path
 
-from orchestrator.fit_simplex import load_absolute_judgments
+from orchestrator.offline.fit_simplex import load_absolute_judgments
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex
 from orchestrator.simplex.simulate import from_model
 

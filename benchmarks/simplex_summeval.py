@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.fit_simplex import load_absolute_judgments, summarise, truth_scores
+from orchestrator.offline.fit_simplex import load_absolute_judgments, summarise, truth_scores
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex, sensitivity_sweep
 from orchestrator.simplex import baselines as B
 

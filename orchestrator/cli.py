@@ -70,19 +70,19 @@ def replay(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
+    from .api import replay as replay_api
     from .outputs import check_output
-    from .replay import replay_files
 
     if plot is not None:
         check_output(plot, option="--plot", inputs=[log, responses])
 
     with _progress(as_json) as progress:
         task = progress.add_task("replaying", total=None)
-        report = replay_files(
+        report = replay_api(
             log,
-            responses,
-            truth,
-            strategy,
+            responses=responses,
+            truth=truth,
+            strategy=strategy,
             scope=scope,
             judge=judge,
             expert=expert,
@@ -318,14 +318,14 @@ def run_cmd(
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
-    from . import runs
+    from . import api
     from .config import load_config
 
     cfg = load_config(config)
     if runs_dir is not None:
         cfg = cfg.model_copy(update={"runs_dir": runs_dir})
     if dry_run:
-        estimate = runs.dry_run(runs.prepare(cfg))
+        estimate = api.dry_run(cfg)
         table = Table(title=f"dry run: {config} (nothing sent)")
         table.add_column("item")
         table.add_column("value", justify="right")
@@ -336,12 +336,12 @@ def run_cmd(
     display, on_event = _run_display(cfg.budget.max_calls)
     try:
         with display:
-            path, reason = runs.start(cfg, progress=on_event)
+            path, reason = api.start(cfg, progress=on_event)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
         raise typer.Exit(130)
     err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
-    _print_ranking(runs.ranking(path), limit_groups=3)
+    _print_ranking(api.ranking(path), limit_groups=3)
 
 
 @app.command("resume")
@@ -351,20 +351,20 @@ def resume_cmd(
                                            "dispatch.api_base carried credentials (they are not stored)."),
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
-    from . import runs
+    from . import api
 
     display, on_event = _run_display(None)
     try:
         with display:
-            reason = runs.resume(run, progress=on_event, api_base=api_base)
+            reason = api.resume(run, progress=on_event, api_base=api_base)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {run}")
         raise typer.Exit(130)
     if reason is None:
-        err_console.print(f"{run}: the run has already finished ({runs.status(run)['stop_reason']}); nothing to do")
+        err_console.print(f"{run}: the run has already finished ({api.status(run)['stop_reason']}); nothing to do")
         return
     err_console.print(f"finished: {reason}")
-    _print_ranking(runs.ranking(run), limit_groups=3)
+    _print_ranking(api.ranking(run), limit_groups=3)
 
 
 @app.command("status")
@@ -373,9 +373,9 @@ def status_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Budget spent, rounds, requests, failures, current ranking and its uncertainty."""
-    from . import runs
+    from . import api
 
-    summary = runs.status(run)
+    summary = api.status(run)
     if as_json:
         print(json.dumps(summary))
         return
@@ -415,11 +415,11 @@ def rank_cmd(
     level: float = typer.Option(0.95, "--level", help="Rank interval level.", parser=_finite("--level")),
 ) -> None:
     """The ranking with rank intervals (PoE posterior on every committed judgment)."""
-    from . import runs
+    from . import api
 
     if not 0 < level < 1:
         raise OrchestratorError(f"--level must be in (0, 1) (got {level})")
-    report = runs.ranking(run, level=level)
+    report = api.ranking(run, level=level)
     if as_json:
         print(json.dumps(report))
         return
@@ -434,9 +434,9 @@ def export_cmd(
     include_failed: bool = typer.Option(False, "--include-failed", help="csv/parquet: also the permanent failures."),
 ) -> None:
     """Export the judgments: JSONL judgment log (what `orchestrator replay` reads), CSV or Parquet."""
-    from . import runs
+    from . import api
 
-    n = runs.export(run, fmt, out, include_failed=include_failed)
+    n = api.export(run, out=out, fmt=fmt, include_failed=include_failed)
     err_console.print(f"wrote {n} judgments to {out}")
 
 
@@ -470,14 +470,13 @@ def fit_raee_cmd(
                                                 "curve (subsampling each candidate's prompts) to this PNG."),
 ) -> None:
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics."""
-    from .fit import fit_raee, format_raee, plot_raee, plot_se_curve, se_curve
+    from . import api
+    from .fit import format_raee, plot_raee, plot_se_curve, se_curve
 
     _one_source(run, log)
     _check_outputs(se_curve_png, plot, [run, log])
-    if population is not None and population < 1:
-        raise OrchestratorError(f"--population must be at least 1 (got {population})")
-    report = fit_raee(run or log, log=log is not None, soft=soft, judges=judge or None, level=level,
-                      population=population, icc_threshold=icc_threshold, abstain_sd=abstain_sd, pool_all=pool_all)
+    report = api.fit_raee(run, log=log, judge=judge, soft=soft, level=level, population=population,
+                          icc_threshold=icc_threshold, abstain_sd=abstain_sd, pool_all=pool_all)
     paths = plot_raee(report, plot) if plot is not None else []
     if se_curve_png is not None:
         curves = se_curve(run or log, log=log is not None, judges=judge or None)
@@ -564,8 +563,8 @@ def fit_simplex_cmd(
                                            "e.g. 1,1,2,2,3 (default for M = 5)."),
 ) -> None:
     """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
-    from .fit_simplex import format_simplex, run_simplex, truth_scores
-    from .simplex import SimplexSettings
+    from . import api
+    from .offline.fit_simplex import format_simplex, truth_scores
 
     _one_source(run, log)
     _check_outputs(None, plot, [run, log])
@@ -574,16 +573,15 @@ def fit_simplex_cmd(
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
     mapping = _numbers(collapse, "--collapse", int)
-    settings = SimplexSettings(omega=_hyper(omega, "--omega"), beta_max=_hyper(beta_max, "--beta-max"),
-                               delta=tuple(_numbers(delta, "--delta")) if delta else None,
-                               self_preference=self_preference, soft=soft, chains=chains, warmup=warmup, draws=draws,
-                               seed=seed)
+    omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
+    delta_value = tuple(_numbers(delta, "--delta") or ()) or None
     known_truth = truth_scores(responses, truth) if responses is not None else None
     interactive = sys.stderr.isatty() and not as_json
-    report, fit, data, _ = run_simplex(
-        run or log, log=log is not None, levels=levels, settings=settings, judges=judge or None,
-        self_judging=self_judging, sweep=sweep, truth=known_truth, truth_field=truth, level=level,
-        progress=interactive, sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None)
+    report, fit, data, _ = api.fit_simplex(
+        run, log=log, levels=levels, omega=omega_value, beta_max=beta_max_value, delta=delta_value, self_judging=self_judging,
+        self_preference=self_preference, soft=soft, judge=judge, sweep=sweep, chains=chains, warmup=warmup,
+        draws=draws, seed=seed, truth=known_truth, truth_field=truth, level=level, progress=interactive,
+        sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None)
     paths = []
     if plot is not None:
         from .simplex.plots import rank_plot, sensitivity_plot, simplex_plot

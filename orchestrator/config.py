@@ -28,8 +28,11 @@ class DataConfig(_Section):
     """prompts.jsonl (``{id, text, reference?}``)."""
     responses: Path
     """responses.jsonl (``{prompt_id, candidate, text, human?}``)."""
-    scope: Literal["per_prompt", "global"] = "per_prompt"
-    """``per_prompt``: rank each prompt's responses; ``global``: rank candidates across prompts."""
+    scope: Literal["per_prompt", "global", "items"] = "per_prompt"
+    """``per_prompt``: rank each prompt's responses; ``global``: rank candidates across prompts;
+    ``items``: rank every response as its own item (``prompt::candidate``) in one posterior —
+    compared only with responses to the same prompt, linked across prompts by absolute scores
+    (``absolute_warm_start``)."""
     prompt_ids: list[str] | None = None
     """Only these prompts (default: all)."""
     first: int | None = Field(default=None, ge=1)

@@ -5,12 +5,17 @@ hits. Unset (always, outside the tests), a failpoint is one dictionary lookup.
 
 Points: ``commit_judgment`` (judgment row written, request not yet marked done, transaction open),
 ``add_round`` (round row written, its requests not yet), ``refit`` (between two groups' fits).
+
+``ORCHESTRATOR_STALL="name:N"`` instead makes the N-th hit spin the CPU in Python for 60 s: a
+stand-in for a long posterior update, to test that signals still work during CPU-bound work.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 from collections import Counter
 
 __all__ = ["failpoint", "POINTS"]
@@ -29,13 +34,21 @@ def _parse(spec: str | None) -> dict[str, int]:
 
 
 _ARMED = _parse(os.environ.get("ORCHESTRATOR_FAILPOINTS"))
+_STALLS = _parse(os.environ.get("ORCHESTRATOR_STALL"))
 _hits: Counter = Counter()
+STALL_S = 60.0
 
 
 def failpoint(name: str) -> None:
-    """SIGKILL this process if ``name`` is armed and this is its N-th hit."""
-    if not _ARMED:
+    """SIGKILL this process if ``name`` is armed and this is its N-th hit (or stall there)."""
+    if not _ARMED and not _STALLS:
         return
     _hits[name] += 1
     if _hits[name] == _ARMED.get(name):
         os.kill(os.getpid(), signal.SIGKILL)
+    if _hits[name] == _STALLS.get(name):
+        sys.stderr.write(f"failpoint: stalling at {name}\n")
+        sys.stderr.flush()
+        deadline = time.perf_counter() + STALL_S
+        while time.perf_counter() < deadline:  # pure Python: signal handlers run between bytecodes
+            pass

@@ -31,12 +31,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
-from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
 from .config import RunConfig
 from .dataset import Dataset
 from .errors import OrchestratorError, RunFailed
-from .judging.client import Judge, JudgeProfile, JudgeRequest, Judgment, error_text
+from .judging.client import Judge, JudgeProfile, JudgeRequest, Judgment
+from .judging.dispatch import RetryPolicy, call_with_retries
 from .judging.templates import Template
 from .poe import (
     Observations,
@@ -60,9 +60,10 @@ from .raee_report import reference_wtl
 from .failpoints import failpoint
 from .record import request_key
 from .records import level_distribution
+from .offline.replay import item_name
 from .store import RunStore, Spend
 
-__all__ = ["Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_group",
+__all__ = ["ITEMS", "Group", "RunEngine", "RunEvent", "build_groups_for", "group_observations", "worst_case", "fit_group",
            "fit_groups", "judge_price", "judge_prices", "reference_items", "DATASET_ANCHOR"]
 
 DATASET_ANCHOR = "reference"
@@ -75,19 +76,58 @@ MESSAGE_OVERHEAD_TOKENS = 16
 """Chat-template tokens per message added on top of the content (generous for known templates)."""
 
 
+ITEMS = "items"
+"""The key of the one group of the ``items`` scope."""
+
+
 @dataclass
 class Group:
-    """One posterior: the responses of a prompt (``per_prompt``) or all candidates (``global``)."""
+    """One posterior: the responses of a prompt (``per_prompt``), all candidates (``global``), or
+    every response as its own item (``items``, named ``prompt::candidate``, see :func:`item_name`)."""
 
     key: str
     names: list[str]
     index: dict[str, int]
     prompts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     """``global``: unordered candidate pair (sorted) → prompts where both responded."""
+    origin: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """``items``: item name → (prompt, candidate)."""
+
+    def member(self, prompt_id: str, candidate: str) -> str | None:
+        """The name under which a prompt's response is ranked here (None: not a member)."""
+        if self.key == ITEMS:
+            name: str | None = item_name(prompt_id, candidate)
+        elif self.key == "global":
+            name = candidate
+        else:
+            name = candidate if prompt_id == self.key else None
+        return name if name is not None and name in self.index else None
+
+    def candidate(self, name: str) -> str:
+        """The candidate a member stands for (itself, except for items)."""
+        return self.origin[name][1] if self.key == ITEMS else name
+
+    def pair_prompts(self, a: str, b: str) -> list[str]:
+        """Prompts on which members ``a`` and ``b`` can be compared (items: only their own prompt,
+        and only when it is the same one)."""
+        if self.key == ITEMS:
+            (pa, _), (pb, _) = self.origin[a], self.origin[b]
+            return [pa] if pa == pb else []
+        if self.key == "global":
+            return self.prompts.get((min(a, b), max(a, b)), [])
+        return [self.key]
+
+    def absolute_prompts(self, name: str, dataset: Dataset) -> list[str]:
+        """Prompts on which a member can be scored alone."""
+        if self.key == ITEMS:
+            return [self.origin[name][0]]
+        if self.key == "global":
+            return [p for p, by_cand in dataset.responses.items() if name in by_cand]
+        return [self.key]
 
 
 def build_groups_for(dataset: Dataset, scope: str) -> list[Group]:
-    """The posteriors of a run: one per prompt, or one over all candidates."""
+    """The posteriors of a run: one per prompt, one over all candidates, or one over all responses."""
     if scope == "per_prompt":
         out = []
         for pid, by_cand in dataset.responses.items():
@@ -103,7 +143,11 @@ def build_groups_for(dataset: Dataset, scope: str) -> list[Group]:
                 for y in range(x + 1, len(cands)):
                     prompts[(cands[x], cands[y])].append(pid)
         return [Group("global", names, {n: k for k, n in enumerate(names)}, dict(prompts))]
-    raise OrchestratorError(f"scope {scope!r} is not supported by the loop (use per_prompt or global)")
+    if scope == ITEMS:
+        origin = {item_name(pid, c): (pid, c) for pid, by_cand in dataset.responses.items() for c in sorted(by_cand)}
+        names = list(origin)
+        return [Group(ITEMS, names, {n: k for k, n in enumerate(names)}, origin=origin)]
+    raise OrchestratorError(f"scope {scope!r} is not supported by the loop (use per_prompt, global or items)")
 
 
 def group_observations(
@@ -120,11 +164,11 @@ def group_observations(
     waiting: dict[tuple[str, str, str, str], float] = {}
     combined: dict[tuple[str, str, str, str], int] = {}
     for row in judgments:
-        cands = json.loads(row["candidates"]) if isinstance(row["candidates"], str) else row["candidates"]
-        if any(c not in group.index for c in cands):
+        shown = json.loads(row["candidates"]) if isinstance(row["candidates"], str) else row["candidates"]
+        members = [group.member(row["prompt_id"], c) for c in shown]
+        if any(m is None for m in members):
             continue
-        if group.key != "global" and row["prompt_id"] != group.key:
-            continue
+        cands: list[str] = members  # type: ignore[assignment]
         if row["kind"] == "pairwise" and row["p_first"] is not None:
             a, b = cands
             if debias == "permutation":
@@ -430,13 +474,10 @@ class RunEngine:
         units = []
         for group in self.groups:
             for name in group.names:
-                if group.key == "global":
-                    prompts = [p for p, by_cand in self.dataset.responses.items() if name in by_cand]
-                    prompt = min(prompts, key=lambda p: (use[p], _hash(self.config.seed, p, name)))
-                    use[prompt] += 1
-                else:
-                    prompt = group.key
-                units.append([self._request(j, template, prompt, [name]) for j in self.profiles])
+                prompts = group.absolute_prompts(name, self.dataset)
+                prompt = min(prompts, key=lambda p: (use[p], _hash(self.config.seed, p, name)))
+                use[prompt] += 1
+                units.append([self._request(j, template, prompt, [group.candidate(name)]) for j in self.profiles])
         random.Random(self.config.seed).shuffle(units)  # a budget too small for all spreads over groups
         return units
 
@@ -453,8 +494,8 @@ class RunEngine:
     def _pair_open(self, group: Group, i: int, j: int) -> bool:
         a, b = group.names[i], group.names[j]
         judge = next(iter(self.profiles))
-        prompts = [group.key] if group.key != "global" else group.prompts.get((min(a, b), max(a, b)), [])
-        return any(self._open(judge, p, a, b) for p in prompts)
+        ca, cb = group.candidate(a), group.candidate(b)
+        return any(self._open(judge, p, ca, cb) for p in group.pair_prompts(a, b))
 
     def _mark_asked(self, rows: list[dict]) -> None:
         """Record planned requests and update the availability of the pairs they touch."""
@@ -464,7 +505,10 @@ class RunEngine:
             if len(cands) == 2 and self._avail is not None:
                 k = 0 if len(self.groups) == 1 else self._where[r["prompt_id"]]
                 group = self.groups[k]
-                i, j = group.index[cands[0]], group.index[cands[1]]
+                a, b = (group.member(r["prompt_id"], c) for c in cands)
+                if a is None or b is None:
+                    continue
+                i, j = group.index[a], group.index[b]
                 self._avail[k][i, j] = self._pair_open(group, i, j)
                 self._avail[k][j, i] = self._pair_open(group, j, i)
 
@@ -488,13 +532,11 @@ class RunEngine:
         for g, i, j in picks:
             group = self.groups[g]
             a, b = group.names[i], group.names[j]
-            if group.key == "global":
-                options = [p for p in group.prompts[(min(a, b), max(a, b))] if self._open(judge0, p, a, b)]
-                prompt = min(options, key=lambda p: (use[p], _hash(self.config.seed, p, a, b)))
-            else:
-                prompt = group.key
+            ca, cb = group.candidate(a), group.candidate(b)
+            options = [p for p in group.pair_prompts(a, b) if self._open(judge0, p, ca, cb)]
+            prompt = min(options, key=lambda p: (use[p], _hash(self.config.seed, p, a, b)))
             use[prompt] += 1
-            orders = [(a, b)] if self.ordered else [(a, b), (b, a)]
+            orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
             units.append([self._request(jn, template, prompt, list(o)) for jn in self.profiles for o in orders])
             if g not in scores:
                 scores[g] = selection_scores(posteriors[g], self.strategy)
@@ -626,41 +668,9 @@ class RunEngine:
     # -- dispatch ----------------------------------------------------------------------------
     async def _call(self, request: JudgeRequest, judge: Judge) -> tuple[Judgment, int]:
         d = self.config.dispatch
-        backoff = wait_exponential_jitter(multiplier=d.backoff_initial_s, max=d.backoff_max_s)
-
-        def wait(state) -> float:
-            # Honour the server's Retry-After when it gave one (capped by backoff_max_s).
-            judgment = state.outcome.result() if state.outcome and not state.outcome.failed else None
-            if judgment is not None and judgment.retry_after_s is not None and math.isfinite(judgment.retry_after_s):
-                return min(max(judgment.retry_after_s, 0.0), max(d.backoff_max_s, 0.0))
-            return backoff(state)
-
-        async def once() -> Judgment:
-            try:
-                return await judge.judge(request)
-            except Exception as exc:  # an injected judge that raises: record, do not crash the run
-                return Judgment(key=request.key, judge=getattr(judge, "name", "?"), template=request.template.name,
-                                kind=request.template.kind, prompt_id=request.prompt_id,
-                                candidates=list(request.candidates), status="failed",
-                                error=error_text(exc), error_type="other")
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(d.max_attempts),
-            wait=wait,
-            # draining: no new attempt (the request stays pending and is sent again on resume)
-            retry=retry_if_result(lambda j: j.status == "failed" and j.retryable and not self._draining),
-            retry_error_callback=lambda state: state.outcome.result(),
-            sleep=self.sleep,
-        )
-        attempts = 0
-
-        async def counted() -> Judgment:
-            nonlocal attempts
-            attempts += 1
-            return await once()
-
-        judgment = await retrying(counted)
-        return judgment, attempts
+        policy = RetryPolicy(d.max_attempts, d.backoff_initial_s, d.backoff_max_s)
+        # draining: no new attempt (the request stays pending and is sent again on resume)
+        return await call_with_retries(judge, request, policy, sleep=self.sleep, stop=lambda: self._draining)
 
     async def _dispatch(self, rows: list[dict], round_no: int, semaphore: asyncio.Semaphore) -> None:
         """Ask one round's requests (under the run-wide concurrency limit), committing each as it
@@ -789,7 +799,11 @@ class RunEngine:
                 raise KeyboardInterrupt
 
         previous = {}
+        wakeup = None
         try:
+            # asyncio also learns of signals through its wake-up fd and would act on them a second
+            # time once the loop runs again: switch that off while these handlers stand in
+            wakeup = signal.set_wakeup_fd(-1)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, handler)
         except ValueError:  # not the main thread: leave signals alone
@@ -799,6 +813,8 @@ class RunEngine:
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+            if wakeup is not None:
+                signal.set_wakeup_fd(wakeup)
 
     def _fail_fast(self) -> str:
         """A reason to stop when nothing has worked yet: the first ``FAIL_FAST_AFTER`` finished

@@ -53,6 +53,14 @@ def _protected(inputs: Iterable[str | Path | None]) -> list[Path]:
     return out
 
 
+def _kind(path: Path) -> int | None:
+    """``st_mode`` of what ``path`` names, symlinks followed (None when nothing is there)."""
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
+
+
 def _is_sqlite(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
@@ -77,9 +85,12 @@ def check_output(path: str | Path, *, option: str, inputs: Iterable[str | Path |
         if same_file(path, source) or (not path.exists() and Path(os.path.realpath(path)) == Path(os.path.realpath(source))):
             raise OrchestratorError(f"{option} {path}: that is {source}, which this command reads; "
                                     "choose another output file")
-    real = Path(os.path.realpath(path))
-    if real.is_dir():
+    kind = _kind(path)
+    if kind is not None and stat.S_ISDIR(kind):
         raise OrchestratorError(f"{option} {path}: is a directory; give a file name")
+    if kind is not None and not stat.S_ISREG(kind):
+        return path  # a device or FIFO (/dev/stdout: a pipe or terminal), written directly
+    real = Path(os.path.realpath(path))
     if not real.parent.is_dir():
         raise OrchestratorError(f"{option} {path}: the folder {real.parent} does not exist")
     if real.exists() and real.is_file() and not allow_existing_sqlite and _is_sqlite(real):
@@ -107,7 +118,8 @@ def open_output(path: str | Path, *, option: str, inputs: Iterable[str | Path | 
     mode = ("a" if append else "w") + ("b" if binary else "")
     encoding = None if binary else "utf-8"
     newline = None if binary else ""
-    if append or (real.exists() and not stat.S_ISREG(real.stat().st_mode)):
+    kind = _kind(real)
+    if append or (kind is not None and not stat.S_ISREG(kind)):
         try:
             handle = real.open(mode, encoding=encoding, newline=newline)
         except OSError as exc:

@@ -18,6 +18,7 @@ from typing import Callable
 from .dataset import PromptRow, load_prompts
 from .errors import OrchestratorError
 from .judging.client import Judge, JudgeRequest, Judgment
+from .judging.dispatch import RetryPolicy, call_with_retries
 from .judging.templates import Template
 from .outputs import check_output, open_output
 from .records import load_responses, read_jsonl
@@ -116,9 +117,13 @@ async def record(
     concurrency: int = 1,
     progress: Callable[[int, int], None] | None = None,
     inputs: tuple[str | Path, ...] = (),
+    retry: RetryPolicy | None = None,
 ) -> dict[str, int]:
     """Run the plan, appending each successful judgment to ``out`` as it arrives (never to one of
     ``inputs``, the files the recording reads).
+
+    Each call is retried like a run's (:mod:`orchestrator.judging.dispatch`, ``retry``; default
+    6 attempts); what still fails is counted, not written, and asked again by the next recording.
 
     Returns counts: ``planned``, ``skipped`` (already recorded), ``written``, ``failed``.
 
@@ -138,13 +143,14 @@ async def record(
     todo = [(r, k) for r, k in plan.requests if r.key not in done]
     counts = {"planned": len(plan.requests), "skipped": len(plan.requests) - len(todo), "written": 0, "failed": 0}
     semaphore = asyncio.Semaphore(concurrency)
+    policy = retry or RetryPolicy()
     finished = 0
     with open_output(out, option="--out", inputs=inputs, append=True) as fh:
 
         async def one(request: JudgeRequest, kind: str) -> None:
             nonlocal finished
             async with semaphore:
-                judgment = await judge.judge(request)
+                judgment, _ = await call_with_retries(judge, request, policy)
             if judgment.status == "ok":
                 fh.write(json.dumps(_log_line(judgment, kind, attribute)) + "\n")
                 fh.flush()

@@ -189,8 +189,9 @@ def dry_run(prepared: Prepared) -> dict:
     for group in groups:
         if group.key == "global":
             per_judge_pairs += sum(len(ps) * 2 for ps in group.prompts.values())
-        else:
-            per_judge_pairs += len(group.names) * (len(group.names) - 1)
+        else:  # per prompt, and items (compared only within their prompt)
+            per_judge_pairs += sum(len(by) * (len(by) - 1) for p, by in dataset.responses.items()
+                                   if group.member(p, next(iter(by))) is not None)
     n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
     n_judges = len(prepared.profiles)
     possible = n_judges * (per_judge_pairs + n_abs)
@@ -411,7 +412,7 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     baseline). Judge quality is not modelled here — that is ``orchestrator fit simplex``."""
     import numpy as np
 
-    from .fit_simplex import load_absolute_judgments
+    from .offline.fit_simplex import load_absolute_judgments
     from .simplex import build_score_data
     from .simplex.baselines import simple_average
 
@@ -462,8 +463,9 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
             row = {"rank": rank, "candidate": group.names[c], "score": round(float(post.mean[c]), 6),
                    "sd": round(float(sd[c]), 6), "rank_low": int(intervals.lower[c]), "rank_high": int(intervals.upper[c])}
             if truth:
-                values = [by[group.names[c]].human.get(truth) for p, by in dataset.responses.items()
-                          if (group.key == "global" or p == group.key) and group.names[c] in by]
+                name = group.names[c]
+                values = [by[group.candidate(name)].human.get(truth) for p, by in dataset.responses.items()
+                          if group.member(p, group.candidate(name)) == name]
                 values = [v for v in values if v is not None]
                 row["truth"] = round(sum(values) / len(values), 6) if values else None
             rows.append(row)

@@ -11,7 +11,7 @@ from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import runs
 from orchestrator.cli import main
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.replay import replay_files
+from orchestrator.offline.replay import replay_files
 from orchestrator.store import SCHEMA_VERSION
 
 
@@ -173,7 +173,8 @@ def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server, data, capsys
     (("max_calls = 40", "max_calls = -5"), "budget.max_calls: Input should be greater than 0"),
     (("[selection]", "[selection]\ncolour = 1"), "selection.colour: Extra inputs are not permitted"),
     (('strategy = "reorder"', 'strategy = "best"'), "selection.strategy: unknown strategy"),
-    (('scope = "per_prompt"', 'scope = "items"'), "data.scope: Input should be 'per_prompt' or 'global'"),
+    # (issue #15: "items" is a live scope now)
+    (('scope = "per_prompt"', 'scope = "stories"'), "data.scope: Input should be 'per_prompt', 'global' or 'items'"),
     (('judges = ["local-openai"]', 'judges = ["nobody"]'), "no judge profile 'nobody'"),
     (('judges = ["local-openai"]', 'judges = "local-openai"'), "judging.judges: Input should be a valid list"),
     (('truth = "coherence"', 'truth = "wit"'), "has no human score 'wit'"),
@@ -225,3 +226,28 @@ def test_run_file_errors(tmp_path, capsys):
             assert run_cli(command) == 2
             assert message in capsys.readouterr().err
         assert (path.read_bytes() if path.exists() else None) == before
+
+
+def test_items_scope_live_run_ranks_every_response_and_replays_the_same(tmp_path, server, data):
+    """Issue #15: ``scope = "items"`` in a live run: one posterior over every response (compared
+    within its prompt, linked across prompts by the absolute warm start); rank shows it, and the
+    export replays to the same ranking."""
+    from orchestrator.offline.replay import replay_files
+
+    config = write_config(tmp_path, server.url, name="items", prompts=data[0], responses=data[1], scope="items",
+                          warm_start=True, max_calls=60)
+    path, reason = runs.start(config)
+    board = runs.ranking(path)
+    assert board["scope"] == "items" and len(board["groups"]) == 1
+    ranking = board["groups"][0]["ranking"]
+    n_responses = sum(1 for _ in open(data[1]))
+    assert len(ranking) == n_responses and all("::" in r["candidate"] for r in ranking)
+    assert board["groups"][0]["spearman_vs_truth"] > 0.5  # the judge answers from the true qualities
+    db = sqlite3.connect(path)
+    pairs = db.execute("select prompt_id, candidates from requests where kind = 'pairwise'").fetchall()
+    assert pairs and all(len(json.loads(c)) == 2 for _, c in pairs)  # every comparison within one prompt
+    assert db.execute("select count(*) from requests where kind = 'absolute'").fetchone()[0] == n_responses
+    log = tmp_path / "items.jsonl"
+    runs.export(path, "jsonl", log)
+    replayed = replay_files(log, data[1], "coherence", "reorder", scope="items", with_absolute=True).to_json()
+    assert replayed["rankings"]["items"] == [r["candidate"] for r in ranking]

@@ -9,10 +9,11 @@ from conftest import write_jsonl
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging import get_template
 from orchestrator.judging.client import JudgeProfile, LiteLLMJudge
+from orchestrator.judging.dispatch import RetryPolicy
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 from orchestrator.record import load_prompts, plan_recording, record
 from orchestrator.records import load_log, load_responses
-from orchestrator.replay import build_groups, replay
+from orchestrator.offline.replay import build_groups, replay
 
 
 def _behaviour(body):
@@ -43,7 +44,8 @@ def test_record_then_resume_then_replay(dataset, tmp_path):
     out = tmp_path / "log.jsonl"
     with FakeOpenAIServer(_behaviour, faults=[(500, {}, {"error": {"message": "boom"}})]) as server:
         judge = LiteLLMJudge(profile.model_copy(update={"params": {"num_retries": 0}}), api_base=server.url)
-        first = asyncio.run(record(plan, judge, out, attribute="coherence"))
+        # one attempt per call here, so the injected 500 stays a failure for the next recording to redo
+        first = asyncio.run(record(plan, judge, out, attribute="coherence", retry=RetryPolicy(max_attempts=1)))
         second = asyncio.run(record(plan, judge, out, attribute="coherence"))
         third = asyncio.run(record(plan, judge, out, attribute="coherence"))
         counts = server.key_counts()

@@ -59,7 +59,7 @@ def test_fault_campaign_every_request_ends_nothing_lost_nothing_paid_twice(tmp_p
     # the posterior of the run equals the one rebuilt from its exported log
     log = tmp_path / "faults.jsonl"
     runs.export(path, "jsonl", log)
-    from orchestrator.replay import replay_files
+    from orchestrator.offline.replay import replay_files
 
     ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in runs.ranking(path)["groups"]}
     assert replay_files(log, data[1], "coherence", "reorder").to_json()["rankings"] == ranking

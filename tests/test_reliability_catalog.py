@@ -792,3 +792,32 @@ def test_reliability_catalog(world):
     failures = [r for r in results if r]
     print(f"{len(cases)} cases, {len(cases) - len(failures)} behaved, {time.monotonic() - started:.0f} s")
     assert failures == [], "\n".join(failures)
+
+
+def test_a_second_interrupt_stops_cpu_bound_work_at_once(tmp_path):
+    """During a long posterior update (CPU-bound: the event loop cannot run its signal handlers)
+    the first SIGINT starts the drain and a second one stops at once; the run resumes."""
+    import signal
+
+    data = write_dataset(tmp_path / "d", prompts=2, candidates=5)
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(tmp_path, server.url, name="stall", prompts=data[0], responses=data[1], max_calls=20)
+        env = {**os.environ, "ORCHESTRATOR_STALL": "refit:3"}  # a refit after the first round spins for 60 s
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(config)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        assert "stalling at refit" in proc.stderr.readline()
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - started
+        stderr = proc.stderr.read()
+        run = tmp_path / "runs" / "stall.sqlite"
+        state = sqlite3.connect(run).execute("select status from runs").fetchone()[0]
+        resumed = subprocess.run([sys.executable, "-m", "orchestrator", "resume", str(run)], capture_output=True, text=True,
+                                 timeout=120)
+    assert code == 130 and took < 20 and "Traceback" not in stderr, (code, took, stderr)
+    assert state == "interrupted"
+    assert resumed.returncode == 0, resumed.stderr
+    assert sqlite3.connect(run).execute("select count(*) from judgments where status = 'ok'").fetchone()[0] == 20

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, write_jsonl
 from orchestrator.cli import main
 from orchestrator.records import load_log, load_responses
-from orchestrator.replay import build_groups, replay
+from orchestrator.offline.replay import build_groups, replay
 
 
 def run_cli(args, capsys):

@@ -262,7 +262,7 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     assert report["spearman_vs_truth"] == pytest.approx(1.0)  # the run's data.truth is used
     log = tmp_path / "abs.jsonl"
     runs.export(path, "jsonl", log)
-    from orchestrator.fit_simplex import load_absolute_judgments
+    from orchestrator.offline.fit_simplex import load_absolute_judgments
 
     from_run, _ = load_absolute_judgments(path, log=False)
     from_log, _ = load_absolute_judgments(log, log=True)

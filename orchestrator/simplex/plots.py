@@ -31,7 +31,7 @@ _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])
 
 
 def rank_plot(report, path: str | Path) -> Path:
-    """Rank intervals of a :class:`~orchestrator.fit_simplex.SimplexReport`, best at the top."""
+    """Rank intervals of a :class:`~orchestrator.offline.fit_simplex.SimplexReport`, best at the top."""
     plt = pyplot()
     rows = report.candidates
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.6))

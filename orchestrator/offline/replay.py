@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from .errors import OrchestratorError
-from .poe import (
+from ..errors import OrchestratorError
+from ..poe import (
     DEBIAS_MODES,
     Observations,
     PoEConfig,
@@ -45,7 +45,7 @@ from .poe import (
     select_pairs,
     threads_for,
 )
-from .records import LogRecord, ResponseRow, load_log, load_responses
+from ..records import LogRecord, ResponseRow, load_log, load_responses
 
 __all__ = ["SCOPES", "Group", "item_name", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
 

@@ -16,11 +16,11 @@ import numpy as np
 from pydantic import BaseModel
 from scipy.stats import rankdata, spearmanr
 
-from .config import RunConfig
-from .errors import OrchestratorError
-from .records import load_log, load_responses
-from .simplex import ScoreData, SimplexFit, SimplexSettings, build_score_data, fit_simplex, parse_self_map, sensitivity_sweep
-from .store import open_run
+from ..config import RunConfig
+from ..errors import OrchestratorError
+from ..records import load_log, load_responses
+from ..simplex import ScoreData, SimplexFit, SimplexSettings, build_score_data, fit_simplex, parse_self_map, sensitivity_sweep
+from ..store import open_run
 
 __all__ = ["SimplexReport", "load_absolute_judgments", "run_simplex", "format_simplex", "truth_scores"]
 

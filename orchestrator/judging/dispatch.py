@@ -1,0 +1,82 @@
+"""Retries and backoff for judge calls, in one place: the run engine and ``record`` both use it.
+
+A call is retried while its failure is retryable (rate limits, 5xx, timeouts, connection errors):
+exponential backoff with jitter (tenacity), the server's ``Retry-After`` honoured when it is a
+finite number, every wait capped at ``backoff_max_s``, at most ``max_attempts`` tries. A judge
+that raises is a failed judgment (``other``), never a crash. Concurrency (a semaphore) stays with
+the caller, which knows what else shares the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
+
+from .client import Judge, JudgeRequest, Judgment, error_text
+
+__all__ = ["RetryPolicy", "call_with_retries"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failed call is tried again."""
+
+    max_attempts: int = 6
+    """Tries per request, the first included."""
+    backoff_initial_s: float = 1.0
+    """First backoff (doubling, with jitter)."""
+    backoff_max_s: float = 60.0
+    """Cap on every wait, ``Retry-After`` included."""
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.max_attempts <= 1000):
+            raise ValueError(f"max_attempts must be between 1 and 1000 (got {self.max_attempts})")
+        for name in ("backoff_initial_s", "backoff_max_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0 (got {value})")
+
+
+async def call_with_retries(judge: Judge, request: JudgeRequest, policy: RetryPolicy, *,
+                            sleep: Callable[[float], Any] = asyncio.sleep,
+                            stop: Callable[[], bool] = lambda: False) -> tuple[Judgment, int]:
+    """Ask ``judge`` once, and again while the failure is retryable; ``(judgment, attempts)``.
+
+    ``stop()`` true (a run draining after Ctrl-C) makes no new attempt: the last failure is
+    returned and the caller decides what it means.
+    """
+    backoff = wait_exponential_jitter(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
+
+    def wait(state) -> float:
+        judgment = state.outcome.result() if state.outcome and not state.outcome.failed else None
+        retry_after = judgment.retry_after_s if judgment is not None else None
+        if retry_after is not None and math.isfinite(retry_after):
+            return min(max(retry_after, 0.0), policy.backoff_max_s)
+        return min(backoff(state), policy.backoff_max_s)
+
+    attempts = 0
+
+    async def once() -> Judgment:
+        nonlocal attempts
+        attempts += 1
+        try:
+            return await judge.judge(request)
+        except Exception as exc:  # an injected judge that raises: a failed judgment, not a crash
+            return Judgment(key=request.key, judge=getattr(judge, "name", "?"), template=request.template.name,
+                            kind=request.template.kind, prompt_id=request.prompt_id,
+                            candidates=list(request.candidates), status="failed", error=error_text(exc),
+                            error_type="other")
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_attempts),
+        wait=wait,
+        retry=retry_if_result(lambda j: j.status == "failed" and j.retryable and not stop()),
+        retry_error_callback=lambda state: state.outcome.result(),
+        sleep=sleep,
+    )
+    judgment = await retrying(once)
+    return judgment, attempts

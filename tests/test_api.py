@@ -1,0 +1,40 @@
+"""The public Python API (issue #15): what the README's Python section shows, on a real run."""
+
+import json
+
+import orchestrator as orc
+from judgekit import quality_behaviour, write_config, write_dataset
+
+from orchestrator.judging.testserver import FakeOpenAIServer
+
+
+def test_public_names_are_the_cli_commands():
+    assert {"start", "dry_run", "resume", "status", "ranking", "export", "replay", "fit_raee", "fit_simplex",
+            "OrchestratorError", "RunFailed"} <= set(orc.__all__)
+    for name in orc.__all__:
+        assert getattr(orc, name) is not None
+
+
+def test_start_rank_export_replay_through_the_api(tmp_path):
+    prompts, responses = write_dataset(tmp_path / "d", prompts=2, candidates=5)
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(tmp_path, server.url, name="api", prompts=prompts, responses=responses, max_calls=24)
+        estimate = orc.dry_run(config)
+        assert estimate["max_calls"] == 24 and server.requests == []
+        path, reason = orc.start(config)
+    assert reason.startswith("budget") and orc.status(path)["spent"]["calls"] == 24
+    board = orc.ranking(path, level=0.9)
+    assert board["level"] == 0.9 and len(board["groups"]) == 2
+    assert orc.resume(path) is None  # finished already
+    out = tmp_path / "api.jsonl"
+    assert orc.export(path, out=out) == 24 and len(out.read_text().splitlines()) == 24
+    report = orc.replay(out, responses=responses, truth="coherence")
+    ranked = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"]}
+    assert report.to_json()["rankings"] == ranked  # the export reproduces the run's ranking
+    assert json.loads(json.dumps(report.to_json()))["strategy"] == "reorder"
+    try:
+        orc.ranking(path, level=1.5)
+    except orc.OrchestratorError as exc:
+        assert "level" in str(exc)
+    else:
+        raise AssertionError("level 1.5 was accepted")
