@@ -20,7 +20,7 @@ from orchestrator.config import RunConfig
 from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeProfile, JudgeRequest, Judgment
 from orchestrator.judging.templates import get_template
-from orchestrator.loop import RunEngine
+from orchestrator.run.engine import RunEngine
 from orchestrator.store import create_run
 
 

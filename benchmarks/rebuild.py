@@ -18,7 +18,7 @@ from orchestrator.config import RunConfig
 from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeProfile
 from orchestrator.judging.templates import get_template
-from orchestrator.loop import RunEngine
+from orchestrator.run.engine import RunEngine
 from orchestrator.store import create_run, open_run
 
 
@@ -75,7 +75,7 @@ def main() -> None:
         engine = RunEngine(store, config, {}, {"synthetic": JudgeProfile(name="synthetic", model="x", prefill=True)},
                            templates, local={"synthetic"})
         loaded = time.perf_counter()
-        posteriors = engine.refit()
+        posteriors = engine.planner.refit()
         fitted = time.perf_counter()
         store.close()
     n = len(judgments)

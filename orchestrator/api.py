@@ -28,7 +28,7 @@ def start(config: str | Path | Any, *, runs_dir: str | Path | None = None, progr
     """Create a run from a config (a TOML path or a loaded ``RunConfig``) and run it to its end.
 
     Returns ``(run file, stop reason)``. ``judges`` injects judges by profile name (tests, custom
-    providers); ``progress`` receives :class:`~orchestrator.loop.RunEvent` objects.
+    providers); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget (nothing is written).

@@ -180,6 +180,16 @@ class RunConfig(_Section):
         return self
 
     @property
+    def campaign(self) -> Literal["poe", "reference", "absolute"]:
+        """The run's campaign kind, the tag of its planner (:mod:`orchestrator.run.planners`): the
+        ``[reference]`` or ``[absolute]`` section when one is given, else PoE pair selection."""
+        if self.reference is not None:
+            return "reference"
+        if self.absolute is not None:
+            return "absolute"
+        return "poe"
+
+    @property
     def run_path(self) -> Path:
         return self.runs_dir / f"{self.name}.sqlite"
 

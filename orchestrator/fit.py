@@ -14,7 +14,7 @@ import numpy as np
 from .config import RunConfig
 from .errors import OrchestratorError
 from .plotting import pyplot, save
-from .loop import reference_items
+from .run.planners import reference_items
 from .raee import SE_CURVE_SIZES, se_calibration
 from .raee_report import (MID_REGION, RaeeReport, RaeeRow, ReferenceJudgments, item_outcomes, leaderboard, raee_report,
                           reference_wtl)

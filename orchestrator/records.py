@@ -67,6 +67,10 @@ class LogRecord(BaseModel):
     """``reference`` judgments: which candidate is the anchor (default: the first)."""
     repeat: int = Field(default=0, ge=0)
     """Index of a repeated run of the same judge on the same item (for ICC screening)."""
+    key: str | None = None
+    """The request's idempotency key (exports and ``record`` logs carry it)."""
+    round: int = Field(default=0, ge=0)
+    """The run's round (exports): with ``key``, the order in which a run fits its judgments."""
 
     @field_validator("judge", "prompt_id", "reference")
     @classmethod

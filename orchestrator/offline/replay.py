@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Callable
 
 import numpy as np
 import torch
@@ -36,7 +36,6 @@ from ..poe import (
     PoEConfig,
     Posterior,
     Strategy,
-    absolute_moments,
     fit_laplace,
     get_expert,
     parse_strategy,
@@ -45,40 +44,14 @@ from ..poe import (
     select_pairs,
     threads_for,
 )
-from ..records import LogRecord, ResponseRow, load_log, load_responses
+from ..records import ResponseRow, load_log, load_responses
+from .log_groups import SCOPES, Group, build_groups
+from ..run.groups import Group as RunGroup
+from ..run.groups import fit_group, item_name
 
 __all__ = ["SCOPES", "Group", "item_name", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
 
-Scope = Literal["per_prompt", "global", "items"]
-SCOPES: tuple[str, ...] = ("per_prompt", "global", "items")
-ITEM_SEPARATOR = "::"
 NO_TRUTH = "__none__"
-
-
-def item_name(prompt_id: str, candidate: str) -> str:
-    """The ``items`` scope's name of a response, ``prompt::candidate``, injective by construction:
-    a ``:`` or ``\\`` inside either part is escaped with a backslash, so ``a::b`` + ``c`` and ``a`` +
-    ``b::c`` stay two items (``a\\:\\:b::c`` and ``a::b\\:\\:c``)."""
-    def escape(part: str) -> str:
-        return part.replace("\\", "\\\\").replace(":", "\\:")
-
-    return f"{escape(prompt_id)}{ITEM_SEPARATOR}{escape(candidate)}"
-
-
-@dataclass
-class Group:
-    """One ranking problem: candidates, their truth, and the judgments that can answer queries."""
-
-    key: str
-    """Prompt id (``per_prompt``) or the scope name."""
-    names: list[str]
-    """Candidate names; index = position in the posterior."""
-    truth: np.ndarray
-    """``(N,)`` ground-truth scores (higher is better)."""
-    pairwise: dict[tuple[int, int], list[tuple[str, float]]] = field(default_factory=dict)
-    """Ordered pair ``(first, second)`` → ``(prompt_id, P(first better))`` judgments."""
-    absolute: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
-    """Candidate → moment-matched ``(mean, variance)`` absolute judgments."""
 
 
 @dataclass(frozen=True)
@@ -157,132 +130,6 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0 if math.isnan(value) else float(value)
 
 
-def build_groups(
-    records: Iterable[tuple[int, LogRecord]],
-    responses: Iterable[tuple[int, ResponseRow]],
-    truth_field: str,
-    scope: Scope,
-    *,
-    judge: str | None = None,
-    source: str = "log",
-    responses_source: str = "responses",
-) -> list[Group]:
-    """Group logged judgments into ranking problems for ``scope``.
-
-    Raises:
-        OrchestratorError: unknown prompts or candidates (naming the log line), a truth field
-            missing from a response (naming the line), or nothing left to rank.
-    """
-    if scope not in SCOPES:
-        raise OrchestratorError(f"unknown scope {scope!r}; choose one of {', '.join(SCOPES)}")
-    responses = list(responses)
-    truth_by_key: dict[tuple[str, str], float] = {}
-    known_fields: set[str] = set()
-    for number, row in responses:
-        known_fields |= set(row.human)
-        value = row.human.get(truth_field)
-        if value is not None:
-            truth_by_key[(row.prompt_id, row.candidate)] = float(value)
-    if not truth_by_key:
-        fields = ", ".join(sorted(known_fields)) or "none"
-        raise OrchestratorError(f"truth field {truth_field!r} is in no response's 'human' scores (fields present: {fields})")
-    by_prompt: dict[str, set[str]] = defaultdict(set)
-    for _, row in responses:
-        by_prompt[row.prompt_id].add(row.candidate)
-
-    used = []
-    for number, rec in records:
-        if judge is not None and rec.judge != judge:
-            continue
-        if rec.kind == "reference":
-            continue  # reference-anchored judgments feed RAEE, not the PoE replay
-        if rec.prompt_id not in by_prompt:
-            raise OrchestratorError(f"{source}:{number}: prompt {rec.prompt_id!r} has no responses")
-        for cand in rec.candidates:
-            if cand not in by_prompt[rec.prompt_id]:
-                raise OrchestratorError(
-                    f"{source}:{number}: unknown candidate {cand!r} for prompt {rec.prompt_id!r}"
-                )
-            if (rec.prompt_id, cand) not in truth_by_key:
-                line = next(n for n, r in responses if (r.prompt_id, r.candidate) == (rec.prompt_id, cand))
-                raise OrchestratorError(
-                    f"{responses_source}:{line}: candidate {cand!r} of prompt {rec.prompt_id!r} has no human "
-                    f"score {truth_field!r}"
-                )
-        used.append(rec)
-    if not used:
-        who = f" by judge {judge!r}" if judge else ""
-        raise OrchestratorError(f"{source}: no pairwise or absolute judgments{who} to replay")
-
-    def item_key(rec_prompt: str, cand: str) -> tuple[str, str]:
-        if scope == "per_prompt":
-            return rec_prompt, cand
-        if scope == "global":
-            return "global", cand
-        return "items", item_name(rec_prompt, cand)
-
-    members: dict[str, dict[str, int]] = defaultdict(dict)
-    origin: dict[str, tuple[str, str]] = {}  # item name → (prompt, candidate), for the items scope
-    for rec in used:
-        for cand in rec.candidates:
-            gkey, name = item_key(rec.prompt_id, cand)
-            members[gkey].setdefault(name, len(members[gkey]))
-            origin[name] = (rec.prompt_id, cand)
-    # Candidates that were never judged still belong to the ranking (as a run ranks them).
-    for gkey in list(members):
-        for prompt_id, cands in sorted(by_prompt.items()):
-            if scope == "per_prompt" and prompt_id != gkey:
-                continue
-            if scope == "items" and not any(origin.get(n, ("",))[0] == prompt_id for n in members[gkey]):
-                continue
-            for cand in sorted(cands):
-                if (prompt_id, cand) in truth_by_key:
-                    _, name = item_key(prompt_id, cand)
-                    members[gkey].setdefault(name, len(members[gkey]))
-                    origin.setdefault(name, (prompt_id, cand))
-    system_truth: dict[str, list[float]] = defaultdict(list)
-    for (_, cand), value in truth_by_key.items():
-        system_truth[cand].append(value)
-    groups: dict[str, Group] = {}
-    for gkey, index in members.items():
-        names = sorted(index, key=index.get)
-        if scope == "global":  # a system's truth is its mean human score over all prompts
-            truth = [float(np.mean(system_truth[name])) for name in names]
-        elif scope == "items":
-            truth = [truth_by_key[origin[name]] for name in names]
-        else:
-            truth = [truth_by_key[(gkey, name)] for name in names]
-        groups[gkey] = Group(gkey, names, np.asarray(truth, dtype=float))
-    for rec in used:
-        gkey, _ = item_key(rec.prompt_id, rec.candidates[0])
-        group = groups[gkey]
-        index = members[gkey]
-        ids = [index[item_key(rec.prompt_id, c)[1]] for c in rec.candidates]
-        if rec.kind == "pairwise":
-            group.pairwise.setdefault((ids[0], ids[1]), []).append((rec.prompt_id, rec.prob_first()))
-        else:
-            levels, probs = rec.level_distribution()
-            mean, var = absolute_moments(torch.tensor([probs], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
-            group.absolute.setdefault(ids[0], []).append((float(mean[0]), float(var[0])))
-    out = [g for g in groups.values() if len(g.names) >= 2 and g.pairwise]
-    if not out:
-        raise OrchestratorError(f"{source}: no group has two candidates with pairwise judgments")
-    return sorted(out, key=lambda g: g.key)
-
-
-def _all_pairs(group: Group, debias: str) -> list[tuple[int, int, float]]:
-    """Every logged comparison, combined per :func:`permutation_debias` when asked."""
-    if debias != "permutation":
-        return [(i, j, p) for (i, j), entries in group.pairwise.items() for _, p in entries]
-    out = []
-    for (i, j), entries in group.pairwise.items():
-        if i < j:
-            back = group.pairwise.get((j, i), [])
-            for (_, p_ij), (_, p_ji) in zip(entries, back):
-                out.append((i, j, float(permutation_debias(p_ij, p_ji))))
-    return out
-
-
 def replay_group(
     group: Group,
     strategy: Strategy,
@@ -322,8 +169,8 @@ def replay_group(
     absolutes: list[tuple[int, float, float]] = []
     if with_absolute:
         absolutes = [(i, *entries[0]) for i, entries in sorted(group.absolute.items())]
-    all_pairs = _all_pairs(group, debias)
-    full = fit_laplace(Observations.from_lists(n, all_pairs, absolutes), config)
+    members = RunGroup(group.key, group.names, {name: k for k, name in enumerate(group.names)})
+    full = fit_group(members, group.rows, config, debias=debias, with_absolute=with_absolute)
     full_spearman = spearman(full.mean.numpy(), group.truth)
 
     comparisons: list[tuple[int, int, float]] = []

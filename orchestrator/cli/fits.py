@@ -1,0 +1,170 @@
+"""Offline fits: fit raee, fit simplex."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.text import Text
+
+from ..errors import OrchestratorError
+from .common import _finite, app, err_console, out_console
+
+
+fit_app = typer.Typer(no_args_is_help=True, help="Offline fits on an accumulated judgment log (a run file or a JSONL log).")
+app.add_typer(fit_app, name="fit")
+
+
+def _one_source(run: Path | None, log: Path | None) -> None:
+    if (run is None) == (log is None):
+        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+
+
+@fit_app.command("raee")
+def fit_raee_cmd(
+    run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log."),
+    log: Optional[Path] = typer.Option(None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead."),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
+    soft: bool = typer.Option(False, "--soft", help="Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    level: float = typer.Option(0.95, "--level", help="Credible-interval level.", parser=_finite("--level")),
+    population: Optional[int] = typer.Option(None, "--population", help="Prompt pool size M for the finite-population "
+                                             "correction (a run: its prompts with an anchor; a log: none)."),
+    icc_threshold: float = typer.Option(0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this.",
+                                        parser=_finite("--icc-threshold")),
+    abstain_sd: Optional[float] = typer.Option(None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this.",
+                                               parser=_finite("--abstain-sd")),
+    pool_all: bool = typer.Option(False, "--pool-all", help="Pool every judge (ρ from between-judge correlation) "
+                                  "when there are no repeated runs to screen them."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write leaderboard PNGs (one per anchor) to this directory."),
+    se_curve_png: Optional[Path] = typer.Option(None, "--se-curve", help="Also write the analytic-vs-empirical SE "
+                                                "curve (subsampling each candidate's prompts) to this PNG."),
+) -> None:
+    """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics."""
+    from .. import api
+    from ..fit import format_raee, plot_raee, plot_se_curve, se_curve
+
+    _one_source(run, log)
+    _check_outputs(se_curve_png, plot, [run, log])
+    report = api.fit_raee(run, log=log, judge=judge, soft=soft, level=level, population=population,
+                          icc_threshold=icc_threshold, abstain_sd=abstain_sd, pool_all=pool_all)
+    paths = plot_raee(report, plot) if plot is not None else []
+    if se_curve_png is not None:
+        curves = se_curve(run or log, log=log is not None, judges=judge or None)
+        paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {(run or log).name}"))
+    _print_report(report, format_raee, paths, as_json)
+
+
+def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
+    """Refuse plot outputs that would write over an input, before any fitting (one line, exit 2)."""
+    from ..outputs import check_output
+
+    if png is not None:
+        check_output(png, option="--se-curve", inputs=inputs)
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise OrchestratorError(f"--plot {folder}: is a file; give a folder for the plots")
+
+
+def _print_report(report, format_text, paths: list[Path], as_json: bool) -> None:
+    """A fit report as JSON (with its plot paths) or as text, the plots named on stderr."""
+    if as_json:
+        print(json.dumps({**report.model_dump(mode="json"), "plots": [str(p) for p in paths]}))
+        return
+    out_console.print(Text(format_text(report)), soft_wrap=True)
+    for path in paths:
+        err_console.print(f"wrote {path}")
+
+
+def _hyper(value: str, name: str) -> float | None:
+    """A fixed value, or ``prior`` (integrate over the hyperprior)."""
+    if value.strip().lower() == "prior":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise OrchestratorError(f"{name} must be a number ≥ 0 or 'prior' (got {value!r})") from None
+    if not number >= 0 or number == float("inf"):
+        raise OrchestratorError(f"{name} must be a number ≥ 0 or 'prior' (got {value!r})")
+    return number
+
+
+def _numbers(value: str | None, name: str, kind=float) -> list | None:
+    if value is None:
+        return None
+    try:
+        numbers = [kind(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise OrchestratorError(f"{name} must be comma-separated numbers (got {value!r})") from None
+    if not all(math.isfinite(x) for x in numbers):
+        raise OrchestratorError(f"{name} must be comma-separated finite numbers (got {value!r})")
+    return numbers
+
+
+@fit_app.command("simplex")
+def fit_simplex_cmd(
+    run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log."),
+    log: Optional[Path] = typer.Option(None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead."),
+    levels: int = typer.Option(..., "--levels", help="Scale size M: scores are the integers 1..M."),
+    omega: str = typer.Option("0", "--omega", help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects) "
+                              "or 'prior' (integrate over ω ~ U(0.1, 8))."),
+    beta_max: str = typer.Option("prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' "
+                                 "(integrate over β_max ~ U(0, 20))."),
+    delta: Optional[str] = typer.Option(None, "--delta", help="Dirichlet direction of the random effects, M numbers "
+                                        "(e.g. 1,4,10 looks for score inflation); default all ones."),
+    self_judging: Optional[str] = typer.Option(None, "--self-judging", help="Judge → its model family's candidates: "
+                                               "'judge=cand1,cand2;judge2=cand3'."),
+    self_preference: str = typer.Option("exclude", "--self-preference", help="Self-judging scores: 'exclude' (the "
+                                        "paper's default) or 'shift' (kept, with a fitted self-preference shift)."),
+    soft: bool = typer.Option(False, "--soft", help="Count the judges' option probabilities (fractional counts) "
+                              "instead of their argmax scores."),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
+    sweep: bool = typer.Option(False, "--sweep", help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
+                               "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits)."),
+    chains: int = typer.Option(4, "--chains"),
+    warmup: int = typer.Option(1000, "--warmup", help="Warm-up iterations per chain."),
+    draws: int = typer.Option(1000, "--draws", help="Posterior draws per chain."),
+    seed: int = typer.Option(0, "--seed"),
+    responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores, to compare "
+                                             "the ranking with the truth (a run uses its own data.truth)."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Human score field in --responses."),
+    level: float = typer.Option(0.95, "--level", help="Credible level of the intervals.", parser=_finite("--level")),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write rank-interval, simplex (and sensitivity) PNGs here."),
+    collapse: Optional[str] = typer.Option(None, "--collapse", help="Map the M levels to 3 for the simplex plot, "
+                                           "e.g. 1,1,2,2,3 (default for M = 5)."),
+) -> None:
+    """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
+    from .. import api
+    from ..offline.fit_simplex import format_simplex, truth_scores
+
+    _one_source(run, log)
+    _check_outputs(None, plot, [run, log])
+    if self_preference not in ("exclude", "shift"):
+        raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
+    if (responses is None) != (truth is None):
+        raise OrchestratorError("--responses and --truth go together")
+    mapping = _numbers(collapse, "--collapse", int)
+    omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
+    delta_value = tuple(_numbers(delta, "--delta") or ()) or None
+    known_truth = truth_scores(responses, truth) if responses is not None else None
+    interactive = sys.stderr.isatty() and not as_json
+    report, fit, data, _ = api.fit_simplex(
+        run, log=log, levels=levels, omega=omega_value, beta_max=beta_max_value, delta=delta_value, self_judging=self_judging,
+        self_preference=self_preference, soft=soft, judge=judge, sweep=sweep, chains=chains, warmup=warmup,
+        draws=draws, seed=seed, truth=known_truth, truth_field=truth, level=level, progress=interactive,
+        sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None)
+    paths = []
+    if plot is not None:
+        from ..simplex.plots import rank_plot, sensitivity_plot, simplex_plot
+
+        paths.append(rank_plot(report, plot / "simplex-ranks.png"))
+        paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
+        if report.sensitivity:
+            paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
+    _print_report(report, format_simplex, paths, as_json)
+
+

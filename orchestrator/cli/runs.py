@@ -1,0 +1,204 @@
+"""Commands on runs: run, resume, status, rank, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..errors import OrchestratorError
+from .common import _finite, app, err_console, out_console
+
+
+def _run_display(total: int | None):
+    """A rich progress display for a run; returns (context manager, event callback)."""
+    progress = Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}", markup=False),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal,
+    )
+    task = progress.add_task("round 0", total=total, info="")
+    state = {"entropy": None, "top": [], "max_adj": None}
+
+    def on_event(event) -> None:
+        if event.kind == "draining":
+            err_console.print(f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
+                              "is lost; press Ctrl-C again to stop at once")
+            return
+        if event.entropy is not None:
+            state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
+        spend = event.spend
+        info = f"{spend.tokens} tok"
+        if spend.usd:
+            info += f" ${spend.usd:.4f}"
+        if event.failed:
+            info += f" · {event.failed} failed"
+        if state["entropy"] is not None:
+            info += f" · entropy {state['entropy']:.2f} · max reorder {state['max_adj']:.2f} · top {' > '.join(state['top'][:3])}"
+        progress.update(task, description=f"round {event.round}", completed=spend.calls, info=info)
+        if event.kind == "stop" and not err_console.is_terminal:
+            err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls, {spend.tokens} tokens)")
+
+    return progress, on_event
+
+
+def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
+    groups = report["groups"]
+    for entry in groups[:limit_groups]:
+        title = (f"{entry['group']} · {entry['comparisons']} comparisons · entropy {entry['entropy']}" if entry["entropy"] is not None
+                 else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)")
+        if "spearman_vs_truth" in entry:
+            title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
+        table = Table(title=title)
+        has_truth = any("truth" in r for r in entry["ranking"])
+        for name, justify in (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"),
+                              (f"{int(report['level'] * 100)}% rank interval", "center")) + ((("truth", "right"),) if has_truth else ()):
+            table.add_column(name, justify=justify)
+        for r in entry["ranking"]:
+            cells = [str(r["rank"]), r["candidate"], f"{r['score']:+.3f}", f"{r['sd']:.3f}", f"{r['rank_low']}–{r['rank_high']}"]
+            if has_truth:
+                cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
+            table.add_row(*cells)
+        out_console.print(table)
+    if limit_groups is not None and len(groups) > limit_groups:
+        out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
+
+
+@app.command("run")
+def run_cmd(
+    config: Path = typer.Argument(..., help="Run config (TOML)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated calls, tokens and cost; send nothing."),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
+) -> None:
+    """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
+    from .. import api
+    from ..config import load_config
+
+    cfg = load_config(config)
+    if runs_dir is not None:
+        cfg = cfg.model_copy(update={"runs_dir": runs_dir})
+    if dry_run:
+        estimate = api.dry_run(cfg)
+        table = Table(title=f"dry run: {config} (nothing sent)")
+        table.add_column("item")
+        table.add_column("value", justify="right")
+        for k, v in estimate.items():
+            table.add_row(k.replace("_", " "), str(v))
+        out_console.print(table)
+        return
+    display, on_event = _run_display(cfg.budget.max_calls)
+    try:
+        with display:
+            path, reason = api.start(cfg, progress=on_event)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
+        raise typer.Exit(130)
+    err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
+    _print_ranking(api.ranking(path), limit_groups=3)
+
+
+@app.command("resume")
+def resume_cmd(
+    run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite)."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judges' address, when the run's "
+                                           "dispatch.api_base carried credentials (they are not stored)."),
+) -> None:
+    """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
+    from .. import api
+
+    display, on_event = _run_display(None)
+    try:
+        with display:
+            reason = api.resume(run, progress=on_event, api_base=api_base)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; continue with: orchestrator resume {run}")
+        raise typer.Exit(130)
+    if reason is None:
+        err_console.print(f"{run}: the run has already finished ({api.status(run)['stop_reason']}); nothing to do")
+        return
+    err_console.print(f"finished: {reason}")
+    _print_ranking(api.ranking(run), limit_groups=3)
+
+
+@app.command("status")
+def status_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Budget spent, rounds, requests, failures, current ranking and its uncertainty."""
+    from .. import api
+
+    summary = api.status(run)
+    if as_json:
+        print(json.dumps(summary))
+        return
+    table = Table(title=f"{summary['name']} ({summary['state']})")
+    table.add_column("item")
+    table.add_column("value")
+    budget = summary["budget"]
+    spent = summary["spent"]
+    fmt = lambda used, cap: f"{used}" + (f" of {cap}" if cap is not None else "")  # noqa: E731
+    rows = [
+        ("stop reason", summary["stop_reason"] or "-"),
+        ("rounds", str(summary["rounds"])),
+        ("requests", ", ".join(f"{k} {v}" for k, v in sorted(summary["requests"].items())) or "none"),
+        ("failures", ", ".join(f"{k} {v}" for k, v in sorted(summary["failures"].items())) or "none"),
+        ("calls", fmt(spent["calls"], budget["calls"])),
+        ("tokens", fmt(spent["tokens"], budget["tokens"])),
+        ("USD", fmt(spent["usd"], budget["usd"])),
+        ("groups", str(summary["groups"])),
+    ]
+    if summary["mean_entropy"] is not None:
+        rows += [("mean entropy", str(summary["mean_entropy"])),
+                 ("max adjacent reorder probability", str(summary["max_adjacent_reorder"]))]
+    if "mean_spearman_vs_truth" in summary:
+        rows.append(("mean Spearman vs truth", str(summary["mean_spearman_vs_truth"])))
+    for group, top in summary["top"].items():
+        rows.append((f"top of {group[:40]}", " > ".join(top)))
+    for k, v in rows:
+        table.add_row(k, v)
+    out_console.print(table)
+
+
+@app.command("rank")
+def rank_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    show_all: bool = typer.Option(False, "--all", help="Every group (default: the first 5)."),
+    level: float = typer.Option(0.95, "--level", help="Rank interval level.", parser=_finite("--level")),
+) -> None:
+    """The ranking with rank intervals (PoE posterior on every committed judgment)."""
+    from .. import api
+
+    if not 0 < level < 1:
+        raise OrchestratorError(f"--level must be in (0, 1) (got {level})")
+    report = api.ranking(run, level=level)
+    if as_json:
+        print(json.dumps(report))
+        return
+    _print_ranking(report, limit_groups=None if show_all else 5)
+
+
+@app.command("export")
+def export_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl (judgment log for replay) | csv | parquet"),
+    out: Path = typer.Option(..., "--out", help="Output file."),
+    include_failed: bool = typer.Option(False, "--include-failed", help="csv/parquet: also the permanent failures."),
+) -> None:
+    """Export the judgments: JSONL judgment log (what `orchestrator replay` reads), CSV or Parquet."""
+    from .. import api
+
+    n = api.export(run, out=out, fmt=fmt, include_failed=include_failed)
+    err_console.print(f"wrote {n} judgments to {out}")
+
+

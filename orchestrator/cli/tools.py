@@ -1,0 +1,215 @@
+"""Commands around logs and judges: replay, simulate, judge serve, record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import OrchestratorError
+from .common import _check_range, _plot_curve, _progress, app, err_console, out_console
+
+
+@app.command()
+def replay(
+    log: Path = typer.Argument(..., help="Judgment-log JSONL (one judgment per line)."),
+    responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Field of 'human' holding the ground truth (omit both to only rank)."),
+    strategy: str = typer.Option("reorder", "--strategy", help="reorder | variance | min_uncertainty | random | eps:<x> | diverse"),
+    scope: str = typer.Option("per_prompt", "--scope", help="per_prompt | global | items"),
+    expert: str = typer.Option("soft_bt", "--expert", help="soft_bt | beta:<a>,<b> | ngaussian | linear"),
+    debias: str = typer.Option("none", "--debias", help="none | permutation | home"),
+    batch: int = typer.Option(1, "--batch", help="Comparisons selected per posterior update."),
+    seeds: int = typer.Option(1, "--seeds", help="Number of seeds to average (tie-breaks, random)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Judge calls per group (default: all logged)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Only use judgments by this judge."),
+    with_absolute: bool = typer.Option(False, "--with-absolute", help="Warm start with one absolute judgment per candidate (combined PoE)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
+) -> None:
+    """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
+    from ..api import replay as replay_api
+    from ..outputs import check_output
+
+    if plot is not None:
+        check_output(plot, option="--plot", inputs=[log, responses])
+
+    with _progress(as_json) as progress:
+        task = progress.add_task("replaying", total=None)
+        report = replay_api(
+            log,
+            responses=responses,
+            truth=truth,
+            strategy=strategy,
+            scope=scope,
+            judge=judge,
+            expert=expert,
+            debias=debias,
+            batch=batch,
+            budget=budget,
+            seeds=seeds,
+            with_absolute=with_absolute,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    if plot is not None:
+        _plot_curve(report, plot, [log, responses])
+    if as_json:
+        print(json.dumps(report.to_json()))
+        return
+    if truth is None:
+        for result in report.groups[:5]:
+            out_console.print(_ranking_table(result, with_truth=False, title=f"{result.key}: "))
+        if report.n_groups > 5:
+            out_console.print(f"… and {report.n_groups - 5} more groups (use --json)")
+        return
+    table = Table(title=f"replay: {report.strategy} ({report.scope}, {report.expert}, debias={report.debias}, batch={report.batch})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    fmt = lambda x, sd=None: "n/a" if x is None else (f"{x:.1f} ± {sd:.1f}" if sd is not None else f"{x:.4f}")  # noqa: E731
+    table.add_row("groups", str(report.n_groups))
+    table.add_row("all-pairs Spearman vs truth", fmt(report.full_spearman))
+    table.add_row("final Spearman vs truth", fmt(report.curve[-1][1]))
+    table.add_row("k90 (calls to 90% of all-pairs)", fmt(report.k90, report.k90_sd))
+    table.add_row("groups without k90 (all-pairs ≤ 0 or not reached)", str(report.k90_undefined))
+    table.add_row("k_self90 (calls to 0.9 with own all-pairs)", fmt(report.k_self90, report.k_self90_sd))
+    table.add_row("calls used (per group)", str(report.curve[-1][0]))
+    out_console.print(table)
+    if report.n_groups == 1:
+        out_console.print(_ranking_table(report.groups[0]))
+
+
+def _ranking_table(result, *, with_truth: bool = True, title: str = "") -> Table:
+    """The final ranking of a replayed group, with 95% rank intervals."""
+    from ..poe import rank_intervals, ranking_order
+
+    post = result.final
+    intervals = rank_intervals(post)
+    sd = post.cov.diagonal().sqrt()
+    table = Table(title=f"{title}ranking after {result.curve[-1][0]} calls (rank 1 = best)")
+    columns = (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"), ("95% rank interval", "center"))
+    for name, justify in columns + ((("truth", "right"),) if with_truth else ()):
+        table.add_column(name, justify=justify)
+    for rank, c in enumerate(ranking_order(post.mean, result.names), start=1):
+        cells = [str(rank), result.names[c], f"{float(post.mean[c]):+.3f}", f"{float(sd[c]):.3f}",
+                 f"{int(intervals.lower[c])}–{int(intervals.upper[c])}"]
+        table.add_row(*(cells + ([f"{float(result.truth[c]):.3f}"] if with_truth else [])))
+    return table
+
+
+@app.command()
+def simulate(
+    out_log: Path = typer.Option(..., "--out-log", help="Where to write the judgment-log JSONL."),
+    out_responses: Path = typer.Option(..., "--out-responses", help="Where to write responses.jsonl."),
+    prompts: int = typer.Option(10, "--prompts", help="Number of prompts."),
+    candidates: int = typer.Option(16, "--candidates", help="Candidates per prompt."),
+    judge: str = typer.Option("llm", "--judge", help="Judge preset: good | llm | weak."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Write a simulated exhaustive judgment log (every ordered pair and absolute score) and its responses."""
+    from ..simulate import JUDGE_PRESETS, simulate_dataset
+
+    if judge not in JUDGE_PRESETS:
+        raise OrchestratorError(f"unknown judge preset {judge!r}; choose one of {', '.join(JUDGE_PRESETS)}")
+    _check_range(seed, "--seed", 0, 2**32 - 1)
+    _check_range(prompts, "--prompts", 1, 100_000)
+    _check_range(candidates, "--candidates", 2, 10_000)
+    from ..outputs import check_output, open_output, same_file
+
+    if str(out_log) == str(out_responses) or same_file(out_log, out_responses):
+        raise OrchestratorError("--out-log and --out-responses must be two different files")
+    for path, option in ((out_log, "--out-log"), (out_responses, "--out-responses")):
+        if str(path) != "-":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        check_output(path, option=option)
+    records, rows = simulate_dataset(prompts, candidates, JUDGE_PRESETS[judge], seed=seed)
+    for path, items, option in ((out_log, records, "--out-log"), (out_responses, rows, "--out-responses")):
+        with open_output(path, option=option) as fh:
+            for item in items:
+                fh.write(json.dumps(item) + "\n")
+    err_console.print(f"wrote {len(records)} judgments to {out_log} and {len(rows)} responses to {out_responses} (truth field: quality)")
+
+
+judge_app = typer.Typer(no_args_is_help=True, help="Judges: run the embedded local judge.")
+app.add_typer(judge_app, name="judge")
+
+
+@judge_app.command("serve")
+def judge_serve(
+    model: str = typer.Option("qwen1.5b", "--model", help="Embedded model: qwen1.5b | gemma270m."),
+    port: int = typer.Option(8080, "--port", help="Port on 127.0.0.1."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: all cores)."),
+) -> None:
+    """Serve an embedded llama.cpp judge on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
+    import time as _time
+
+    from ..judging.embedded import EmbeddedServer
+
+    _check_range(port, "--port", 1, 65535)
+    _check_range(threads, "--threads", 1, 1024)
+    with EmbeddedServer(model, port=port, threads=threads) as server:
+        err_console.print(f"embedded judge {model!r} serving at {server.api_base} (litellm model 'openai/{model}'); Ctrl-C stops it")
+        try:
+            while True:
+                _time.sleep(1)
+        except KeyboardInterrupt:
+            err_console.print("stopped")
+
+
+@app.command("record")
+def record_cmd(
+    prompts: Path = typer.Option(..., "--prompts", help="prompts.jsonl ({id, text})."),
+    responses: Path = typer.Option(..., "--responses", help="responses.jsonl ({prompt_id, candidate, text})."),
+    out: Path = typer.Option(..., "--out", help="Judgment-log JSONL to append to (resumable)."),
+    judge: str = typer.Option("qwen1.5b", "--judge", help="Judge profile (judges/<name>.toml)."),
+    prompt_ids: Optional[str] = typer.Option(None, "--prompt-ids", help="Comma-separated prompt ids."),
+    first: Optional[int] = typer.Option(None, "--first", help="Use the first N prompts instead of --prompt-ids."),
+    pairwise_template: str = typer.Option("poe-pairwise", "--pairwise-template", help="Template for every ordered pair ('' to skip)."),
+    absolute_template: str = typer.Option("poe-absolute", "--absolute-template", help="Template for every response ('' to skip)."),
+    attribute: str = typer.Option("coherence", "--attribute", help="Attribute for ${attribute} templates."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Judge calls in flight."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Override the judge's address (e.g. a running `judge serve`)."),
+) -> None:
+    """Ask one judge every ordered pair and every absolute score of chosen prompts; write the judgment log."""
+    import asyncio
+    import contextlib
+
+    from ..judging.client import LiteLLMJudge, get_profile
+    from ..judging.embedded import EmbeddedServer
+    from ..judging.templates import get_template
+    from ..record import load_prompts, plan_recording, record
+
+    from ..outputs import check_output
+
+    _check_range(first, "--first", 1)
+    _check_range(concurrency, "--concurrency", 1, 1024)
+    check_output(out, option="--out", inputs=[prompts, responses])
+    profile = get_profile(judge)
+    prompt_rows = load_prompts(prompts)
+    if prompt_ids:
+        ids = [p.strip() for p in prompt_ids.split(",") if p.strip()]
+    elif first:
+        ids = list(prompt_rows)[:first]
+    else:
+        raise OrchestratorError("choose prompts with --prompt-ids or --first")
+    plan = plan_recording(
+        prompt_rows, responses, ids, profile.name,
+        pairwise=get_template(pairwise_template) if pairwise_template else None,
+        absolute=get_template(absolute_template) if absolute_template else None,
+        attribute=attribute, prefill=profile.prefill,
+    )
+    server = EmbeddedServer(profile.embedded) if profile.embedded and not api_base else contextlib.nullcontext()
+    with server as running, _progress(False) as progress:
+        base = api_base or (running.api_base if running is not None else None)
+        task = progress.add_task(f"recording with {profile.name}", total=len(plan.requests))
+        counts = asyncio.run(record(
+            plan, LiteLLMJudge(profile, api_base=base), out, attribute=attribute, concurrency=concurrency,
+            progress=lambda done, total: progress.update(task, completed=done, total=total), inputs=(prompts, responses),
+        ))
+    err_console.print(f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}")
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+

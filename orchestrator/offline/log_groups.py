@@ -1,0 +1,161 @@
+"""Judgment logs grouped into ranking problems for a scope (``per_prompt``, ``global``, ``items``):
+the candidates, their truth, and the judgments that can answer a replay's queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+import numpy as np
+import torch
+
+from ..errors import OrchestratorError
+from ..poe import absolute_moments
+from ..records import LogRecord, ResponseRow
+from ..run.groups import item_name
+
+__all__ = ["SCOPES", "Group", "build_groups"]
+
+Scope = Literal["per_prompt", "global", "items"]
+SCOPES: tuple[str, ...] = ("per_prompt", "global", "items")
+
+
+@dataclass
+class Group:
+    """One ranking problem: candidates, their truth, and the judgments that can answer queries."""
+
+    key: str
+    """Prompt id (``per_prompt``) or the scope name."""
+    names: list[str]
+    """Candidate names; index = position in the posterior."""
+    truth: np.ndarray
+    """``(N,)`` ground-truth scores (higher is better)."""
+    pairwise: dict[tuple[int, int], list[tuple[str, float]]] = field(default_factory=dict)
+    """Ordered pair ``(first, second)`` → ``(prompt_id, P(first better))`` judgments."""
+    absolute: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    """Candidate → moment-matched ``(mean, variance)`` absolute judgments."""
+    rows: list[dict] = field(default_factory=list)
+    """Every judgment of the group as a run-file row: the all-pairs posterior is fitted from these
+    with the run's own code (:func:`orchestrator.run.groups.fit_group`), so a replay of a run's
+    export reproduces the run's ranking exactly (every judge, both orders, every absolute score)."""
+
+
+def build_groups(
+    records: Iterable[tuple[int, LogRecord]],
+    responses: Iterable[tuple[int, ResponseRow]],
+    truth_field: str,
+    scope: Scope,
+    *,
+    judge: str | None = None,
+    source: str = "log",
+    responses_source: str = "responses",
+) -> list[Group]:
+    """Group logged judgments into ranking problems for ``scope``.
+
+    Raises:
+        OrchestratorError: unknown prompts or candidates (naming the log line), a truth field
+            missing from a response (naming the line), or nothing left to rank.
+    """
+    if scope not in SCOPES:
+        raise OrchestratorError(f"unknown scope {scope!r}; choose one of {', '.join(SCOPES)}")
+    responses = list(responses)
+    truth_by_key: dict[tuple[str, str], float] = {}
+    known_fields: set[str] = set()
+    for number, row in responses:
+        known_fields |= set(row.human)
+        value = row.human.get(truth_field)
+        if value is not None:
+            truth_by_key[(row.prompt_id, row.candidate)] = float(value)
+    if not truth_by_key:
+        fields = ", ".join(sorted(known_fields)) or "none"
+        raise OrchestratorError(f"truth field {truth_field!r} is in no response's 'human' scores (fields present: {fields})")
+    by_prompt: dict[str, set[str]] = defaultdict(set)
+    for _, row in responses:
+        by_prompt[row.prompt_id].add(row.candidate)
+
+    used = []
+    for number, rec in records:
+        if judge is not None and rec.judge != judge:
+            continue
+        if rec.kind == "reference":
+            continue  # reference-anchored judgments feed RAEE, not the PoE replay
+        if rec.prompt_id not in by_prompt:
+            raise OrchestratorError(f"{source}:{number}: prompt {rec.prompt_id!r} has no responses")
+        for cand in rec.candidates:
+            if cand not in by_prompt[rec.prompt_id]:
+                raise OrchestratorError(
+                    f"{source}:{number}: unknown candidate {cand!r} for prompt {rec.prompt_id!r}"
+                )
+            if (rec.prompt_id, cand) not in truth_by_key:
+                line = next(n for n, r in responses if (r.prompt_id, r.candidate) == (rec.prompt_id, cand))
+                raise OrchestratorError(
+                    f"{responses_source}:{line}: candidate {cand!r} of prompt {rec.prompt_id!r} has no human "
+                    f"score {truth_field!r}"
+                )
+        used.append((number, rec))
+    if not used:
+        who = f" by judge {judge!r}" if judge else ""
+        raise OrchestratorError(f"{source}: no pairwise or absolute judgments{who} to replay")
+
+    def item_key(rec_prompt: str, cand: str) -> tuple[str, str]:
+        if scope == "per_prompt":
+            return rec_prompt, cand
+        if scope == "global":
+            return "global", cand
+        return "items", item_name(rec_prompt, cand)
+
+    members: dict[str, dict[str, int]] = defaultdict(dict)
+    origin: dict[str, tuple[str, str]] = {}  # item name → (prompt, candidate), for the items scope
+    for _, rec in used:
+        for cand in rec.candidates:
+            gkey, name = item_key(rec.prompt_id, cand)
+            members[gkey].setdefault(name, len(members[gkey]))
+            origin[name] = (rec.prompt_id, cand)
+    # Candidates that were never judged still belong to the ranking (as a run ranks them).
+    for gkey in list(members):
+        for prompt_id, cands in sorted(by_prompt.items()):
+            if scope == "per_prompt" and prompt_id != gkey:
+                continue
+            if scope == "items" and not any(origin.get(n, ("",))[0] == prompt_id for n in members[gkey]):
+                continue
+            for cand in sorted(cands):
+                if (prompt_id, cand) in truth_by_key:
+                    _, name = item_key(prompt_id, cand)
+                    members[gkey].setdefault(name, len(members[gkey]))
+                    origin.setdefault(name, (prompt_id, cand))
+    system_truth: dict[str, list[float]] = defaultdict(list)
+    for (_, cand), value in truth_by_key.items():
+        system_truth[cand].append(value)
+    groups: dict[str, Group] = {}
+    for gkey, index in members.items():
+        names = sorted(index, key=index.get)
+        if scope == "global":  # a system's truth is its mean human score over all prompts
+            truth = [float(np.mean(system_truth[name])) for name in names]
+        elif scope == "items":
+            truth = [truth_by_key[origin[name]] for name in names]
+        else:
+            truth = [truth_by_key[(gkey, name)] for name in names]
+        groups[gkey] = Group(gkey, names, np.asarray(truth, dtype=float))
+    for number, rec in used:
+        gkey, _ = item_key(rec.prompt_id, rec.candidates[0])
+        group = groups[gkey]
+        index = members[gkey]
+        ids = [index[item_key(rec.prompt_id, c)[1]] for c in rec.candidates]
+        # the judgment as a run file row, for the posterior on everything (the run's own fit)
+        group.rows.append({"kind": rec.kind, "judge": rec.judge, "prompt_id": rec.prompt_id,
+                           "candidates": list(rec.candidates), "probs": [rec.probs], "round": rec.round,
+                           "key": rec.key if rec.key is not None else f"line:{number:012d}",
+                           "p_first": rec.prob_first() if rec.kind == "pairwise" else None})
+        if rec.kind == "pairwise":
+            group.pairwise.setdefault((ids[0], ids[1]), []).append((rec.prompt_id, rec.prob_first()))
+        else:
+            levels, probs = rec.level_distribution()
+            mean, var = absolute_moments(torch.tensor([probs], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
+            group.absolute.setdefault(ids[0], []).append((float(mean[0]), float(var[0])))
+    out = [g for g in groups.values() if len(g.names) >= 2 and g.pairwise]
+    if not out:
+        raise OrchestratorError(f"{source}: no group has two candidates with pairwise judgments")
+    return sorted(out, key=lambda g: g.key)
+
+

@@ -1,0 +1,247 @@
+"""Reading a run: its ranking with rank intervals, its status, and exports of its judgments —
+the same for every campaign kind (PoE posteriors, RAEE leaderboards, absolute-score means)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from ..config import RunConfig
+from ..dataset import Dataset
+from ..errors import OrchestratorError
+from ..outputs import open_output
+from ..poe import PoEConfig, get_expert, rank_intervals, ranking_order
+from ..poe.uncertainty import adjacent_reorder_probabilities, entropy
+from ..run.groups import build_groups_for, fit_groups
+from ..run.planners import reference_items
+from ..store import open_run
+
+__all__ = ["EXPORT_FORMATS", "ranking", "status", "export"]
+
+EXPORT_FORMATS = ("jsonl", "csv", "parquet")
+
+
+def _campaign_group(title: str, n: int, names: list[str], score: dict[str, float], draws, sd: dict[str, float],
+                    dataset: Dataset, truth: str | None, level: float) -> dict:
+    """One ranking entry of a campaign (reference or absolute): candidates by score, shortest
+    ``level`` rank intervals from score draws ``(S, N)`` (columns in ``names`` order), truth."""
+    import numpy as np
+
+    from ..poe import rank_intervals_from_draws
+
+    intervals = rank_intervals_from_draws(np.asarray(draws), level=level)
+    entries = []
+    for k, c in enumerate(names):
+        row = {"rank": k + 1, "candidate": c, "score": round(score[c], 3), "sd": round(sd[c], 3),
+               "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}
+        if truth:
+            values = [by[c].human.get(truth) for by in dataset.responses.values() if c in by]
+            values = [v for v in values if v is not None]
+            row["truth"] = round(sum(values) / len(values), 6) if values else None
+        entries.append(row)
+    entry = {"group": title, "comparisons": n, "entropy": None, "max_adjacent_reorder": None, "ranking": entries}
+    values = [r.get("truth") for r in entries]
+    if truth and len(entries) > 2 and None not in values and len(set(values)) > 1:
+        from scipy.stats import spearmanr
+
+        entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in entries], values).statistic), 4)
+    return entry
+
+
+def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, level: float) -> dict:
+    """A reference campaign's ranking: RAEE Elo gaps (pooled over strong judges, else the mean over
+    judges) with rank intervals from independent normal draws on the Elo scale, using the raw
+    (superpopulation) SE."""
+    import numpy as np
+
+    from ..fit import fit_raee, load_reference_judgments
+    from ..raee_report import leaderboard
+
+    data, _ = load_reference_judgments(path, log=False)
+    if len(data) == 0:
+        return {"run": str(path), "scope": "reference", "level": level, "groups": []}
+    report = fit_raee(path, soft=config.reference.soft if config.reference else False)
+    out = []
+    for anchor in dict.fromkeys(r.anchor for r in report.rows):
+        board = leaderboard(report.rows, anchor)
+        names = sorted(board, key=lambda c: (-board[c], c))
+        se = {}
+        for c in names:
+            # the superpopulation SE: with every prompt of the pool judged the FPC one is 0
+            rows = [r for r in report.rows if r.anchor == anchor and r.candidate == c and r.se_elo_raw is not None]
+            pooled = [r for r in rows if r.judge == "pooled"]
+            # unscreened judges may agree perfectly: Eq. (9) with ρ = 1, no 1/J shrinkage
+            se[c] = pooled[0].se_elo_raw if pooled else float(np.sqrt(np.mean([r.se_elo_raw ** 2 for r in rows])))
+        draws = np.random.default_rng(0).normal([board[c] for c in names], [se[c] for c in names], size=(4000, len(names)))
+        out.append(_campaign_group(f"anchor {anchor}", int(np.sum(data.anchor == anchor)), names, board, draws, se,
+                                   dataset, config.data.truth, level))
+    return {"run": str(path), "scope": "reference", "level": level, "groups": out}
+
+
+def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, templates: dict, level: float) -> dict:
+    """An absolute campaign's quick ranking: each candidate's mean expected level (judges averaged
+    with equal weight), rank intervals from resampling the prompts (the simplex paper's bootstrap
+    baseline). Judge quality is not modelled here — that is ``orchestrator fit simplex``."""
+    import numpy as np
+
+    from .fit_simplex import load_absolute_judgments
+    from ..simplex import build_score_data
+    from ..simplex.baselines import simple_average
+
+    records, _ = load_absolute_judgments(path, log=False)
+    if not records:
+        return {"run": str(path), "scope": "absolute", "level": level, "groups": []}
+    levels = len(templates["absolute"].options)
+    data = build_score_data(records, levels=levels, source=str(path))
+    scores = data.item_scores(soft=True)
+    mean = simple_average(scores)
+    rng = np.random.default_rng(0)
+    q = scores.shape[2]
+    with np.errstate(invalid="ignore"):
+        boot = np.stack([simple_average(scores[:, :, rng.integers(0, q, size=q)]) for _ in range(1000)])
+    boot = np.where(np.isnan(boot), np.nanmean(boot, axis=0), boot)
+    order = sorted(range(len(data.candidates)), key=lambda k: (-mean[k], data.candidates[k]))
+    names = [data.candidates[k] for k in order]
+    score = {data.candidates[k]: float(mean[k]) for k in order}
+    sd = {data.candidates[k]: float(boot[:, k].std()) for k in order}
+    group = _campaign_group(f"mean score 1–{levels} (bootstrap; judge quality: `orchestrator fit simplex RUN --levels "
+                            f"{levels}`)", len(records), names, score, boot[:, order], sd, dataset, config.data.truth, level)
+    return {"run": str(path), "scope": "absolute", "level": level, "groups": [group]}
+
+
+def ranking(path: str | Path, *, level: float = 0.95) -> dict:
+    """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals
+    (for a reference campaign: the RAEE leaderboard per anchor)."""
+    with open_run(path, write=False) as store:
+        config = RunConfig.model_validate(store.config)
+        dataset = store.dataset()
+        judgments = list(store.judgments()) if config.reference is None and config.absolute is None else []
+        templates = store.templates()
+    if config.reference is not None:
+        return _reference_ranking(path, config, dataset, level)
+    if config.absolute is not None:
+        return _absolute_ranking(path, config, dataset, templates, level)
+    groups = build_groups_for(dataset, config.data.scope)
+    poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
+    posteriors = fit_groups(groups, judgments, poe, debias=config.model.debias)
+    truth = config.data.truth
+    out = []
+    for group, post in zip(groups, posteriors):
+        intervals = rank_intervals(post, level=level)
+        sd = post.cov.diagonal().sqrt()
+        _, adj = adjacent_reorder_probabilities(post)
+        rows = []
+        for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
+            row = {"rank": rank, "candidate": group.names[c], "score": round(float(post.mean[c]), 6),
+                   "sd": round(float(sd[c]), 6), "rank_low": int(intervals.lower[c]), "rank_high": int(intervals.upper[c])}
+            if truth:
+                name = group.names[c]
+                values = [by[group.candidate(name)].human.get(truth) for p, by in dataset.responses.items()
+                          if group.member(p, group.candidate(name)) == name]
+                values = [v for v in values if v is not None]
+                row["truth"] = round(sum(values) / len(values), 6) if values else None
+            rows.append(row)
+        entry = {"group": group.key, "comparisons": post.n_comparisons, "entropy": round(entropy(post.cov), 4),
+                 "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0, "ranking": rows}
+        informed = post.n_comparisons > 0 or post.link is not None  # never statistics from no data
+        entry["judged"] = informed
+        if truth and len(rows) > 2 and informed:
+            from scipy.stats import spearmanr
+
+            values = [r["truth"] for r in rows]
+            if None not in values and len(set(values)) > 1:
+                entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in rows], values).statistic), 4)
+        out.append(entry)
+    return {"run": str(path), "scope": config.data.scope, "level": level, "groups": out}
+
+
+def status(path: str | Path) -> dict:
+    """Budget spent, rounds, state, and the uncertainty of the current ranking."""
+    with open_run(path, write=False) as store:
+        run = store.run
+        config = RunConfig.model_validate(store.config)
+        spend = store.spend()
+        counts = {r["status"]: r["n"] for r in store.db.query("select status, count(*) as n from requests group by status")}
+        failures = {r["error_type"] or "unknown": r["n"] for r in store.db.query(
+            "select error_type, count(*) as n from judgments where status = 'failed' group by error_type")}
+        rounds = store.last_round() + 1
+    b = config.budget
+    poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
+    rank = ranking(path)
+    groups = rank["groups"]
+    summary = {
+        "run": str(path), "name": run["name"], "state": run["status"], "stop_reason": run["stop_reason"],
+        "rounds": rounds, "requests": counts, "failures": failures,
+        "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6)},
+        "budget": {"calls": b.max_calls, "tokens": b.max_tokens, "usd": b.max_usd},
+        "groups": len(groups),
+        "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if poe and groups else None,
+        "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
+        "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
+    }
+    sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
+    if sp:
+        summary["mean_spearman_vs_truth"] = round(sum(sp) / len(sp), 4)
+    return summary
+
+
+def _log_line(row: dict, anchor: str | None = None) -> dict:
+    probs = json.loads(row["probs"])
+    capped = json.loads(row["capped"])
+    unresolved = json.loads(row["unresolved"])
+    return {
+        "kind": row["kind"], "judge": row["judge"], "prompt_id": row["prompt_id"],
+        "candidates": json.loads(row["candidates"]), "probs": probs[0] if len(probs) == 1 else probs,
+        **({"reference": anchor if anchor in json.loads(row["candidates"]) else json.loads(row["candidates"])[0]}
+           if row["kind"] == "reference" else {}),
+        "repeat": row.get("repeat", 0), "key": row["key"], "template": row["template"], "method": row["method"],
+        "capped": capped[0] if len(capped) == 1 else capped, "unresolved": unresolved[0] if len(unresolved) == 1 else unresolved,
+        "text": row["text"], "top_logprobs": json.loads(row["top_logprobs"]), "round": row["round"],
+        "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
+        "cost_usd": row["cost_usd"], "latency_s": row["latency_s"], "attempts": row["attempts"], "note": row["note"],
+    }
+
+
+CSV_COLUMNS = ["key", "round", "kind", "judge", "template", "prompt_id", "candidate_a", "candidate_b", "repeat", "status", "p_first",
+               "probs", "method", "capped", "unresolved", "text", "prompt_tokens", "completion_tokens", "cost_usd",
+               "latency_s", "attempts", "error_type", "error"]
+
+
+def _flat(row: dict) -> dict:
+    cands = json.loads(row["candidates"])
+    return {**{c: row.get(c) for c in CSV_COLUMNS if c in row}, "candidate_a": cands[0],
+            "candidate_b": cands[1] if len(cands) > 1 else None}
+
+
+def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False) -> int:
+    """Write the run's judgments: ``jsonl`` (the judgment log ``orchestrator replay`` reads), ``csv`` or
+    ``parquet`` (one row per judgment, option probabilities as JSON). Returns the number of rows."""
+    if fmt not in EXPORT_FORMATS:
+        raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    with open_run(path, write=False) as store:
+        rows = list(store.judgments(ok_only=not include_failed))
+        config = RunConfig.model_validate(store.config)
+        anchor = (reference_items(store.dataset(), config.reference.anchor, config.seed)[0]
+                  if config.reference is not None else None)
+    binary = fmt == "parquet"
+    if binary:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise OrchestratorError("--format parquet needs pyarrow: pip install 'llm-judge-orchestrator[parquet]'") from None
+    with open_output(out, option="--out", inputs=[path], binary=binary) as fh:
+        if fmt == "jsonl":
+            for row in rows:
+                if row["status"] == "ok":
+                    fh.write(json.dumps(_log_line(row, anchor)) + "\n")
+        elif fmt == "csv":
+            writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(_flat(row))
+        else:
+            table = pa.Table.from_pylist([_flat(r) for r in rows]) if rows else pa.table({c: [] for c in CSV_COLUMNS})
+            pq.write_table(table, fh)
+    return len(rows)

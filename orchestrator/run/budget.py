@@ -1,0 +1,99 @@
+"""Budgets by reservation: what a request may cost at most, and which planned units fit.
+
+Before a round is written each request reserves its worst case (one call; every prompt byte as a
+token plus the template's ``max_tokens``; at the judge's price). Only units whose reservations fit
+in what is left are planned, so calls, tokens and USD never exceed the limits.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..config import BudgetConfig
+from ..errors import OrchestratorError
+from ..judging.client import JudgeProfile
+from ..judging.templates import Template
+from ..store import Spend
+
+__all__ = ["MESSAGE_OVERHEAD_TOKENS", "judge_price", "judge_prices", "worst_case", "fit_budget"]
+
+MESSAGE_OVERHEAD_TOKENS = 16
+"""Chat-template tokens per message added on top of the content (generous for known templates)."""
+
+
+def judge_price(profile: JudgeProfile, local: bool) -> tuple[float, float] | None:
+    """USD per (prompt, completion) token, or None when unknown."""
+    if profile.price_input_per_mtok is not None or profile.price_output_per_mtok is not None:
+        return (profile.price_input_per_mtok or 0.0) / 1e6, (profile.price_output_per_mtok or 0.0) / 1e6
+    if local:
+        return 0.0, 0.0
+    import litellm
+
+    info = litellm.model_cost.get(profile.model) or litellm.model_cost.get(profile.model.split("/", 1)[-1])
+    if not info or info.get("input_cost_per_token") is None:
+        return None
+    return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
+
+
+def judge_prices(profiles: dict[str, JudgeProfile], local: set[str], *, max_usd: float | None) -> dict[str, tuple[float, float]]:
+    """USD per (prompt, completion) token of every judge; unknown prices are 0 unless a USD budget
+    needs them.
+
+    Raises:
+        OrchestratorError: ``max_usd`` is set and a judge has no known price.
+    """
+    prices = {}
+    for name, profile in profiles.items():
+        price = judge_price(profile, name in local)
+        if price is None:
+            if max_usd is not None:
+                raise OrchestratorError(
+                    f"judge {name!r}: litellm has no price for model {profile.model!r}; set price_input_per_mtok "
+                    f"and price_output_per_mtok in its profile to use budget.max_usd")
+            price = (0.0, 0.0)
+        prices[name] = price
+    return prices
+
+
+def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, price: tuple[float, float]) -> tuple[int, float]:
+    """Upper bound on the tokens and USD of one request.
+
+    A byte-level tokenizer never produces more tokens than bytes, so every content byte counts as
+    a prompt token, plus a chat-template allowance per message; completions are capped by
+    ``max_tokens``. Judges without logprobs sample ``samples`` times; a follow-up call that
+    resolves a two-token option (``10``) is counted too.
+    """
+    prompt = sum(len(m["content"].encode()) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+    completion = template.max_new_tokens
+    calls = profile.samples if not profile.logprobs else 1
+    follow_ups = 0
+    if profile.prefill and profile.logprobs and template.read == "first_token":
+        options = template.options
+        follow_ups = sum(any(o != p and o.startswith(p) for p in options) for o in options)
+    tokens = calls * (prompt + completion) + follow_ups * (prompt + 8 + 1)
+    usd = calls * (prompt * price[0] + completion * price[1]) + follow_ups * ((prompt + 8) * price[0] + price[1])
+    return tokens, usd
+
+
+def fit_budget(units: list[list[dict]], spend: Spend, budget: BudgetConfig) -> tuple[list[list[dict]], str]:
+    """Keep units (a comparison's requests) in priority order while their reservations fit in what
+    ``budget`` leaves after ``spend``; the reason when one did not fit."""
+    calls = math.inf if budget.max_calls is None else budget.max_calls - spend.calls
+    tokens = math.inf if budget.max_tokens is None else budget.max_tokens - spend.tokens
+    usd = math.inf if budget.max_usd is None else budget.max_usd - spend.usd
+    kept: list[list[dict]] = []
+    for unit in units:
+        need_calls = len(unit)
+        need_tokens = sum(r["reserved_tokens"] for r in unit)
+        need_usd = sum(r["reserved_usd"] for r in unit)
+        if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:
+            if need_calls > calls:
+                what = f"max_calls ({spend.calls} of {budget.max_calls} used)"
+            elif need_tokens > tokens:
+                what = f"max_tokens ({spend.tokens} of {budget.max_tokens} used; the next request may need {need_tokens})"
+            else:
+                what = f"max_usd (${spend.usd:.4f} of ${budget.max_usd} used; the next request may need ${need_usd:.4f})"
+            return kept, f"budget: {what}"
+        calls, tokens, usd = calls - need_calls, tokens - need_tokens, usd - need_usd
+        kept.append(unit)
+    return kept, ""

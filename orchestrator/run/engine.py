@@ -1,0 +1,346 @@
+"""The run engine: rounds, budgets, dispatch, commits, signals, stopping and resume — the same for
+every campaign; what to ask next comes from the campaign's planner (:mod:`.planners`), and the
+judges are injected (``name → Judge``: litellm, the embedded llama.cpp judge, a test server, a
+replayed log), so one engine serves every run (DESIGN.md "Data flow of one run").
+
+Determinism: a planner plans from the committed log alone (PoE: a cold Laplace fit per group on
+its judgments sorted by round and key), and round ``r`` draws its tie-breaks from a generator seeded
+with ``(seed, r)``, so a resumed run plans exactly what the uninterrupted run would have planned.
+
+Budgets: before a round is written, each request reserves its worst case (:mod:`.budget`); only
+units whose reservation fits are planned, so calls, tokens and USD never exceed the limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from ..config import RunConfig
+from ..errors import RunFailed
+from ..judging.client import Judge, JudgeProfile, JudgeRequest, Judgment
+from ..judging.dispatch import RetryPolicy, call_with_retries
+from ..judging.templates import Template
+from ..poe import threads_for
+from ..store import RunStore, Spend
+from .budget import fit_budget, judge_prices
+from .planners import Plan, planner_for
+from .requests import PlanContext
+
+__all__ = ["FAIL_FAST_AFTER", "RunEngine", "RunEvent"]
+
+FAIL_FAST_AFTER = 8
+"""A run whose first this many finished requests all failed permanently stops (``failed``)."""
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Progress of a run, for displays."""
+
+    kind: str
+    """``round`` (a round was planned), ``judgment`` (one arrived), ``draining`` (an interrupt:
+    calls in flight finish and commit, nothing new starts) or ``stop``."""
+    round: int
+    judgments: int
+    failed: int
+    spend: Spend
+    planned_requests: int = 0
+    entropy: float | None = None
+    max_adjacent_reorder: float | None = None
+    top: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class RunEngine:
+    """Runs (or resumes) one run to its end. ``judges`` maps profile name → :class:`Judge`."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        config: RunConfig,
+        judges: dict[str, Judge],
+        profiles: dict[str, JudgeProfile],
+        templates: dict[str, Template],
+        *,
+        local: set[str] | None = None,
+        progress: Callable[[RunEvent], None] | None = None,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ):
+        self.store = store
+        self.config = config
+        self.judges = judges
+        self.templates = templates
+        self.progress = progress
+        self.sleep = sleep
+        self.ctx = PlanContext(run_name=store.run["name"], config=config, dataset=store.dataset(), profiles=profiles,
+                               templates=templates, prices=judge_prices(profiles, local or set(), max_usd=config.budget.max_usd),
+                               asked=store.asked())
+        self.planner = planner_for(config)(self.ctx)
+        for row in store.judgments():
+            self.planner.add(row)
+        self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
+        self._ok = next(store.db.query("select count(*) as n from judgments where status = 'ok'"))["n"]
+        self._failed_at_start = self._failed
+        self._hard_stop = False
+        self._draining = False
+        """Set by the first SIGINT/SIGTERM: no new round, no new call, no retry; calls in flight
+        finish and are committed (a provider has already charged for them)."""
+        self._in_flight_calls = 0
+        self._group_size = max((len(g.names) for g in getattr(self.planner, "groups", [])), default=2)
+
+    # -- dispatch ----------------------------------------------------------------------------
+    async def _call(self, request: JudgeRequest, judge: Judge) -> tuple[Judgment, int]:
+        d = self.config.dispatch
+        policy = RetryPolicy(d.max_attempts, d.backoff_initial_s, d.backoff_max_s)
+        # draining: no new attempt (the request stays pending and is sent again on resume)
+        return await call_with_retries(judge, request, policy, sleep=self.sleep, stop=lambda: self._draining)
+
+    async def _dispatch(self, rows: list[dict], round_no: int, semaphore: asyncio.Semaphore) -> None:
+        """Ask one round's requests (under the run-wide concurrency limit), committing each as it
+        arrives, then record the round's end."""
+        templates = {t.name: t for t in self.templates.values()}
+        started = time.perf_counter()
+
+        async def one(row: dict) -> None:
+            request = JudgeRequest(key=row["key"], template=templates[row["template"]],
+                                   messages=json.loads(row["messages"]), prompt_id=row["prompt_id"],
+                                   candidates=json.loads(row["candidates"]))
+            async with semaphore:
+                if self._draining:  # not sent yet: leave it pending for the resume
+                    return
+                self._in_flight_calls += 1
+                try:
+                    judgment, attempts = await self._call(request, self.judges[row["judge"]])
+                finally:
+                    self._in_flight_calls -= 1
+            if self._draining and judgment.status == "failed" and judgment.retryable:
+                return  # a retry would have followed: pending, sent again on resume
+            judgment = judgment.model_copy(update={"judge": row["judge"]})
+            committed = self.store.commit_judgment(judgment, attempts, round_no, row.get("repeat") or 0)
+            if judgment.status == "ok":
+                self._ok += 1
+                self.planner.add(committed)
+            else:
+                self._failed += 1
+            self._event("judgment", round_no)
+
+        # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
+        # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
+        await asyncio.gather(*(one(r) for r in sorted(rows, key=lambda r: (r["prompt_id"], r["key"]))))
+        if not self._draining:
+            self.store.finish_round(round_no, {**self._round_info(), "dispatch_s": time.perf_counter() - started})
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _event(self, kind: str, round_no: int, **extra) -> None:
+        if self.progress is None:
+            return
+        self.progress(RunEvent(kind, round_no, self._ok, self._failed, self.store.spend(), **extra))
+
+    async def run(self) -> str:
+        """Run to the end; returns the stop reason. Judgments are committed as they arrive.
+
+        The first SIGINT or SIGTERM drains: calls already sent finish and are committed, nothing
+        new starts, and the run stops as interrupted (``KeyboardInterrupt``); a second one stops
+        at once (what was in flight is asked again on resume), also in the middle of a posterior
+        update or a selection (CPU-bound work, during which the event loop cannot run handlers).
+        Planned requests stay pending.
+
+        Raises:
+            RunFailed: the run could not do what it was asked: no judgment succeeded (every call
+                failed, or the budget did not fit one request). The run file keeps the failures
+                and is marked ``failed``.
+        """
+        self.store.set_status("running")
+        round_no = self.store.last_round()
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        self._hard_stop = False
+
+        def on_signal() -> None:
+            if not self._draining:
+                self._draining = True
+                self._event("draining", self.store.last_round(), planned_requests=self._in_flight_calls)
+            elif main is not None:
+                self._hard_stop = True
+                main.cancel()
+
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, on_signal)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such support
+                pass
+        try:
+            with threads_for(self._group_size):
+                return await self._run(round_no)
+        except asyncio.CancelledError:
+            if self._hard_stop:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    @contextlib.contextmanager
+    def _cpu_work(self) -> Iterator[None]:
+        """Signals during CPU-bound work (refit, selection): asyncio's handlers only run when the
+        event loop gets control back, so Python-level handlers stand in: the first signal starts
+        the drain, a second raises ``KeyboardInterrupt`` at once, wherever the work is."""
+        def handler(signum, frame) -> None:
+            if not self._draining:
+                self._draining = True
+                self._event("draining", self.store.last_round(), planned_requests=self._in_flight_calls)
+            else:
+                self._hard_stop = True
+                raise KeyboardInterrupt
+
+        previous = {}
+        wakeup = None
+        try:
+            # asyncio also learns of signals through its wake-up fd and would act on them a second
+            # time once the loop runs again: switch that off while these handlers stand in
+            wakeup = signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+            if wakeup is not None:
+                signal.set_wakeup_fd(wakeup)
+
+    def _fail_fast(self) -> str:
+        """A reason to stop when nothing has worked yet: the first ``FAIL_FAST_AFTER`` finished
+        requests all failed permanently (a wrong address, a rejected request, an unreadable
+        answer): the next ones would only spend the budget the same way."""
+        if self._ok == 0 and self._failed - self._failed_at_start >= FAIL_FAST_AFTER:
+            return f"the first {self._failed - self._failed_at_start} judge calls all failed ({self._typical_error()})"
+        return ""
+
+    def _typical_error(self) -> str:
+        row = next(self.store.db.query(
+            "select error_type, error, count(*) as n from judgments where status = 'failed' "
+            "group by error_type order by n desc limit 1"), None)
+        if row is None:
+            return "no call was made"
+        error = " ".join((row["error"] or "").split("Traceback (most recent call last)")[0].split())
+        return f"{row['n']} × {row['error_type'] or 'error'}: {error[:200]}"
+
+    def _set_status_safely(self, status: str, reason: str) -> None:
+        """Mark the run's state on the way out of an error; a run file that cannot be written (a
+        full disk) keeps ``running``, which resume treats like ``interrupted``."""
+        try:
+            self.store.set_status(status, reason)
+        except sqlite3.Error:
+            pass
+
+    async def _run(self, round_no: int) -> str:
+        # Round r is planned once every round <= r - depth has been committed, from the posterior on
+        # exactly those rounds: depth 1 waits for each round (fully adaptive); depth 2 plans the next
+        # round while the current one is in flight (judges stay busy). Either way the plan depends
+        # only on the log, not on timing, so a resumed run asks what an uninterrupted one would.
+        depth = self.config.dispatch.pipeline_depth
+        semaphore = asyncio.Semaphore(self.config.dispatch.concurrency)
+        in_flight: dict[int, asyncio.Task] = {}
+        reason = ""
+        failed = False
+        drained = False
+        try:
+            pending = self.store.pending_requests()
+            for r in sorted({row["round"] for row in pending}):  # interrupted rounds go first
+                rows = [row for row in pending if row["round"] == r]
+                self._event("round", r, planned_requests=len(rows))
+                in_flight[r] = asyncio.create_task(self._dispatch(rows, r, semaphore))
+            while True:
+                if self._draining:
+                    break
+                cutoff = round_no + 1 - depth
+                for r in sorted(r for r in in_flight if r <= cutoff):
+                    await in_flight.pop(r)
+                if self._draining:
+                    break
+                reason = self._fail_fast()
+                if reason:
+                    failed = True
+                    break
+                with self._cpu_work():
+                    reason, round_no, planned = self._plan_round(round_no, cutoff)
+                if planned is None:
+                    break
+                in_flight[round_no] = asyncio.create_task(self._dispatch(planned, round_no, semaphore))
+            for r in sorted(in_flight):  # what was planned is asked (and paid) before stopping
+                await in_flight.pop(r)
+            if self._draining:
+                self.store.set_status("interrupted", "interrupted; resume to continue")
+                drained = True
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if not drained:  # a hard stop, or a Ctrl-C without our handler: stop now, as below
+                for task in in_flight.values():
+                    task.cancel()
+                await asyncio.gather(*in_flight.values(), return_exceptions=True)
+                self._set_status_safely("interrupted", "interrupted; resume to continue")
+            raise
+        except BaseException:
+            for task in in_flight.values():
+                task.cancel()
+            await asyncio.gather(*in_flight.values(), return_exceptions=True)
+            self._set_status_safely("interrupted", "interrupted; resume to continue")
+            raise
+        if self._ok == 0:
+            # nothing to rank: say so, never "finished" with statistics from no data
+            failed = True
+            reason = (f"no judgment succeeded: {reason}" if not reason.startswith("the first") else reason)
+            if self._failed:
+                reason += f"; typical failure: {self._typical_error()}" if "×" not in reason else ""
+        if failed:
+            self.store.set_status("failed", reason)
+            raise RunFailed(f"{self.store.path}: the run failed: {reason}. The run file keeps every failure "
+                            f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
+                            f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run")
+        self.store.set_status("finished", reason)
+        with self._cpu_work():
+            summary = self.planner.summary(None)
+        self._event("stop", round_no, reason=reason, **summary)
+        return reason
+
+    def _plan_round(self, round_no: int, cutoff: int) -> tuple[str, int, list[dict] | None]:
+        """Ask the planner for the next round and write it as pending requests. Returns ``(stop
+        reason, round number, planned request rows or None to stop)``."""
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        reason = self.planner.stop_before(cutoff)
+        if reason:
+            return reason, round_no, None
+        timings["fit_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        plan = self.planner.next_round(round_no + 1, cutoff)
+        if not isinstance(plan, Plan):
+            return plan, round_no, None
+        kept, budget_reason = fit_budget(plan.units, self.store.planning_spend(cutoff), self.config.budget)
+        if not kept:
+            return budget_reason or "budget spent", round_no, None
+        round_no += 1
+        rows = [r for unit in kept for r in unit]
+        timings["select_s"] = time.perf_counter() - started
+        summary = self.planner.summary(cutoff)
+        self.store.add_round(round_no, plan.kind, plan.selected[: len(kept)], rows,
+                             {**summary, **timings, "top": json.dumps(summary["top"])})
+        self.ctx.mark_asked(rows)
+        self.planner.planned(rows)
+        self._event("round", round_no, planned_requests=len(rows), **summary)
+        return "", round_no, rows
+
+    def _round_info(self) -> dict:
+        spend = self.store.spend()
+        return {"calls": spend.calls, "tokens": spend.tokens, "usd": spend.usd}

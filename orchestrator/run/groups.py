@@ -1,0 +1,182 @@
+"""Ranking groups of a run: which responses share one posterior, and the observations a group's
+judgments give it (PoE §3: comparative experts, absolute experts, permutation debiasing §3.3).
+
+Scopes (DESIGN.md "Domain model"): ``per_prompt`` (a group per prompt), ``global`` (candidates
+across prompts, one group) and ``items`` (every response its own item, one group). The live engine,
+``orchestrator rank`` and the replay of an export all group and fit through this module, so they
+agree on every ranking.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import torch
+
+from ..dataset import Dataset
+from ..errors import OrchestratorError
+from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_laplace, permutation_debias, threads_for
+from ..records import level_distribution
+
+__all__ = ["ITEMS", "ITEM_SEPARATOR", "item_name", "Group", "build_groups_for", "group_observations", "fit_group", "fit_groups", "split_by_group"]
+
+
+ITEM_SEPARATOR = "::"
+
+
+def item_name(prompt_id: str, candidate: str) -> str:
+    """The ``items`` scope's name of a response, ``prompt::candidate``, injective by construction:
+    a ``:`` or ``\\`` inside either part is escaped with a backslash, so ``a::b`` + ``c`` and ``a`` +
+    ``b::c`` stay two items (``a\\:\\:b::c`` and ``a::b\\:\\:c``)."""
+    def escape(part: str) -> str:
+        return part.replace("\\", "\\\\").replace(":", "\\:")
+
+    return f"{escape(prompt_id)}{ITEM_SEPARATOR}{escape(candidate)}"
+
+
+ITEMS = "items"
+"""The key of the one group of the ``items`` scope."""
+
+
+@dataclass
+class Group:
+    """One posterior: the responses of a prompt (``per_prompt``), all candidates (``global``), or
+    every response as its own item (``items``, named ``prompt::candidate``, see :func:`item_name`)."""
+
+    key: str
+    names: list[str]
+    index: dict[str, int]
+    prompts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """``global``: unordered candidate pair (sorted) → prompts where both responded."""
+    origin: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """``items``: item name → (prompt, candidate)."""
+
+    def member(self, prompt_id: str, candidate: str) -> str | None:
+        """The name under which a prompt's response is ranked here (None: not a member)."""
+        if self.key == ITEMS:
+            name: str | None = item_name(prompt_id, candidate)
+        elif self.key == "global":
+            name = candidate
+        else:
+            name = candidate if prompt_id == self.key else None
+        return name if name is not None and name in self.index else None
+
+    def candidate(self, name: str) -> str:
+        """The candidate a member stands for (itself, except for items)."""
+        return self.origin[name][1] if self.key == ITEMS else name
+
+    def pair_prompts(self, a: str, b: str) -> list[str]:
+        """Prompts on which members ``a`` and ``b`` can be compared (items: only their own prompt,
+        and only when it is the same one)."""
+        if self.key == ITEMS:
+            (pa, _), (pb, _) = self.origin[a], self.origin[b]
+            return [pa] if pa == pb else []
+        if self.key == "global":
+            return self.prompts.get((min(a, b), max(a, b)), [])
+        return [self.key]
+
+    def absolute_prompts(self, name: str, dataset: Dataset) -> list[str]:
+        """Prompts on which a member can be scored alone."""
+        if self.key == ITEMS:
+            return [self.origin[name][0]]
+        if self.key == "global":
+            return [p for p, by_cand in dataset.responses.items() if name in by_cand]
+        return [self.key]
+
+
+def build_groups_for(dataset: Dataset, scope: str) -> list[Group]:
+    """The posteriors of a run: one per prompt, one over all candidates, or one over all responses."""
+    if scope == "per_prompt":
+        out = []
+        for pid, by_cand in dataset.responses.items():
+            names = sorted(by_cand)
+            out.append(Group(pid, names, {n: k for k, n in enumerate(names)}))
+        return out
+    if scope == "global":
+        names = sorted({c for by_cand in dataset.responses.values() for c in by_cand})
+        prompts: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for pid, by_cand in dataset.responses.items():
+            cands = sorted(by_cand)
+            for x in range(len(cands)):
+                for y in range(x + 1, len(cands)):
+                    prompts[(cands[x], cands[y])].append(pid)
+        return [Group("global", names, {n: k for k, n in enumerate(names)}, dict(prompts))]
+    if scope == ITEMS:
+        origin = {item_name(pid, c): (pid, c) for pid, by_cand in dataset.responses.items() for c in sorted(by_cand)}
+        names = list(origin)
+        return [Group(ITEMS, names, {n: k for k, n in enumerate(names)}, origin=origin)]
+    raise OrchestratorError(f"scope {scope!r} is not supported by the loop (use per_prompt, global or items)")
+
+
+def group_observations(
+    group: Group, judgments: list[dict], *, debias: str, with_absolute: bool = True
+) -> tuple[list[tuple[int, int, float]], list[tuple[int, float, float]]]:
+    """Comparisons ``(first, second, P(first better))`` and absolutes ``(item, mean, var)`` of a group
+    from committed judgment rows (store format), in the given order.
+
+    With ``permutation`` debiasing the two orders of a pair (same judge and prompt) are combined
+    (PoE §3.3); an order whose partner failed permanently is used alone.
+    """
+    comparisons: list[tuple[int, int, float]] = []
+    absolutes: list[tuple[int, float, float]] = []
+    waiting: dict[tuple[str, str, str, str], float] = {}
+    combined: dict[tuple[str, str, str, str], int] = {}
+    for row in judgments:
+        shown = json.loads(row["candidates"]) if isinstance(row["candidates"], str) else row["candidates"]
+        members = [group.member(row["prompt_id"], c) for c in shown]
+        if any(m is None for m in members):
+            continue
+        cands: list[str] = members  # type: ignore[assignment]
+        if row["kind"] == "pairwise" and row["p_first"] is not None:
+            a, b = cands
+            if debias == "permutation":
+                back = (row["judge"], row["prompt_id"], b, a)
+                if back in waiting:
+                    p_back = waiting.pop(back)
+                    slot = combined.pop(back)
+                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row["p_first"])))
+                    continue
+                waiting[(row["judge"], row["prompt_id"], a, b)] = row["p_first"]
+                combined[(row["judge"], row["prompt_id"], a, b)] = len(comparisons)
+            comparisons.append((group.index[a], group.index[b], float(row["p_first"])))
+        elif row["kind"] == "absolute" and with_absolute:
+            probs = json.loads(row["probs"])[0] if isinstance(row["probs"], str) else row["probs"][0]
+            if sum(probs.values()) <= 0:
+                continue
+            levels, weights = level_distribution(probs)
+            mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64),
+                                         torch.tensor(levels, dtype=torch.float64))
+            absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0])))
+    return comparisons, absolutes
+
+
+def fit_group(group: Group, judgments: list[dict], config: PoEConfig, *, debias: str,
+              with_absolute: bool = True) -> Posterior:
+    """Cold Laplace fit of one group on its judgments, taken in (round, key) order: the canonical
+    posterior, the same in a live run, a resumed one, ``orchestrator rank`` and the replay of the
+    run's export."""
+    rows = sorted(judgments, key=lambda r: (r["round"], r["key"]))
+    comparisons, absolutes = group_observations(group, rows, debias=debias, with_absolute=with_absolute)
+    return fit_laplace(Observations.from_lists(len(group.names), comparisons, absolutes), config)
+
+
+def fit_groups(groups: list[Group], judgments: list[dict], config: PoEConfig, *, debias: str) -> list[Posterior]:
+    """:func:`fit_group` for every group of a run."""
+    with threads_for(max(len(g.names) for g in groups)):
+        return [fit_group(group, rows, config, debias=debias) for group, rows in zip(groups, split_by_group(groups, judgments))]
+
+
+def split_by_group(groups: list[Group], judgments: list[dict]) -> list[list[dict]]:
+    if len(groups) == 1:
+        return [judgments]
+    where = {g.key: k for k, g in enumerate(groups)}
+    out: list[list[dict]] = [[] for _ in groups]
+    for row in judgments:
+        k = where.get(row["prompt_id"])
+        if k is not None:
+            out[k].append(row)
+    return out
+
+

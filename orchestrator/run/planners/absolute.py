@@ -1,0 +1,89 @@
+"""Absolute-scoring campaigns for the Bayesian simplex model (simplex paper §5): every judge scores
+every candidate's answer to every prompt on a 1..M scale; ``orchestrator fit simplex`` ranks."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import ClassVar
+
+from ...config import RunConfig
+from ...dataset import Dataset
+from ...errors import OrchestratorError
+from ...records import level_distribution
+from ..requests import PlanContext, seeded_hash
+from .base import Plan, no_summary
+
+__all__ = ["AbsolutePlanner"]
+
+
+class AbsolutePlanner:
+    """Every candidate on the next ``selection.batch`` prompts (seeded order); a unit is one answer
+    for every judge and repeat."""
+
+    kind: ClassVar[str] = "absolute"
+    done: ClassVar[str] = "every candidate has been judged on every prompt"
+
+    def __init__(self, ctx: PlanContext):
+        assert ctx.config.absolute is not None
+        self.ctx = ctx
+        self.section = ctx.config.absolute
+        self.order = sorted(ctx.dataset.responses, key=lambda p: seeded_hash(ctx.seed, "absolute-order", p))
+        self.rows: list[dict] = []
+
+    @staticmethod
+    def roles(config: RunConfig) -> dict[str, str]:
+        assert config.absolute is not None
+        return {"absolute": config.absolute.template}
+
+    @staticmethod
+    def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
+        template = templates["absolute"]
+        if template.kind != "absolute":
+            raise OrchestratorError(f"absolute.template: {template.name!r} is a {template.kind} template, not an "
+                                    "absolute one")
+        if template.options != [str(m) for m in range(1, len(template.options) + 1)]:
+            raise OrchestratorError(f"absolute.template: {template.name!r} has options {template.options}; the simplex "
+                                    "model needs the levels 1..M")
+
+    @staticmethod
+    def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
+        assert config.absolute is not None
+        return "absolute", n_judges * config.absolute.repeats
+
+    def add(self, row: dict) -> None:
+        if row["kind"] == "absolute":
+            self.rows.append(row)
+
+    def planned(self, rows: list[dict]) -> None:
+        pass
+
+    def stop_before(self, cutoff: int) -> str:
+        return ""
+
+    def next_round(self, round_no: int, cutoff: int) -> Plan | str:
+        ctx = self.ctx
+        judge0 = ctx.first_judge
+        asked = {(p, cands[0]) for jn, p, cands in ctx.asked if jn == judge0 and len(cands) == 1}
+        units, selected, taken = [], [], 0
+        for prompt in self.order:
+            todo = [c for c in sorted(ctx.dataset.responses[prompt]) if (prompt, c) not in asked]
+            if not todo:
+                continue
+            for cand in todo:
+                units.append([ctx.request(jn, "absolute", prompt, [cand], r)
+                              for jn in ctx.profiles for r in range(self.section.repeats)])
+                selected.append([prompt, prompt, cand])
+            taken += 1
+            if taken == ctx.config.selection.batch:
+                break
+        return Plan("absolute", units, selected) if units else self.done
+
+    def summary(self, cutoff: int | None) -> dict:
+        """The five candidates with the highest mean expected level so far (a progress display;
+        the ranking is ``orchestrator fit simplex``)."""
+        scores: dict[str, list[float]] = defaultdict(list)
+        for row in self.rows:
+            levels, probs = level_distribution(json.loads(row["probs"])[0])
+            scores[json.loads(row["candidates"])[0]].append(sum(lv * p for lv, p in zip(levels, probs)))
+        return no_summary(sorted(scores, key=lambda c: (-sum(scores[c]) / len(scores[c]), c))[:5])

@@ -1,0 +1,79 @@
+"""The planner protocol: one per campaign kind, the only place a campaign's logic lives.
+
+The engine (:mod:`orchestrator.run.engine`) owns rounds, budgets, dispatch, commits, signals,
+stopping and resume; each round it asks the campaign's planner what to ask next. A planner sees
+the log through :meth:`Planner.add` (every committed successful judgment, in commit order — also
+the ones a resumed run reads back) and plans from it alone, so a resumed run plans what an
+uninterrupted one would. Adding a campaign kind is one new file here and one entry in
+:data:`orchestrator.run.planners.PLANNERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from ...config import RunConfig
+from ...dataset import Dataset
+from ..requests import PlanContext
+
+__all__ = ["Plan", "Planner", "no_summary"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One round's work: units of requests in priority order (each unit planned and budgeted
+    whole: a comparison for every judge and order), and what was selected (stored in ``rounds``)."""
+
+    kind: str
+    """The round's kind in the run file (``pairwise``, ``absolute``, ``reference``)."""
+    units: list[list[dict]]
+    selected: list[list]
+
+
+def no_summary(top: list[str]) -> dict:
+    """A round summary without a posterior (campaigns): only the top of the current ranking."""
+    return {"entropy": None, "max_adjacent_reorder": None, "top": top}
+
+
+class Planner(Protocol):
+    """What the engine asks of a campaign."""
+
+    kind: ClassVar[str]
+    """The campaign's name (``poe``, ``reference``, ``absolute``)."""
+    done: ClassVar[str]
+    """The stop reason when a round finds nothing left to ask."""
+
+    def __init__(self, ctx: PlanContext) -> None: ...
+
+    @staticmethod
+    def roles(config: RunConfig) -> dict[str, str]:
+        """Template role → template name, from the config (checked before the run is created)."""
+        ...
+
+    @staticmethod
+    def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
+        """Raise ``OrchestratorError`` for a config this campaign cannot run (before anything is created)."""
+        ...
+
+    @staticmethod
+    def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
+        """(template role, requests) of the first unit a run plans: the least a budget must pay for."""
+        ...
+
+    def add(self, row: dict) -> None:
+        """Fold in one committed successful judgment (store row)."""
+
+    def planned(self, rows: list[dict]) -> None:
+        """Requests were just written (after ``ctx.asked`` was updated)."""
+
+    def stop_before(self, cutoff: int) -> str:
+        """Before planning round ``cutoff + depth``: fit what rounds ``<= cutoff`` gave and say why to
+        stop now (a stopping rule), or ``""``."""
+
+    def next_round(self, round_no: int, cutoff: int) -> Plan | str:
+        """The next round's plan, or the reason there is none."""
+
+    def summary(self, cutoff: int | None) -> dict:
+        """``entropy``, ``max_adjacent_reorder`` and ``top`` for the round row and the progress
+        display (``cutoff`` None: on everything, at the end of the run)."""

@@ -1,0 +1,228 @@
+"""PoE pair selection (PoE paper §4): refit each group's posterior on the committed judgments, stop
+when the stopping rule holds, otherwise pick the next batch of comparisons across all groups by the
+selection strategy (probability of reordering by default); an optional absolute warm start scores
+every candidate first (combined PoE, §3.2)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import ClassVar
+
+import torch
+
+from ...config import RunConfig
+from ...dataset import Dataset
+from ...errors import OrchestratorError
+from ...failpoints import failpoint
+from ...poe import (
+    PoEConfig,
+    Posterior,
+    adjacent_reorder_probabilities,
+    entropy,
+    get_expert,
+    parse_strategy,
+    ranking_order,
+    select_across,
+    selection_scores,
+    stopping_rule,
+    threads_for,
+)
+from ..groups import Group, build_groups_for, fit_group
+from ..requests import PlanContext, seeded_hash
+from .base import Plan
+
+__all__ = ["PoEPlanner"]
+
+
+class PoEPlanner:
+    """A unit is one comparison for every judge (and both orders with permutation debiasing), or
+    one absolute score for every judge during the warm start."""
+
+    kind: ClassVar[str] = "poe"
+    done: ClassVar[str] = "every comparison has been asked"
+
+    def __init__(self, ctx: PlanContext):
+        config = ctx.config
+        self.ctx = ctx
+        self.groups = build_groups_for(ctx.dataset, config.data.scope)
+        self.poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
+        self.strategy = parse_strategy(config.selection.strategy)
+        self.ordered = config.model.debias != "permutation"
+        self.posteriors: list[Posterior | None] = [None] * len(self.groups)
+        self._dirty = set(range(len(self.groups)))
+        self._fit_count = [-1] * len(self.groups)
+        self._fit_cutoff: list[int | None] = [None] * len(self.groups)
+        self._judgments: list[list[dict]] = [[] for _ in self.groups]
+        self._where = {g.key: k for k, g in enumerate(self.groups)}
+        self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
+
+    # -- what the run needs before it starts -----------------------------------------------------
+    @staticmethod
+    def roles(config: RunConfig) -> dict[str, str]:
+        roles = {"pairwise": config.judging.pairwise_template}
+        if config.model.absolute_warm_start:
+            roles["absolute"] = config.judging.absolute_template
+        return roles
+
+    @staticmethod
+    def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
+        if templates["pairwise"].kind != "pairwise":
+            raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a "
+                                    f"{templates['pairwise'].kind} template")
+        if "absolute" in templates and templates["absolute"].kind != "absolute":
+            raise OrchestratorError(f"judging.absolute_template: {templates['absolute'].name!r} is a "
+                                    f"{templates['absolute'].kind} template")
+        build_groups_for(dataset, config.data.scope)
+
+    @staticmethod
+    def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
+        if config.model.absolute_warm_start:
+            return "absolute", n_judges
+        return "pairwise", n_judges * (2 if config.model.debias == "permutation" else 1)
+
+    # -- the log ---------------------------------------------------------------------------------
+    def add(self, row: dict) -> None:
+        if row["kind"] == "reference":
+            return
+        k = 0 if len(self.groups) == 1 else self._where.get(row["prompt_id"])
+        if k is None:
+            return
+        self._judgments[k].append(row)
+        self._dirty.add(k)
+
+    def refit(self, cutoff: int | None = None) -> list[Posterior]:
+        """Posteriors on the committed judgments of rounds ``<= cutoff`` (all when None).
+
+        Cold fits (the canonical posterior of :func:`~orchestrator.run.groups.fit_group`, the same
+        in a live run, a resumed one and ``orchestrator rank``); a group is refit only when its set
+        of judgments changed since its last fit.
+        """
+        with threads_for(max(len(g.names) for g in self.groups)):
+            for k in range(len(self.groups)):
+                if k not in self._dirty and cutoff == self._fit_cutoff[k]:
+                    continue
+                rows = [r for r in self._judgments[k] if cutoff is None or r["round"] <= cutoff]
+                if self.posteriors[k] is not None and len(rows) == self._fit_count[k]:
+                    continue  # the same judgments as the last fit
+                self.posteriors[k] = fit_group(self.groups[k], rows, self.poe, debias=self.ctx.config.model.debias)
+                self._fit_count[k] = len(rows)
+                self._fit_cutoff[k] = cutoff
+                failpoint("refit")
+        self._dirty.clear()
+        return self.posteriors  # type: ignore[return-value]
+
+    # -- planning --------------------------------------------------------------------------------
+    def stop_before(self, cutoff: int) -> str:
+        posteriors = self.refit(cutoff)
+        s = self.ctx.config.stopping
+        if s.max_adjacent_reorder is None and s.entropy_target is None:
+            return ""
+        reasons = []
+        for p in posteriors:
+            if p.n_comparisons == 0:
+                return ""
+            decision = stopping_rule(p, max_adjacent_reorder=s.max_adjacent_reorder, entropy_target=s.entropy_target)
+            if not decision.stop:
+                return ""
+            reasons.append(decision.reason)
+        return "stopping rule: " + (reasons[0] if len(reasons) == 1 else f"met in all {len(reasons)} groups")
+
+    def next_round(self, round_no: int, cutoff: int) -> Plan | str:
+        units = self._warm_start_units() if self.ctx.config.model.absolute_warm_start else []
+        if units:
+            selected = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
+            return Plan("absolute", units, selected)
+        units, selected = self._comparison_units(round_no, self.posteriors)  # type: ignore[arg-type]
+        return Plan("pairwise", units, selected) if units else self.done
+
+    def planned(self, rows: list[dict]) -> None:
+        """Update the availability of the pairs the new requests touch."""
+        if self._avail is None:
+            return
+        for r in rows:
+            cands = json.loads(r["candidates"])
+            if len(cands) != 2:
+                continue
+            k = 0 if len(self.groups) == 1 else self._where[r["prompt_id"]]
+            group = self.groups[k]
+            a, b = (group.member(r["prompt_id"], c) for c in cands)
+            if a is None or b is None:
+                continue
+            i, j = group.index[a], group.index[b]
+            self._avail[k][i, j] = self._pair_open(group, i, j)
+            self._avail[k][j, i] = self._pair_open(group, j, i)
+
+    def summary(self, cutoff: int | None) -> dict:
+        posteriors = self.refit() if cutoff is None else self.posteriors
+        ent = [entropy(p.cov) for p in posteriors]  # type: ignore[union-attr]
+        worst = 0.0
+        for p in posteriors:
+            _, adj = adjacent_reorder_probabilities(p)  # type: ignore[arg-type]
+            if adj.numel():
+                worst = max(worst, float(adj.max()))
+        first = self.groups[0]
+        top = [first.names[c] for c in ranking_order(posteriors[0].mean, first.names)[:5]]  # type: ignore[union-attr]
+        return {"entropy": float(sum(ent) / len(ent)), "max_adjacent_reorder": worst, "top": top}
+
+    def _warm_start_units(self) -> list[list[dict]]:
+        """One absolute request per candidate and judge, unless the warm start was planned already."""
+        ctx = self.ctx
+        if any(len(c) == 1 for _, _, c in ctx.asked):
+            return []
+        use = ctx.prompt_use()
+        units = []
+        for group in self.groups:
+            for name in group.names:
+                prompts = group.absolute_prompts(name, ctx.dataset)
+                prompt = min(prompts, key=lambda p: (use[p], seeded_hash(ctx.seed, p, name)))
+                use[prompt] += 1
+                units.append([ctx.request(j, "absolute", prompt, [group.candidate(name)]) for j in ctx.profiles])
+        random.Random(ctx.seed).shuffle(units)  # a budget too small for all spreads over groups
+        return units
+
+    def _available(self, group: Group) -> torch.Tensor:
+        """``(N, N)`` bool: ordered pairs that can still be asked (on some prompt, for ``global``)."""
+        n = len(group.names)
+        avail = torch.zeros(n, n, dtype=torch.bool)
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    avail[i, j] = self._pair_open(group, i, j)
+        return avail
+
+    def _pair_open(self, group: Group, i: int, j: int) -> bool:
+        a, b = group.names[i], group.names[j]
+        ca, cb = group.candidate(a), group.candidate(b)
+        return any(self._open(self.ctx.first_judge, p, ca, cb) for p in group.pair_prompts(a, b))
+
+    def _open(self, judge: str, prompt: str, a: str, b: str) -> bool:
+        asked = self.ctx.asked
+        if (judge, prompt, (a, b)) in asked:
+            return False
+        return self.ordered or (judge, prompt, (b, a)) not in asked
+
+    def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[dict]], list[list]]:
+        ctx = self.ctx
+        if self._avail is None:
+            self._avail = [self._available(g) for g in self.groups]
+        generator = torch.Generator().manual_seed(ctx.seed * 1_000_003 + round_no)
+        picks = select_across(posteriors, self.strategy, self._avail, ctx.config.selection.batch,
+                              ordered=self.ordered, generator=generator, expert=self.poe.expert)
+        judge0 = ctx.first_judge
+        units, selected = [], []
+        scores: dict[int, torch.Tensor] = {}
+        use = ctx.prompt_use()
+        for g, i, j in picks:
+            group = self.groups[g]
+            a, b = group.names[i], group.names[j]
+            ca, cb = group.candidate(a), group.candidate(b)
+            options = [p for p in group.pair_prompts(a, b) if self._open(judge0, p, ca, cb)]
+            prompt = min(options, key=lambda p: (use[p], seeded_hash(ctx.seed, p, a, b)))
+            use[prompt] += 1
+            orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
+            units.append([ctx.request(jn, "pairwise", prompt, list(o)) for jn in ctx.profiles for o in orders])
+            if g not in scores:
+                scores[g] = selection_scores(posteriors[g], self.strategy)
+            selected.append([group.key, prompt, a, b, round(float(scores[g][i, j]), 6)])
+        return units, selected

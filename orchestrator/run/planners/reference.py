@@ -1,0 +1,182 @@
+"""Reference-anchored campaigns (RAEE paper, Algorithm 1): every candidate judged against one fixed
+anchor — each prompt's reference text or a designated candidate — on all prompts in a seeded order,
+or adaptively where the Elo intervals still overlap (``allocation = "adaptive"``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import ClassVar
+
+import numpy as np
+
+from ...config import RunConfig
+from ...dataset import Dataset
+from ...errors import OrchestratorError
+from ...raee import outcomes, raee_arrays
+from ...raee_report import reference_wtl
+from ..requests import DATASET_ANCHOR, PlanContext, seeded_hash
+from .base import Plan, no_summary
+
+__all__ = ["ReferencePlanner", "reference_items"]
+
+
+def reference_items(dataset: Dataset, anchor: str, seed: int) -> tuple[str, list[str], list[str], dict[str, list[str]]]:
+    """A reference campaign's ``(anchor name, candidates, prompts in seeded order, candidate → its
+    prompts in that order)``: the prompts with an anchor text, the candidates that answered them.
+
+    Raises:
+        OrchestratorError: the anchor has no text anywhere, or nothing is left to judge.
+    """
+    if anchor == "dataset":
+        name = DATASET_ANCHOR
+        prompts = [p for p, row in dataset.prompts.items() if row.reference]
+        if not prompts:
+            raise OrchestratorError("reference.anchor = \"dataset\" but no prompt has a \"reference\" text; "
+                                    "add one to prompts.jsonl or name a candidate as the anchor")
+        cands = sorted({c for p in prompts for c in dataset.responses.get(p, {})})
+        if DATASET_ANCHOR in cands:
+            raise OrchestratorError(f"a candidate is named {DATASET_ANCHOR!r}, the name of the dataset's reference "
+                                    "anchor; rename it")
+    else:
+        name = anchor
+        prompts = [p for p, by in dataset.responses.items() if anchor in by]
+        if not prompts:
+            raise OrchestratorError(f"reference.anchor: {anchor!r} is neither \"dataset\" nor a candidate with responses")
+        cands = sorted({c for p in prompts for c in dataset.responses[p]} - {anchor})
+    if not cands:
+        raise OrchestratorError("reference campaign: no candidate answered a prompt that has an anchor text")
+    order = sorted(prompts, key=lambda p: seeded_hash(seed, "reference-order", p))
+    per_candidate = {c: [p for p in order if c in dataset.responses.get(p, {})] for c in cands}
+    return name, cands, order, per_candidate
+
+
+class ReferencePlanner:
+    """A unit is one (prompt, candidate) for every judge, repeat and (with ``both_orders``) order."""
+
+    kind: ClassVar[str] = "reference"
+    done: ClassVar[str] = "every candidate has been judged on every prompt"
+
+    def __init__(self, ctx: PlanContext):
+        assert ctx.config.reference is not None
+        self.ctx = ctx
+        self.section = ctx.config.reference
+        self.anchor, self.candidates, self.order, self.prompts = reference_items(ctx.dataset, self.section.anchor, ctx.seed)
+        self.rows: list[dict] = []
+
+    @staticmethod
+    def roles(config: RunConfig) -> dict[str, str]:
+        assert config.reference is not None
+        return {"reference": config.reference.template}
+
+    @staticmethod
+    def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
+        assert config.reference is not None
+        template = templates["reference"]
+        if template.kind != "reference":
+            raise OrchestratorError(f"reference.template: {template.name!r} is a {template.kind} template, not a "
+                                    "reference-anchored one")
+        reference_items(dataset, config.reference.anchor, config.seed)
+
+    @staticmethod
+    def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
+        ref = config.reference
+        assert ref is not None
+        return "reference", n_judges * ref.repeats * (2 if ref.both_orders else 1)
+
+    def add(self, row: dict) -> None:
+        if row["kind"] == "reference":
+            self.rows.append(row)
+
+    def planned(self, rows: list[dict]) -> None:
+        pass
+
+    def stop_before(self, cutoff: int) -> str:
+        return ""
+
+    def summary(self, cutoff: int | None) -> dict:
+        est = self.estimates(cutoff)
+        return no_summary(sorted(est, key=lambda c: (-est[c]["elo"], c))[:5])
+
+    def estimates(self, cutoff: int | None) -> dict[str, dict[str, float]]:
+        """Per candidate, from committed reference judgments of rounds ``<= cutoff``: the run-averaged
+        outcome over its prompts and judges, with the Jeffreys interval on the Elo scale."""
+        soft = self.section.soft
+        items: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for row in self.rows:
+            if cutoff is not None and row["round"] > cutoff:
+                continue
+            cand, win, tie, loss, _ = reference_wtl(json.loads(row["candidates"]), self.anchor, json.loads(row["probs"])[0])
+            if win + tie + loss <= 0:
+                continue
+            s = float(outcomes(np.array([win]), np.array([tie]), np.array([loss]), soft=soft)[0])
+            items[cand][row["prompt_id"]].append(s)
+        out = {}
+        if not items:
+            return out
+        names = sorted(items)
+        n = np.array([len(items[c]) for c in names], dtype=float)
+        total = np.array([sum(np.mean(v) for v in items[c].values()) for c in names])
+        est = raee_arrays(total, n)
+        for k, c in enumerate(names):
+            out[c] = {"n": float(n[k]), "elo": float(est["elo"][k]), "low": float(est["elo_low"][k]),
+                      "high": float(est["elo_high"][k])}
+        return out
+
+    def next_round(self, round_no: int, cutoff: int) -> Plan | str:
+        """The next reference requests: a unit is one (prompt, candidate) for every judge, repeat and
+        (with ``both_orders``) order; units are planned and budgeted whole."""
+        ref, ctx = self.section, self.ctx
+        judge0 = ctx.first_judge
+        asked = {(p, cands[1]) for jn, p, cands in ctx.asked
+                 if jn == judge0 and len(cands) == 2 and cands[0] == self.anchor}
+
+        def unit(prompt: str, cand: str) -> list[dict]:
+            orders = ([self.anchor, cand], [cand, self.anchor]) if ref.both_orders else ([self.anchor, cand],)
+            return [ctx.request(jn, "reference", prompt, shown, r)
+                    for jn in ctx.profiles for r in range(ref.repeats) for shown in orders]
+
+        units, selected = [], []
+        if ref.allocation == "all":
+            taken = 0
+            for prompt in self.order:
+                todo = [c for c in self.candidates
+                        if c in ctx.dataset.responses.get(prompt, {}) and (prompt, c) not in asked]
+                if not todo:
+                    continue
+                for c in todo:
+                    units.append(unit(prompt, c))
+                    selected.append([self.anchor, prompt, c, None])
+                taken += 1
+                if taken == ctx.config.selection.batch:
+                    break
+            return Plan("reference", units, selected) if units else self.done
+        left = {c: [p for p in self.prompts[c] if (p, c) not in asked] for c in self.candidates}
+        done = {c: len(self.prompts[c]) - len(left[c]) for c in self.candidates}
+        warm = [c for c in self.candidates if left[c] and done[c] < ref.warmup_prompts]
+        if warm:
+            for c in warm:
+                for prompt in left[c][: ref.warmup_prompts - done[c]]:
+                    units.append(unit(prompt, c))
+                    selected.append([self.anchor, prompt, c, None])
+            return Plan("reference", units, selected) if units else self.done
+        est = self.estimates(cutoff)
+        ranked = sorted(est, key=lambda c: (est[c]["elo"], c))
+        overlap: dict[str, float] = {}
+        for k, c in enumerate(ranked):
+            lo, hi = est[c]["low"], est[c]["high"]
+            width = max(hi - lo, 1e-12)
+            overlap[c] = sum(max(0.0, min(hi, est[o]["high"]) - max(lo, est[o]["low"])) / width
+                             for o in ranked[max(0, k - 1): k] + ranked[k + 1: k + 2])
+        open_ = [c for c in self.candidates if left[c]]
+        # a candidate without a committed judgment yet counts as overlapping everything
+        score = {c: overlap.get(c, math.inf) for c in open_}
+        if open_ and all(score[c] == 0.0 for c in open_):
+            return "every candidate's Elo interval is separated from its neighbours'"
+        for c in sorted(open_, key=lambda c: (-score[c], done[c], seeded_hash(ctx.seed, round_no, c)))[
+                : ctx.config.selection.batch]:
+            units.append(unit(left[c][0], c))
+            selected.append([self.anchor, left[c][0], c, round(score[c], 6) if math.isfinite(score[c]) else None])
+        return Plan("reference", units, selected) if units else self.done
+

@@ -1,0 +1,81 @@
+"""Planned requests: what every planner shares — the run's data, judges and templates, the set of
+requests already planned, and how a request row is rendered, keyed and reserved."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import RunConfig
+from ..dataset import Dataset
+from ..judging.client import JudgeProfile
+from ..judging.templates import Template
+from ..record import request_key
+from .budget import worst_case
+
+__all__ = ["DATASET_ANCHOR", "PlanContext", "seeded_hash"]
+
+DATASET_ANCHOR = "reference"
+"""The anchor's name in the log when it is the dataset's reference text."""
+
+
+def seeded_hash(*parts: Any) -> str:
+    """Seeded, order-free tie-break between prompts (stable across processes, unlike hash())."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+
+
+@dataclass
+class PlanContext:
+    """What a planner may read: the run's config and data snapshot, its judges (profile name →
+    profile, in config order), templates by role, prices, and every request planned so far."""
+
+    run_name: str
+    config: RunConfig
+    dataset: Dataset
+    profiles: dict[str, JudgeProfile]
+    templates: dict[str, Template]
+    prices: dict[str, tuple[float, float]]
+    asked: set[tuple[str, str, tuple[str, ...]]] = field(default_factory=set)
+    """``(judge, prompt, shown candidates)`` of every planned request (asked or pending)."""
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def first_judge(self) -> str:
+        """Requests are planned for every judge at once; availability is tracked on the first."""
+        return next(iter(self.profiles))
+
+    def prompt_use(self) -> Counter[str]:
+        """Requests per prompt so far (derived from the log, so a resumed run sees the same)."""
+        return Counter(p for _, p, _ in self.asked)
+
+    def request(self, judge: str, role: str, prompt_id: str, candidates: list[str], repeat: int = 0) -> dict:
+        """A request row for the store: rendered messages, idempotency key, worst-case reservation."""
+        template = self.templates[role]
+        profile = self.profiles[judge]
+        prompt = self.dataset.prompts[prompt_id]
+        texts = [prompt.reference or "" if c == DATASET_ANCHOR and template.kind == "reference"
+                 else self.dataset.responses[prompt_id][c].text for c in candidates]
+        values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or ""}
+        if template.kind == "absolute":
+            values["response"] = texts[0]
+        elif template.kind == "reference":  # A = the anchor, B = the candidate
+            values.update(A=texts[0], B=texts[1], reference=texts[0], response=texts[1])
+        else:
+            values.update(A=texts[0], B=texts[1])
+        attribute = self.config.judging.attribute
+        messages = template.render(values, attribute=attribute, prefill=profile.prefill)
+        tokens, usd = worst_case(messages, template, profile, self.prices[judge])
+        key = request_key(self.run_name, judge, template.digest, attribute or "", prompt_id, *candidates, str(repeat))
+        return {"key": key, "judge": judge, "template": template.name, "kind": template.kind, "prompt_id": prompt_id,
+                "candidates": json.dumps(candidates), "repeat": repeat, "messages": json.dumps(messages),
+                "reserved_tokens": tokens, "reserved_usd": usd}
+
+    def mark_asked(self, rows: list[dict]) -> None:
+        for r in rows:
+            self.asked.add((r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"]))))

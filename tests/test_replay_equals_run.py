@@ -1,0 +1,67 @@
+"""Issue #15: one grouping, debiasing and fitting code path for live runs and replay. Replaying a
+run's export with the run's settings reproduces the run's ranking exactly, for every combination
+the config allows: scope × debias × absolute warm start × one or several judges × strategy."""
+
+import itertools
+import math
+import random
+
+import pytest
+from judgekit import QUALITY, write_config, write_dataset, write_judge
+
+from orchestrator import runs
+from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
+from orchestrator.offline.replay import replay_files
+
+JUDGES = {1: '["judge-a-openai"]', 3: '["judge-a-openai", "judge-b-openai", "judge-c-openai"]'}
+
+
+def judges_that_differ(body):
+    """Pairwise P(A) = σ(6·(q_A − q_B) + bias + ε), absolute a peaked 1–10 level; the bias and the
+    noise ε (seeded by the text) depend on the judge, so the three judges disagree."""
+    model = body.get("model", "")
+    text = " ".join(m["content"] for m in body.get("messages", []) if m["role"] == "user")
+    rng = random.Random(f"{model}|{text}")
+    bias = {"judge-a": 0.0, "judge-b": 0.6, "judge-c": -0.4}.get(model, 0.0)
+    qs = [float(x) for x in QUALITY.findall(text)]
+    if len(qs) >= 2:
+        p = 1 / (1 + math.exp(-(6 * (qs[0] - qs[1]) + bias + rng.gauss(0, 0.8))))
+        top = "A" if p >= 0.5 else "B"
+        return 200, {}, completion(top, [logprob_entry(top, [("A", 0.98 * p), ("B", 0.98 * (1 - p)), ("\n", 0.02)])])
+    level = min(9, max(1, round(1 + 8 * (qs[0] + rng.gauss(0, 0.1)))))
+    alts = [(str(level), 0.6)] + [(str(k), 0.4 / 8) for k in range(1, 10) if k != level]
+    return 200, {}, completion(str(level), [logprob_entry(str(level), alts)])
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("matrix")
+    folder = root / "judges"
+    for name in ("judge-a-openai", "judge-b-openai", "judge-c-openai"):
+        write_judge(folder, name)
+    data = write_dataset(root / "data", prompts=2, candidates=4)
+    with FakeOpenAIServer(judges_that_differ) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ORCHESTRATOR_JUDGES", str(folder))
+        yield root, data, server
+
+
+MATRIX = list(itertools.product(["per_prompt", "global", "items"], ["none", "permutation", "home"], [False, True],
+                                [1, 3], ["reorder", "random"]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scope, debias, warm, judges, strategy", MATRIX)
+def test_replaying_an_export_reproduces_the_run(world, scope, debias, warm, judges, strategy):
+    root, (prompts, responses), server = world
+    name = f"m-{scope}-{debias}-{int(warm)}-{judges}-{strategy}"
+    config = write_config(root, server.url, name=name, prompts=prompts, responses=responses, scope=scope, debias=debias,
+                          warm_start=warm, judges=JUDGES[judges], strategy=strategy, max_calls=60, batch=3)
+    path, _ = runs.start(config)
+    board = runs.ranking(path)
+    run_rankings = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"] if g["comparisons"] > 0}
+    assert run_rankings  # something was compared
+    log = root / f"{name}.jsonl"
+    runs.export(path, "jsonl", log)
+    report = replay_files(log, responses, "coherence", strategy, scope=scope, debias=debias, with_absolute=warm)
+    replayed = report.to_json()["rankings"]
+    assert {k: replayed[k] for k in run_rankings} == run_rankings
