@@ -34,11 +34,24 @@ def main() -> None:
                     continue
                 key = (a["model"], a["instruction_id"])
                 repeats[key] = repeats.get(key, 0) + 1
-                fh.write(json.dumps({"kind": "reference", "judge": "gpt4_turbo", "prompt_id": a["instruction_id"],
-                                     "candidates": [a["reference_model"], a["model"]], "repeat": repeats[key] - 1,
-                                     "probs": {"A": 2 - a["preference"], "B": a["preference"] - 1}}) + "\n")
-        fit = subprocess.run([sys.executable, "-m", "orchestrator", "fit", "raee", "--log", str(log), "--soft", "--json",
-                              "--population", "805"], capture_output=True, text=True)
+                fh.write(
+                    json.dumps(
+                        {
+                            "kind": "reference",
+                            "judge": "gpt4_turbo",
+                            "prompt_id": a["instruction_id"],
+                            "candidates": [a["reference_model"], a["model"]],
+                            "repeat": repeats[key] - 1,
+                            "probs": {"A": 2 - a["preference"], "B": a["preference"] - 1},
+                        }
+                    )
+                    + "\n"
+                )
+        fit = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "fit", "raee", "--log", str(log), "--soft", "--json", "--population", "805"],
+            capture_output=True,
+            text=True,
+        )
     if fit.returncode != 0:
         sys.exit(f"fit raee failed ({fit.returncode}): {fit.stderr.strip()}")
     rows = {r["candidate"]: r for r in json.loads(fit.stdout)["rows"] if r["judge"] == "gpt4_turbo"}
@@ -46,10 +59,14 @@ def main() -> None:
     compared = [m for m in board if m in rows]
     worst = max(abs(rows[m]["p_hat"] * 100 - board[m]) for m in compared)
     same_order = sorted(compared, key=lambda m: -rows[m]["elo"]) == sorted(compared, key=lambda m: -board[m])
-    print(f"{len(annotations)} annotations ({self_judged} of the reference against itself, left out); "
-          f"{len(rows)} models fitted, {len(board)} leaderboard rows")
-    print(f"compared: {len(compared)} models; not fitted (leaderboard only): {sorted(set(board) - set(rows))}; "
-          f"fitted, no leaderboard row: {sorted(set(rows) - set(board))}")
+    print(
+        f"{len(annotations)} annotations ({self_judged} of the reference against itself, left out); "
+        f"{len(rows)} models fitted, {len(board)} leaderboard rows"
+    )
+    print(
+        f"compared: {len(compared)} models; not fitted (leaderboard only): {sorted(set(board) - set(rows))}; "
+        f"fitted, no leaderboard row: {sorted(set(rows) - set(board))}"
+    )
     print(f"max |100·p̂ − win_rate| = {worst:.2e} (goal 1e-6); leaderboard order reproduced: {same_order}")
     if worst > 1e-6 or not same_order:
         sys.exit(1)

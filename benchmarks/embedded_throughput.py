@@ -47,8 +47,7 @@ def main() -> None:
     template = get_template("poe-pairwise")
     profile = get_profile(args.model)
     pairs = [(a, b) for a in cands for b in cands if a != b][: args.pairs]
-    print(f"model {args.model}, {len(pairs)} pairwise requests on one article, concurrency {args.concurrency}, "
-          f"{os.cpu_count()} cores")
+    print(f"model {args.model}, {len(pairs)} pairwise requests on one article, concurrency {args.concurrency}, {os.cpu_count()} cores")
     with EmbeddedServer(profile.embedded, parallel=args.concurrency) as server:
         figures = {}
         for mode, cache in (("prefix reuse (cache_prompt=true)", True), ("no reuse (cache_prompt=false)", False)):
@@ -56,10 +55,16 @@ def main() -> None:
             judge = LiteLLMJudge(with_params, api_base=server.api_base)
             requests = []
             for k, (a, b) in enumerate(pairs):
-                values = {"context": dataset.prompts[pid].text, "A": dataset.responses[pid][a].text,
-                          "B": dataset.responses[pid][b].text}
-                requests.append(JudgeRequest(key=f"{mode}-{k}", template=template, prompt_id=pid, candidates=[a, b],
-                                             messages=template.render(values, attribute="coherence", prefill=profile.prefill)))
+                values = {"context": dataset.prompts[pid].text, "A": dataset.responses[pid][a].text, "B": dataset.responses[pid][b].text}
+                requests.append(
+                    JudgeRequest(
+                        key=f"{mode}-{k}",
+                        template=template,
+                        prompt_id=pid,
+                        candidates=[a, b],
+                        messages=template.render(values, attribute="coherence", prefill=profile.prefill),
+                    )
+                )
             asyncio.run(_measure(judge, requests[:1], 1))  # warm-up (model pages, first prompt)
             elapsed, ok = asyncio.run(_measure(judge, requests, args.concurrency))
             figures[mode] = ok / elapsed

@@ -36,10 +36,21 @@ class InstantJudge:
         qa = self.quality[f"{request.prompt_id}/{a}"]
         qb = self.quality[f"{request.prompt_id}/{b}"]
         p = 1 / (1 + pow(2.718281828, -4 * (qa - qb)))
-        return Judgment(key=request.key, judge=self.name, template=request.template.name, kind="pairwise",
-                        prompt_id=request.prompt_id, candidates=list(request.candidates), status="ok",
-                        probs=[{"A": p, "B": 1 - p}], method="logprobs",
-                        top_logprobs=[[("A", -0.5), ("B", -1.0)]], text="A", prompt_tokens=600, completion_tokens=1)
+        return Judgment(
+            key=request.key,
+            judge=self.name,
+            template=request.template.name,
+            kind="pairwise",
+            prompt_id=request.prompt_id,
+            candidates=list(request.candidates),
+            status="ok",
+            probs=[{"A": p, "B": 1 - p}],
+            method="logprobs",
+            top_logprobs=[[("A", -0.5), ("B", -1.0)]],
+            text="A",
+            prompt_tokens=600,
+            completion_tokens=1,
+        )
 
 
 def write_dataset(folder: Path, prompts: int, candidates: int) -> tuple[Path, Path, dict]:
@@ -64,20 +75,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         prompts, responses, quality = write_dataset(folder, args.prompts, args.candidates)
-        config = RunConfig.model_validate({
-            "name": "overhead", "runs_dir": str(folder),
-            "data": {"prompts": str(prompts), "responses": str(responses)},
-            "judging": {"judges": ["instant"]},
-            "selection": {"batch": args.batch}, "budget": {"max_calls": args.calls},
-            "dispatch": {"concurrency": args.batch},
-        })
+        config = RunConfig.model_validate(
+            {
+                "name": "overhead",
+                "runs_dir": str(folder),
+                "data": {"prompts": str(prompts), "responses": str(responses)},
+                "judging": {"judges": ["instant"]},
+                "selection": {"batch": args.batch},
+                "budget": {"max_calls": args.calls},
+                "dispatch": {"concurrency": args.batch},
+            }
+        )
         dataset = load_dataset(prompts, responses)
         templates = {"pairwise": get_template("poe-pairwise")}
         profile = JudgeProfile(name="instant", model="openai/instant", prefill=True)
-        store = create_run(config.run_path, name="overhead", config=config.to_json(), seed=0, dataset=dataset,
-                           templates=templates)
-        engine = RunEngine(store, config, {"instant": InstantJudge(quality)}, {"instant": profile}, templates,
-                           local={"instant"})
+        store = create_run(config.run_path, name="overhead", config=config.to_json(), seed=0, dataset=dataset, templates=templates)
+        engine = RunEngine(store, config, {"instant": InstantJudge(quality)}, {"instant": profile}, templates, local={"instant"})
         started = time.perf_counter()
         reason = asyncio.run(engine.run())
         elapsed = time.perf_counter() - started
@@ -90,24 +103,44 @@ def main() -> None:
 
         # The floor: committing the same judgments one transaction each, nothing else.
         floor_path = folder / "floor.sqlite"
-        floor_store = create_run(floor_path, name="floor", config=config.to_json(), seed=0, dataset=dataset,
-                                 templates=templates)
-        floor_store.add_round(0, "pairwise", [], [{k: r[k] for k in ("key", "judge", "template", "kind", "prompt_id", "candidates")}
-                                                   | {"messages": "[]", "reserved_tokens": 0, "reserved_usd": 0.0} for r in rows], {})
-        judgments = [Judgment(key=r["key"], judge="instant", template="poe-pairwise", kind="pairwise", prompt_id=r["prompt_id"],
-                              candidates=json.loads(r["candidates"]), status="ok", probs=json.loads(r["probs"]),
-                              top_logprobs=json.loads(r["top_logprobs"])) for r in rows]
+        floor_store = create_run(floor_path, name="floor", config=config.to_json(), seed=0, dataset=dataset, templates=templates)
+        floor_store.add_round(
+            0,
+            "pairwise",
+            [],
+            [
+                {k: r[k] for k in ("key", "judge", "template", "kind", "prompt_id", "candidates")}
+                | {"messages": "[]", "reserved_tokens": 0, "reserved_usd": 0.0}
+                for r in rows
+            ],
+            {},
+        )
+        judgments = [
+            Judgment(
+                key=r["key"],
+                judge="instant",
+                template="poe-pairwise",
+                kind="pairwise",
+                prompt_id=r["prompt_id"],
+                candidates=json.loads(r["candidates"]),
+                status="ok",
+                probs=json.loads(r["probs"]),
+                top_logprobs=json.loads(r["top_logprobs"]),
+            )
+            for r in rows
+        ]
         t0 = time.perf_counter()
         for j in judgments:
             floor_store.commit_judgment(j, 1, 0)
         floor = time.perf_counter() - t0
         floor_store.close()
-    print(f"{args.prompts} prompts × {args.candidates} candidates, per_prompt, batch {args.batch}, {n} judgments, "
-          f"{len(rounds)} rounds, stop: {reason}")
+    print(
+        f"{args.prompts} prompts × {args.candidates} candidates, per_prompt, batch {args.batch}, {n} judgments, "
+        f"{len(rounds)} rounds, stop: {reason}"
+    )
     print(f"loop overhead: {elapsed:.2f} s → {1000 * elapsed / n:.3f} ms per judgment (goal ≤ 2 ms)")
     print(f"  of which refits {1000 * fit / n:.3f} ms, selection+planning {1000 * select / n:.3f} ms per judgment")
-    print(f"  bare SQLite commit of the same judgments: {1000 * floor / n:.3f} ms per judgment "
-          f"(loop / floor = {elapsed / floor:.1f}x)")
+    print(f"  bare SQLite commit of the same judgments: {1000 * floor / n:.3f} ms per judgment (loop / floor = {elapsed / floor:.1f}x)")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import litellm  # noqa: E402,F401  (imported before timing: a one-off ~2 s a real run pays at start)
-from judgekit import write_config  # noqa: E402
 
+from judgekit import write_config  # noqa: E402
 from orchestrator import runs  # noqa: E402
 
 
@@ -50,10 +50,27 @@ def main() -> None:
             for p in range(20):
                 fp.write(json.dumps({"id": f"p{p}", "text": f"Article {p}."}) + "\n")
                 for c in range(16):
-                    fr.write(json.dumps({"prompt_id": f"p{p}", "candidate": f"M{c}",
-                                         "text": f"Summary <<q={rng.random():.4f}>>", "human": {"coherence": 1.0}}) + "\n")
-        config = write_config(folder, url, name="throughput", prompts=folder / "p.jsonl", responses=folder / "r.jsonl",
-                              batch=args.concurrency, concurrency=args.concurrency, max_calls=args.calls)
+                    fr.write(
+                        json.dumps(
+                            {
+                                "prompt_id": f"p{p}",
+                                "candidate": f"M{c}",
+                                "text": f"Summary <<q={rng.random():.4f}>>",
+                                "human": {"coherence": 1.0},
+                            }
+                        )
+                        + "\n"
+                    )
+        config = write_config(
+            folder,
+            url,
+            name="throughput",
+            prompts=folder / "p.jsonl",
+            responses=folder / "r.jsonl",
+            batch=args.concurrency,
+            concurrency=args.concurrency,
+            max_calls=args.calls,
+        )
         started = time.perf_counter()
         path, reason = runs.start(config)
         elapsed = time.perf_counter() - started
@@ -63,8 +80,10 @@ def main() -> None:
     rate = calls / elapsed
     steady = (calls - 1) / (last - first)
     ideal = args.concurrency / args.delay
-    print(f"{calls} judgments in {elapsed:.2f} s with a {args.delay:.1f} s server at concurrency {args.concurrency} "
-          f"(run creation included): {rate:.1f} judgments/s = {rate / ideal:.1%} of the ideal {ideal:.0f}/s")
+    print(
+        f"{calls} judgments in {elapsed:.2f} s with a {args.delay:.1f} s server at concurrency {args.concurrency} "
+        f"(run creation included): {rate:.1f} judgments/s = {rate / ideal:.1%} of the ideal {ideal:.0f}/s"
+    )
     print(f"steady state (first to last commit): {steady:.1f} judgments/s = {steady / ideal:.1%} of the ideal (goal ≥ 90%)")
 
 

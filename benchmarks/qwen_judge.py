@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.offline.replay import build_groups, replay
 from orchestrator.poe import expected_calibration_error, fit_temperature, permutation_debias, temperature_scale
 from orchestrator.records import load_log, load_responses
-from orchestrator.offline.replay import build_groups, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ["reorder", "variance", "min_uncertainty", "eps:0.5", "diverse", "random"]
@@ -39,8 +39,10 @@ def main() -> None:
     print(f"log: {len(pairwise)} pairwise + {n_abs} absolute judgments, {len(prompts)} prompts, judge {pairwise[0].judge}")
 
     p_first = np.array([r.prob_first() for r in pairwise])
-    print(f"position bias: mean P(first better) = {p_first.mean():.3f} over {len(p_first)} ordered pairs; "
-          f"first preferred (p>0.5) in {np.mean(p_first > 0.5):.1%}")
+    print(
+        f"position bias: mean P(first better) = {p_first.mean():.3f} over {len(p_first)} ordered pairs; "
+        f"first preferred (p>0.5) in {np.mean(p_first > 0.5):.1%}"
+    )
     by_pair = {(r.prompt_id, *r.candidates): r.prob_first() for r in pairwise}
     raw_p, raw_y, deb_p, deb_y = [], [], [], []
     for (pid, a, b), p in by_pair.items():
@@ -57,10 +59,14 @@ def main() -> None:
     t_deb = fit_temperature(deb_p, deb_y)
     print(f"calibration vs expert order ({len(raw_p)} ordered pairs, {len(deb_p)} debiased pairs):")
     print(f"  accuracy raw {np.mean((raw_p > 0.5) == raw_y):.3f}, debiased {np.mean((deb_p > 0.5) == deb_y):.3f}")
-    print(f"  ECE raw {expected_calibration_error(raw_p, raw_y):.3f} → T={t_raw:.2f}: "
-          f"{expected_calibration_error(temperature_scale(raw_p, t_raw), raw_y):.3f}")
-    print(f"  ECE debiased {expected_calibration_error(deb_p, deb_y):.3f} → T={t_deb:.2f}: "
-          f"{expected_calibration_error(temperature_scale(deb_p, t_deb), deb_y):.3f}")
+    print(
+        f"  ECE raw {expected_calibration_error(raw_p, raw_y):.3f} → T={t_raw:.2f}: "
+        f"{expected_calibration_error(temperature_scale(raw_p, t_raw), raw_y):.3f}"
+    )
+    print(
+        f"  ECE debiased {expected_calibration_error(deb_p, deb_y):.3f} → T={t_deb:.2f}: "
+        f"{expected_calibration_error(temperature_scale(deb_p, t_deb), deb_y):.3f}"
+    )
 
     groups = build_groups(records, rows, "coherence", "per_prompt")
     results = {}
@@ -76,15 +82,19 @@ def main() -> None:
 
             k90 = f"{rep.k90:.1f} ± {rep.k90_sd:.1f}" if rep.k90 is not None else "n/a"
             kself = f"{rep.k_self90:.1f} ± {rep.k_self90_sd:.1f}" if rep.k_self90 is not None else "n/a"
-            print(f"{strategy:<16} {debias:<12} {rep.full_spearman:>11.3f} {k90:>14} {kself:>14} {at(30):>6.3f} {at(60):>6.3f}"
-                  + (f"  ({rep.k90_undefined} prompts without k90)" if rep.k90_undefined else ""))
+            print(
+                f"{strategy:<16} {debias:<12} {rep.full_spearman:>11.3f} {k90:>14} {kself:>14} {at(30):>6.3f} {at(60):>6.3f}"
+                + (f"  ({rep.k90_undefined} prompts without k90)" if rep.k90_undefined else "")
+            )
             results[f"{strategy}/{debias}"] = rep.to_json()
             if strategy == "reorder" and debias == "none":
                 per_prompt = ", ".join(f"{g.key[9:17]} {g.full_spearman:+.3f}" for g in rep.groups)
     print(f"all-pairs Spearman per prompt: {per_prompt}  (diverse = reorder at batch 1)")
     with_abs = replay(groups, "reorder", with_absolute=True, seeds=args.seeds)
-    print(f"{'reorder+absolute':<16} {'none':<12} {with_abs.full_spearman:>11.3f} "
-          f"{(f'{with_abs.k90:.1f} ± {with_abs.k90_sd:.1f}' if with_abs.k90 is not None else 'n/a'):>14}")
+    print(
+        f"{'reorder+absolute':<16} {'none':<12} {with_abs.full_spearman:>11.3f} "
+        f"{(f'{with_abs.k90:.1f} ± {with_abs.k90_sd:.1f}' if with_abs.k90 is not None else 'n/a'):>14}"
+    )
     out = ROOT / "benchmarks" / "out"
     out.mkdir(exist_ok=True)
     (out / "qwen_judge.json").write_text(json.dumps(results))

@@ -52,19 +52,26 @@ def main() -> None:
                 ratios["FPC"][n].append(r["analytic_fpc"] / r["empirical"])
                 ratios["spread FPC"][n].append(r["analytic_spread_fpc"] / r["empirical"])
         kind = "soft outcomes P(win)" if soft else "hard outcomes (argmax)"
-        print(f"\n{kind}: {len(runs) - len(skipped)} models (skipped, constant: {', '.join(skipped) or 'none'}), "
-              f"M = 805 instructions (run-averaged), {args.draws} subsamples per n")
-        print(f"{'n':>5} {'analytic/empirical raw: median [min, max]':>42} {'FPC: median [min, max]':>28} {'FPC within ±12%':>16}"
-              f" {'spread+FPC: median [min, max]':>31} {'within ±12%':>12}")
+        print(
+            f"\n{kind}: {len(runs) - len(skipped)} models (skipped, constant: {', '.join(skipped) or 'none'}), "
+            f"M = 805 instructions (run-averaged), {args.draws} subsamples per n"
+        )
+        print(
+            f"{'n':>5} {'analytic/empirical raw: median [min, max]':>42} {'FPC: median [min, max]':>28} {'FPC within ±12%':>16}"
+            f" {'spread+FPC: median [min, max]':>31} {'within ±12%':>12}"
+        )
         for n in sizes:
             raw, fpc, spr = (np.array(ratios[k][n]) for k in ("raw", "FPC", "spread FPC"))
-            print(f"{n:>5} {np.median(raw):>30.3f} [{raw.min():.2f}, {raw.max():.2f}] "
-                  f"{np.median(fpc):>16.3f} [{fpc.min():.2f}, {fpc.max():.2f}] {np.mean(np.abs(fpc - 1) <= 0.12):>15.0%}"
-                  f" {np.median(spr):>19.3f} [{spr.min():.2f}, {spr.max():.2f}] {np.mean(np.abs(spr - 1) <= 0.12):>11.0%}")
+            print(
+                f"{n:>5} {np.median(raw):>30.3f} [{raw.min():.2f}, {raw.max():.2f}] "
+                f"{np.median(fpc):>16.3f} [{fpc.min():.2f}, {fpc.max():.2f}] {np.mean(np.abs(fpc - 1) <= 0.12):>15.0%}"
+                f" {np.median(spr):>19.3f} [{spr.min():.2f}, {spr.max():.2f}] {np.mean(np.abs(spr - 1) <= 0.12):>11.0%}"
+            )
         curves["soft" if soft else "hard"] = {k: {n: np.array(v) for n, v in by.items()} for k, by in ratios.items()}
     if args.plot:
-        path = plot_se_curve({"hard": curves["hard"], "soft": curves["soft"]}, args.plot,
-                             title="RAEE on AlpacaEval 2.0 (M = 805): analytic vs empirical SE")
+        path = plot_se_curve(
+            {"hard": curves["hard"], "soft": curves["soft"]}, args.plot, title="RAEE on AlpacaEval 2.0 (M = 805): analytic vs empirical SE"
+        )
         print(f"\nwrote {path}")
 
 

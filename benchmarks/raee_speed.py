@@ -31,12 +31,17 @@ def synthetic(n_target: int, seed: int = 0) -> ReferenceJudgments:
     difficulty = rng.normal(0, 1, prompts)
     logit = skill[c] + difficulty[p] + rng.normal(0, 0.3 + 0.3 * j, c.size)
     win = 1 / (1 + np.exp(-logit))
-    tie = 0.1 * np.exp(-logit ** 2)
+    tie = 0.1 * np.exp(-(logit**2))
     return ReferenceJudgments(
-        anchor=np.full(c.size, "ref", dtype=object), judge=np.array([f"judge{k}" for k in range(judges)], dtype=object)[j],
+        anchor=np.full(c.size, "ref", dtype=object),
+        judge=np.array([f"judge{k}" for k in range(judges)], dtype=object)[j],
         candidate=np.array([f"model{k:02d}" for k in range(cands)], dtype=object)[c],
-        prompt=np.array([f"p{k}" for k in range(prompts)], dtype=object)[p], repeat=r.astype(np.int64),
-        win=win * (1 - tie), tie=tie, loss=(1 - win) * (1 - tie))
+        prompt=np.array([f"p{k}" for k in range(prompts)], dtype=object)[p],
+        repeat=r.astype(np.int64),
+        win=win * (1 - tie),
+        tie=tie,
+        loss=(1 - win) * (1 - tie),
+    )
 
 
 def main() -> None:
@@ -53,15 +58,21 @@ def main() -> None:
             report = raee_report(data, soft=soft, population=5000)
             times.append(time.perf_counter() - t0)
         strong = sum(s.strong for s in report.judges)
-        print(f"raee_report ({'soft' if soft else 'hard'}): best {min(times):.3f} s, mean {np.mean(times):.3f} s "
-              f"({len(report.rows)} rows, {strong} strong judges, ICC {[round(s.icc, 3) for s in report.judges]})")
+        print(
+            f"raee_report ({'soft' if soft else 'hard'}): best {min(times):.3f} s, mean {np.mean(times):.3f} s "
+            f"({len(report.rows)} rows, {strong} strong judges, ICC {[round(s.icc, 3) for s in report.judges]})"
+        )
     # for information: reading the same judgments back from SQLite (the run file's judgments table)
     with tempfile.TemporaryDirectory() as tmp:
         db = sqlite3.connect(Path(tmp) / "j.sqlite")
         db.execute("create table judgments (judge text, prompt_id text, candidates text, repeat int, probs text)")
-        db.executemany("insert into judgments values (?, ?, ?, ?, ?)", (
-            (jn, pn, json.dumps(["ref", cn]), int(rp), json.dumps([{"A": lo, "B": w, "C": t}]))
-            for jn, pn, cn, rp, w, t, lo in zip(data.judge, data.prompt, data.candidate, data.repeat, data.win, data.tie, data.loss)))
+        db.executemany(
+            "insert into judgments values (?, ?, ?, ?, ?)",
+            (
+                (jn, pn, json.dumps(["ref", cn]), int(rp), json.dumps([{"A": lo, "B": w, "C": t}]))
+                for jn, pn, cn, rp, w, t, lo in zip(data.judge, data.prompt, data.candidate, data.repeat, data.win, data.tie, data.loss)
+            ),
+        )
         db.commit()
         t0 = time.perf_counter()
         rows = []

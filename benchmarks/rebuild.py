@@ -35,12 +35,23 @@ def main() -> None:
                 fp.write(json.dumps({"id": f"p{p}", "text": "An article."}) + "\n")
                 for c in range(args.candidates):
                     fr.write(json.dumps({"prompt_id": f"p{p}", "candidate": f"M{c}", "text": f"Summary {c}."}) + "\n")
-        config = RunConfig.model_validate({"name": "rebuild", "runs_dir": str(folder),
-                                           "data": {"prompts": str(folder / "p.jsonl"), "responses": str(folder / "r.jsonl")},
-                                           "judging": {"judges": ["synthetic"]}})
+        config = RunConfig.model_validate(
+            {
+                "name": "rebuild",
+                "runs_dir": str(folder),
+                "data": {"prompts": str(folder / "p.jsonl"), "responses": str(folder / "r.jsonl")},
+                "judging": {"judges": ["synthetic"]},
+            }
+        )
         templates = {"pairwise": get_template("poe-pairwise")}
-        store = create_run(config.run_path, name="rebuild", config=config.to_json(), seed=0,
-                           dataset=load_dataset(folder / "p.jsonl", folder / "r.jsonl"), templates=templates)
+        store = create_run(
+            config.run_path,
+            name="rebuild",
+            config=config.to_json(),
+            seed=0,
+            dataset=load_dataset(folder / "p.jsonl", folder / "r.jsonl"),
+            templates=templates,
+        )
         requests, judgments = [], []
         for p in range(args.prompts):
             quality = [rng.gauss(0, 1) for _ in range(args.candidates)]
@@ -51,17 +62,48 @@ def main() -> None:
                     key = f"{p}-{a}-{b}"
                     cands = json.dumps([f"M{a}", f"M{b}"])
                     prob = 1 / (1 + pow(2.718281828, -(quality[a] - quality[b])))
-                    requests.append({"key": key, "judge": "synthetic", "template": "poe-pairwise", "kind": "pairwise",
-                                     "prompt_id": f"p{p}", "candidates": cands, "messages": "[]",
-                                     "reserved_tokens": 0, "reserved_usd": 0.0})
-                    judgments.append({"key": key, "judge": "synthetic", "template": "poe-pairwise", "kind": "pairwise",
-                                      "prompt_id": f"p{p}", "candidates": cands, "status": "ok",
-                                      "probs": json.dumps([{"A": prob, "B": 1 - prob}]), "p_first": prob,
-                                      "method": "logprobs", "capped": "[[]]", "unresolved": "[[]]",
-                                      "top_logprobs": json.dumps([[["A", -0.4], ["B", -1.1]]] ), "text": "A",
-                                      "raw": None, "prompt_tokens": 600, "completion_tokens": 1, "cost_usd": 0.0,
-                                      "latency_s": 0.5, "attempts": 1, "error": None, "error_type": None, "note": None,
-                                      "round": 0, "created_at": 0.0})
+                    requests.append(
+                        {
+                            "key": key,
+                            "judge": "synthetic",
+                            "template": "poe-pairwise",
+                            "kind": "pairwise",
+                            "prompt_id": f"p{p}",
+                            "candidates": cands,
+                            "messages": "[]",
+                            "reserved_tokens": 0,
+                            "reserved_usd": 0.0,
+                        }
+                    )
+                    judgments.append(
+                        {
+                            "key": key,
+                            "judge": "synthetic",
+                            "template": "poe-pairwise",
+                            "kind": "pairwise",
+                            "prompt_id": f"p{p}",
+                            "candidates": cands,
+                            "status": "ok",
+                            "probs": json.dumps([{"A": prob, "B": 1 - prob}]),
+                            "p_first": prob,
+                            "method": "logprobs",
+                            "capped": "[[]]",
+                            "unresolved": "[[]]",
+                            "top_logprobs": json.dumps([[["A", -0.4], ["B", -1.1]]]),
+                            "text": "A",
+                            "raw": None,
+                            "prompt_tokens": 600,
+                            "completion_tokens": 1,
+                            "cost_usd": 0.0,
+                            "latency_s": 0.5,
+                            "attempts": 1,
+                            "error": None,
+                            "error_type": None,
+                            "note": None,
+                            "round": 0,
+                            "created_at": 0.0,
+                        }
+                    )
         store.add_round(0, "pairwise", [], requests, {})
         with store._transaction():
             store._insert("judgments", judgments)
@@ -72,16 +114,19 @@ def main() -> None:
         started = time.perf_counter()
         store = open_run(config.run_path)
         opened = time.perf_counter()
-        engine = RunEngine(store, config, {}, {"synthetic": JudgeProfile(name="synthetic", model="x", prefill=True)},
-                           templates, local={"synthetic"})
+        engine = RunEngine(
+            store, config, {}, {"synthetic": JudgeProfile(name="synthetic", model="x", prefill=True)}, templates, local={"synthetic"}
+        )
         loaded = time.perf_counter()
         posteriors = engine.planner.refit()
         fitted = time.perf_counter()
         store.close()
     n = len(judgments)
     print(f"{n} judgments, {args.prompts} posteriors of {args.candidates}, run file {size:.0f} MiB")
-    print(f"rebuild: {fitted - started:.2f} s (goal ≤ 5 s) = open+snapshot check {opened - started:.2f} s, "
-          f"load judgments {loaded - opened:.2f} s, refit {len(posteriors)} posteriors {fitted - loaded:.2f} s")
+    print(
+        f"rebuild: {fitted - started:.2f} s (goal ≤ 5 s) = open+snapshot check {opened - started:.2f} s, "
+        f"load judgments {loaded - opened:.2f} s, refit {len(posteriors)} posteriors {fitted - loaded:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -30,31 +30,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the campaign helpers the tests use
 
-from judgekit import (  # noqa: E402
-    campaign_summary,
-    committed_judgments,
-    crash_campaign,
-    quality_behaviour,
-    write_config,
-    write_dataset,
-    write_judge,
-)
-
+from judgekit import campaign_summary, committed_judgments, crash_campaign, quality_behaviour, write_config, write_dataset, write_judge  # noqa: E402
 from orchestrator import runs  # noqa: E402
 from orchestrator.judging.testserver import FAULT_KINDS, FakeOpenAIServer, FaultPlan  # noqa: E402
 from orchestrator.offline.replay import replay_files  # noqa: E402
 
 
 def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:
-    os.environ["ORCHESTRATOR_JUDGES"] = str(write_judge(tmp / "judges", "flaky-openai", price_input_per_mtok=0.5,
-                                                        price_output_per_mtok=1.5, timeout_s=0.5))
+    os.environ["ORCHESTRATOR_JUDGES"] = str(
+        write_judge(tmp / "judges", "flaky-openai", price_input_per_mtok=0.5, price_output_per_mtok=1.5, timeout_s=0.5)
+    )
     data = write_dataset(tmp / "d", prompts=20, candidates=12, seed=seed)
     plan = FaultPlan({kind: 0.02 for kind in FAULT_KINDS}, seed=seed, retry_after_s=0.02, hang_s=1.0, slow_s=0.2)
     max_usd = 2.0
     with FakeOpenAIServer(quality_behaviour, plan=plan) as server:
-        config = write_config(tmp, server.url, name="faults", prompts=data[0], responses=data[1], judges='["flaky-openai"]',
-                              batch=16, max_calls=n_requests, concurrency=16, budget_extra=f"max_usd = {max_usd}\n",
-                              extra="max_attempts = 10")
+        config = write_config(
+            tmp,
+            server.url,
+            name="faults",
+            prompts=data[0],
+            responses=data[1],
+            judges='["flaky-openai"]',
+            batch=16,
+            max_calls=n_requests,
+            concurrency=16,
+            budget_extra=f"max_usd = {max_usd}\n",
+            extra="max_attempts = 10",
+        )
         started = time.perf_counter()
         path, reason = runs.start(config)
         seconds = time.perf_counter() - started
@@ -68,13 +70,23 @@ def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:
     failed = {}
     for reason_type in summary["failed"].values():
         failed[reason_type] = failed.get(reason_type, 0) + 1
-    return {"stop": reason, "seconds": round(seconds, 1), "requests": summary["requests"],
-            "server_requests": server_requests, "faults_injected": summary["injected"],
-            "faults_total": sum(summary["injected"].values()), "retries": summary["retries"],
-            "permanent_failures": failed, "unfinished": len(summary["unfinished"]), "lost": len(summary["lost"]),
-            "paid_twice": len(summary["paid_twice"]), "asked_after_commit": len(summary["asked_after_commit"]),
-            "spent": spent, "budget": {"calls": n_requests, "usd": max_usd},
-            "ranking_equals_rebuilt_from_log": ranking == rebuilt}
+    return {
+        "stop": reason,
+        "seconds": round(seconds, 1),
+        "requests": summary["requests"],
+        "server_requests": server_requests,
+        "faults_injected": summary["injected"],
+        "faults_total": sum(summary["injected"].values()),
+        "retries": summary["retries"],
+        "permanent_failures": failed,
+        "unfinished": len(summary["unfinished"]),
+        "lost": len(summary["lost"]),
+        "paid_twice": len(summary["paid_twice"]),
+        "asked_after_commit": len(summary["asked_after_commit"]),
+        "spent": spent,
+        "budget": {"calls": n_requests, "usd": max_usd},
+        "ranking_equals_rebuilt_from_log": ranking == rebuilt,
+    }
 
 
 def interrupt_campaign(tmp: Path, server, data, *, stops: int, max_calls: int, seed: int) -> dict:
@@ -113,10 +125,15 @@ def interrupt_campaign(tmp: Path, server, data, *, stops: int, max_calls: int, s
 
     victim_keys = {k for (k,) in db.execute("select key from requests")}
     counts = {k: n - before_victim.get(k, 0) for k, n in server.key_counts().items() if k in victim_keys}
-    return {"interrupts": stopped, "exit_codes": sorted(set(exit_codes)), "calls_in_flight_at_signal": in_flight,
-            "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
-            "same_as_uninterrupted": asked(victim) == asked(reference),
-            "calls": runs.status(victim)["spent"]["calls"], "asked_twice": sum(1 for n in counts.values() if n > 1)}
+    return {
+        "interrupts": stopped,
+        "exit_codes": sorted(set(exit_codes)),
+        "calls_in_flight_at_signal": in_flight,
+        "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
+        "same_as_uninterrupted": asked(victim) == asked(reference),
+        "calls": runs.status(victim)["spent"]["calls"],
+        "asked_twice": sum(1 for n in counts.values() if n > 1),
+    }
 
 
 def main() -> None:
@@ -127,8 +144,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         result = fault_campaign(Path(tmp), args.requests, args.seed)
     print("fault campaign:", json.dumps(result, indent=1))
-    plan = ["startup", "commit_judgment:2", "add_round:2", "refit:2", "random", "commit_judgment:5", "add_round:3",
-            "refit:3", "random", "commit_judgment:1", "add_round:1", "refit:1", "random", "commit_judgment:9"]
+    plan = [
+        "startup",
+        "commit_judgment:2",
+        "add_round:2",
+        "refit:2",
+        "random",
+        "commit_judgment:5",
+        "add_round:3",
+        "refit:3",
+        "random",
+        "commit_judgment:1",
+        "add_round:1",
+        "refit:1",
+        "random",
+        "commit_judgment:9",
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         data = write_dataset(tmp / "d", prompts=4, candidates=6, seed=args.seed)

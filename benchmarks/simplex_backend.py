@@ -51,8 +51,13 @@ def pyro_seconds_per_iteration(counts: np.ndarray, iterations: int) -> tuple[flo
 
     pyro.set_rng_seed(0)
     warm = max(10, iterations // 2)
-    mcmc = MCMC(NUTS(model, jit_compile=True, ignore_jit_warnings=True), num_samples=iterations - warm,
-                warmup_steps=warm, num_chains=1, disable_progbar=True)
+    mcmc = MCMC(
+        NUTS(model, jit_compile=True, ignore_jit_warnings=True),
+        num_samples=iterations - warm,
+        warmup_steps=warm,
+        num_chains=1,
+        disable_progbar=True,
+    )
     started = time.perf_counter()
     mcmc.run(data)
     total = time.perf_counter() - started
@@ -71,14 +76,18 @@ def main() -> None:
     started = time.perf_counter()
     fit = fit_simplex(data, SimplexSettings(omega=0.0, beta_max=5.0))
     numpyro_s = time.perf_counter() - started
-    print(f"numpyro: 4 chains × (1000 + 1000) in {numpyro_s:.1f} s (compile included), "
-          f"R-hat {fit.rhat['expected_centred']:.3f} (ranking) / {fit.max_rhat:.3f} (all), {fit.divergences} divergences")
+    print(
+        f"numpyro: 4 chains × (1000 + 1000) in {numpyro_s:.1f} s (compile included), "
+        f"R-hat {fit.rhat['expected_centred']:.3f} (ranking) / {fit.max_rhat:.3f} (all), {fit.divergences} divergences"
+    )
 
     total, per_iteration = pyro_seconds_per_iteration(data.hard_counts, args.pyro_iterations)
     per_chain = per_iteration * 2000
-    print(f"pyro:    1 chain × {args.pyro_iterations} iterations in {total:.1f} s = {per_iteration:.2f} s/iteration → "
-          f"4 × 2000 iterations ≈ {4 * per_chain / 60:.0f} min sequential, ≥ {2 * per_chain / 60:.0f} min with 2 chains "
-          f"at a time on 2 cores")
+    print(
+        f"pyro:    1 chain × {args.pyro_iterations} iterations in {total:.1f} s = {per_iteration:.2f} s/iteration → "
+        f"4 × 2000 iterations ≈ {4 * per_chain / 60:.0f} min sequential, ≥ {2 * per_chain / 60:.0f} min with 2 chains "
+        f"at a time on 2 cores"
+    )
     print(f"ratio (pyro, 2 parallel chains at best / numpyro): {2 * per_chain / numpyro_s:.0f}×")
 
 

@@ -52,11 +52,15 @@ def main() -> None:
                 ev = B.evaluate(method, truth)
                 base[method.name][0].append(ev["coverage"])
                 base[method.name][1].append(ev["spearman"])
-        print(f"{generator}: {args.replicates} replicates × 12 candidates, fit ω = {args.omega}, β_max integrated "
-              f"({time.perf_counter() - started:.0f} s)")
-        print(f"  Bayesian        coverage {np.mean(cover):.3f} (replicates {np.min(cover):.2f}–{np.max(cover):.2f}), "
-              f"Spearman {np.mean(rho):.3f} ± {np.std(rho):.3f}, mean interval width {np.mean(widths):.1f} ranks, "
-              f"R-hat (ranking) max {np.max(rhats):.3f}")
+        print(
+            f"{generator}: {args.replicates} replicates × 12 candidates, fit ω = {args.omega}, β_max integrated "
+            f"({time.perf_counter() - started:.0f} s)"
+        )
+        print(
+            f"  Bayesian        coverage {np.mean(cover):.3f} (replicates {np.min(cover):.2f}–{np.max(cover):.2f}), "
+            f"Spearman {np.mean(rho):.3f} ± {np.std(rho):.3f}, mean interval width {np.mean(widths):.1f} ranks, "
+            f"R-hat (ranking) max {np.max(rhats):.3f}"
+        )
         for name, (cov, sp) in base.items():
             print(f"  {name:<15} coverage {np.mean(cov):.3f}, Spearman {np.mean(sp):.3f}")
 

@@ -27,19 +27,26 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2)
     args = ap.parse_args()
     records, _ = load_absolute_judgments(args.log, log=True)
-    datasets = {"SummEval coherence (5 real judges)": build_score_data(records, levels=5),
-                "drawn from the model": from_model(5, 12, 5, 100, seed=1)[0]}
-    variants = {"default: ω = 0, β_max ~ U(0, 20)": dict(omega=0.0, beta_max=None),
-                "base: ω = 0, β_max = 5": dict(omega=0.0, beta_max=5.0),
-                "integrated: ω ~ U(0.1, 8), β_max ~ U(0, 20)": dict(omega=None, beta_max=None)}
+    datasets = {
+        "SummEval coherence (5 real judges)": build_score_data(records, levels=5),
+        "drawn from the model": from_model(5, 12, 5, 100, seed=1)[0],
+    }
+    variants = {
+        "default: ω = 0, β_max ~ U(0, 20)": dict(omega=0.0, beta_max=None),
+        "base: ω = 0, β_max = 5": dict(omega=0.0, beta_max=5.0),
+        "integrated: ω ~ U(0.1, 8), β_max ~ U(0, 20)": dict(omega=None, beta_max=None),
+    }
     print(f"{'data':<36} {'fit':<44} {'seed':>4} {'seconds':>8} {'R-hat ranking':>13} {'expected':>9} {'max all':>8} {'div':>4}")
     for name, data in datasets.items():
         assert data.shape == (5, 12, 100, 5), data.shape
         for label, kw in variants.items():
             for seed in range(args.seeds):
                 fit = fit_simplex(data, SimplexSettings(seed=seed, **kw))
-                print(f"{name:<36} {label:<44} {seed:>4} {fit.seconds:>8.1f} {fit.rhat['expected_centred']:>13.3f} "
-                      f"{fit.rhat['expected']:>9.3f} {fit.max_rhat:>8.3f} {fit.divergences:>4}", flush=True)
+                print(
+                    f"{name:<36} {label:<44} {seed:>4} {fit.seconds:>8.1f} {fit.rhat['expected_centred']:>13.3f} "
+                    f"{fit.rhat['expected']:>9.3f} {fit.max_rhat:>8.3f} {fit.divergences:>4}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,13 @@ from orchestrator.simplex import baselines as B
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "summeval"
 PAPER_JUDGES = ["gpt-4-0314", "gpt-3.5-turbo-0301", "llama-2-70b-chat-hf"]
-PAPER_TABLE1 = {"Bayesian": (0.888, 0.917), "Bootstrap": (0.885, 0.729), "Bradley-Terry": (0.902, 0.771),
-                "Simple Average": (0.885, 0.271), "Single Judge": (0.787, 0.285)}
+PAPER_TABLE1 = {
+    "Bayesian": (0.888, 0.917),
+    "Bootstrap": (0.885, 0.729),
+    "Bradley-Terry": (0.902, 0.771),
+    "Simple Average": (0.885, 0.271),
+    "Single Judge": (0.787, 0.285),
+}
 
 
 def _converter():
@@ -69,18 +74,23 @@ def main() -> None:
                 rows["Bayesian (ω = 0, β_max integrated)"] = (rho, cov, f"R-hat {fit.rhat['expected_centred']:.3f}, {fit.seconds:.0f} s")
                 rho, cov, fit = bayesian(data, truth, SimplexSettings(omega=None))
                 omegas = ",".join(f"{c['omega']:.2f}" for c in fit.chains)
-                rows["Bayesian (ω and β_max integrated)"] = (rho, cov, f"R-hat {fit.rhat['expected_centred']:.3f}, "
-                                                             f"ω per chain {omegas}")
+                rows["Bayesian (ω and β_max integrated)"] = (rho, cov, f"R-hat {fit.rhat['expected_centred']:.3f}, ω per chain {omegas}")
                 singles = [B.evaluate(B.MethodResult(j, B.judge_means(scores)[i]), t) for i, j in enumerate(data.judges)]
-                rows["Single judge (mean over judges)"] = (float(np.mean([s["spearman"] for s in singles])),
-                                                           float(np.mean([s["coverage"] for s in singles])),
-                                                           "per judge " + " ".join(f"{s['spearman']:.2f}" for s in singles))
-                for method in (B.MethodResult("Simple average", B.simple_average(scores)), B.bootstrap_average(scores),
-                               B.bradley_terry(scores)):
+                rows["Single judge (mean over judges)"] = (
+                    float(np.mean([s["spearman"] for s in singles])),
+                    float(np.mean([s["coverage"] for s in singles])),
+                    "per judge " + " ".join(f"{s['spearman']:.2f}" for s in singles),
+                )
+                for method in (
+                    B.MethodResult("Simple average", B.simple_average(scores)),
+                    B.bootstrap_average(scores),
+                    B.bradley_terry(scores),
+                ):
                     ev = B.evaluate(method, t)
                     rows[method.name] = (ev["spearman"], ev["coverage"], "")
-                print(f"\n{aspect} — {judges_name} ({data.hard_counts.sum():.0f} scores; {recovered} read from the text, "
-                      f"{dropped} unscored)")
+                print(
+                    f"\n{aspect} — {judges_name} ({data.hard_counts.sum():.0f} scores; {recovered} read from the text, {dropped} unscored)"
+                )
                 print(f"  {'method':<38} {'Spearman':>8} {'coverage':>8}")
                 for name, (rho, cov, note) in rows.items():
                     print(f"  {name:<38} {rho:>8.3f} {cov:>8.3f}  {note}")
@@ -88,16 +98,20 @@ def main() -> None:
             if args.sweep and aspect == args.aspects[0]:
                 data = build_score_data(records, levels=5)
                 base, sweep = sensitivity_sweep(data, SimplexSettings())
-                print(f"\n  sensitivity on {aspect} (all 5 judges), Spearman with the base fit ω = 0, β_max = 5 "
-                      "(and with the expert ranking):")
+                print(
+                    f"\n  sensitivity on {aspect} (all 5 judges), Spearman with the base fit ω = 0, β_max = 5 "
+                    "(and with the expert ranking):"
+                )
                 t = np.array([truth[c] for c in data.candidates])
                 from scipy.stats import spearmanr
 
                 for s in sweep:
                     name = "ω" if s.parameter == "omega" else "β_max"
-                    print(f"    {name:>5} = {s.value:<4g} vs base {s.spearman:.3f}   vs truth "
-                          f"{spearmanr(s.expected, t).statistic:.3f}   R-hat ranking {s.rhat_ranking:.3f} "
-                          f"(all {s.max_rhat:.3f})   {s.seconds:.0f} s")
+                    print(
+                        f"    {name:>5} = {s.value:<4g} vs base {s.spearman:.3f}   vs truth "
+                        f"{spearmanr(s.expected, t).statistic:.3f}   R-hat ranking {s.rhat_ranking:.3f} "
+                        f"(all {s.max_rhat:.3f})   {s.seconds:.0f} s"
+                    )
     print(f"\nmean over {len(args.aspects)} aspect(s):")
     for judges_name in ("paper's 3 judges", "all 5 judges"):
         print(f"  {judges_name}")

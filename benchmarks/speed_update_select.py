@@ -76,8 +76,10 @@ def main():
         t_sel, _ = timed(lambda: select_pairs(post, "reorder", available, args.batch, generator=torch.Generator().manual_seed(0)), 3)
         t_div, _ = timed(lambda: select_pairs(post, "diverse", available, args.batch, generator=torch.Generator().manual_seed(0)), 1)
         t_total, (post, _) = timed(update_and_select, 3)
-        line = (f"N={n} K={k}: update+select {t_total:.3f} s (fit {t_fit:.3f} s, {post.n_iter} Newton steps; "
-                f"reorder top-{args.batch} {t_sel:.3f} s; diverse batch {t_div:.3f} s)")
+        line = (
+            f"N={n} K={k}: update+select {t_total:.3f} s (fit {t_fit:.3f} s, {post.n_iter} Newton steps; "
+            f"reorder top-{args.batch} {t_sel:.3f} s; diverse batch {t_div:.3f} s)"
+        )
         if n <= args.baseline_max_n:
             t_base, (theta, cov) = timed(lambda: dense_newton_baseline(obs), 1)
             err = float((theta[:n] - post.mean).abs().max())

@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from orchestrator.records import LogRecord, ResponseRow
 from orchestrator.offline.replay import build_groups, replay
+from orchestrator.records import LogRecord, ResponseRow
 from orchestrator.simulate import JUDGE_PRESETS, simulate_dataset
 
 STRATEGIES = ["min_uncertainty", "variance", "reorder", "eps:0.5", "random"]

@@ -16,8 +16,20 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["start", "dry_run", "resume", "status", "ranking", "export", "replay", "fit_raee", "fit_simplex",
-           "OrchestratorError", "RunFailed", "__version__"]
+__all__ = [
+    "start",
+    "dry_run",
+    "resume",
+    "status",
+    "ranking",
+    "export",
+    "replay",
+    "fit_raee",
+    "fit_simplex",
+    "OrchestratorError",
+    "RunFailed",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,7 +9,7 @@ for a person) on bad input, and nothing else on user error.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .errors import OrchestratorError
 
@@ -23,8 +23,9 @@ def _config(config: str | Path | Any, runs_dir: str | Path | None):
     return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
 
 
-def start(config: str | Path | Any, *, runs_dir: str | Path | None = None, progress: Callable | None = None,
-          judges: dict | None = None) -> tuple[Path, str]:
+def start(
+    config: str | Path | Any, *, runs_dir: str | Path | None = None, progress: Callable | None = None, judges: dict | None = None
+) -> tuple[Path, str]:
     """Create a run from a config (a TOML path or a loaded ``RunConfig``) and run it to its end.
 
     Returns ``(run file, stop reason)``. ``judges`` injects judges by profile name (tests, custom
@@ -47,8 +48,7 @@ def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None) -> 
     return runs.dry_run(runs.prepare(_config(config, runs_dir)))
 
 
-def resume(run: str | Path, *, api_base: str | None = None, progress: Callable | None = None,
-           judges: dict | None = None) -> str | None:
+def resume(run: str | Path, *, api_base: str | None = None, progress: Callable | None = None, judges: dict | None = None) -> str | None:
     """Continue an interrupted (or failed) run; the stop reason, or None when it had finished."""
     from . import runs
 
@@ -80,16 +80,41 @@ def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_fail
     return runs.export(run, fmt, out, include_failed=include_failed)
 
 
-def replay(log: str | Path, *, responses: str | Path | None = None, truth: str | None = None, strategy: str = "reorder",
-           scope: str = "per_prompt", expert: str = "soft_bt", debias: str = "none", batch: int = 1, seeds: int = 1,
-           budget: int | None = None, judge: str | None = None, with_absolute: bool = False,
-           progress: Callable[[int, int], None] | None = None):
+def replay(
+    log: str | Path,
+    *,
+    responses: str | Path | None = None,
+    truth: str | None = None,
+    strategy: str = "reorder",
+    scope: str = "per_prompt",
+    expert: str = "soft_bt",
+    debias: str = "none",
+    batch: int = 1,
+    seeds: int = 1,
+    budget: int | None = None,
+    judge: str | None = None,
+    with_absolute: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+):
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
     (``.to_json()`` is ``orchestrator replay --json``)."""
     from .offline.replay import replay_files
 
-    return replay_files(log, responses, truth, strategy, scope=scope, judge=judge, expert=expert, debias=debias,
-                        batch=batch, budget=budget, seeds=seeds, with_absolute=with_absolute, progress=progress)
+    return replay_files(
+        log,
+        responses,
+        truth,
+        strategy,
+        scope=scope,
+        judge=judge,
+        expert=expert,
+        debias=debias,
+        batch=batch,
+        budget=budget,
+        seeds=seeds,
+        with_absolute=with_absolute,
+        progress=progress,
+    )
 
 
 def _source(run: str | Path | None, log: str | Path | None) -> tuple[Path, bool]:
@@ -98,25 +123,60 @@ def _source(run: str | Path | None, log: str | Path | None) -> tuple[Path, bool]
     return Path(run or log), log is not None  # type: ignore[arg-type]
 
 
-def fit_raee(run: str | Path | None = None, *, log: str | Path | None = None, judge: list[str] | None = None,
-             soft: bool = False, level: float = 0.95, population: int | None = None, icc_threshold: float = 0.9,
-             abstain_sd: float | None = None, pool_all: bool = False):
+def fit_raee(
+    run: str | Path | None = None,
+    *,
+    log: str | Path | None = None,
+    judge: list[str] | None = None,
+    soft: bool = False,
+    level: float = 0.95,
+    population: int | None = None,
+    icc_threshold: float = 0.9,
+    abstain_sd: float | None = None,
+    pool_all: bool = False,
+):
     """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee_report.RaeeReport`."""
     from .fit import fit_raee as fit
 
     source, is_log = _source(run, log)
     if population is not None and population < 1:
         raise OrchestratorError(f"--population must be at least 1 (got {population})")
-    return fit(source, log=is_log, soft=soft, judges=judge or None, level=level, population=population,
-               icc_threshold=icc_threshold, abstain_sd=abstain_sd, pool_all=pool_all)
+    return fit(
+        source,
+        log=is_log,
+        soft=soft,
+        judges=judge or None,
+        level=level,
+        population=population,
+        icc_threshold=icc_threshold,
+        abstain_sd=abstain_sd,
+        pool_all=pool_all,
+    )
 
 
-def fit_simplex(run: str | Path | None = None, *, log: str | Path | None = None, levels: int,
-                omega: float | None = 0.0, beta_max: float | None = None, delta: tuple[float, ...] | None = None,
-                self_judging: str | dict | None = None, self_preference: str = "exclude", soft: bool = False,
-                judge: list[str] | None = None, sweep: bool = False, chains: int = 4, warmup: int = 1000,
-                draws: int = 1000, seed: int = 0, truth: dict[str, float] | None = None, truth_field: str | None = None,
-                level: float = 0.95, progress: bool = False, sweep_progress: Callable[[str], None] | None = None):
+def fit_simplex(
+    run: str | Path | None = None,
+    *,
+    log: str | Path | None = None,
+    levels: int,
+    omega: float | None = 0.0,
+    beta_max: float | None = None,
+    delta: tuple[float, ...] | None = None,
+    self_judging: str | dict | None = None,
+    self_preference: str = "exclude",
+    soft: bool = False,
+    judge: list[str] | None = None,
+    sweep: bool = False,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int = 0,
+    truth: dict[str, float] | None = None,
+    truth_field: str | None = None,
+    level: float = 0.95,
+    progress: bool = False,
+    sweep_progress: Callable[[str], None] | None = None,
+):
     """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
     or ``beta_max`` None integrates it over its hyperprior (``--omega prior``)."""
     from .offline.fit_simplex import run_simplex
@@ -125,8 +185,28 @@ def fit_simplex(run: str | Path | None = None, *, log: str | Path | None = None,
     source, is_log = _source(run, log)
     if self_preference not in ("exclude", "shift"):
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
-    settings = SimplexSettings(omega=omega, beta_max=beta_max, delta=delta, self_preference=self_preference, soft=soft,
-                               chains=chains, warmup=warmup, draws=draws, seed=seed)
-    return run_simplex(source, log=is_log, levels=levels, settings=settings, judges=judge or None,
-                       self_judging=self_judging, sweep=sweep, truth=truth, truth_field=truth_field, level=level,
-                       progress=progress, sweep_progress=sweep_progress)
+    settings = SimplexSettings(
+        omega=omega,
+        beta_max=beta_max,
+        delta=delta,
+        self_preference=cast(Any, self_preference),
+        soft=soft,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+    )
+    return run_simplex(
+        source,
+        log=is_log,
+        levels=levels,
+        settings=settings,
+        judges=judge or None,
+        self_judging=self_judging,
+        sweep=sweep,
+        truth=truth,
+        truth_field=truth_field,
+        level=level,
+        progress=progress,
+        sweep_progress=sweep_progress,
+    )

@@ -14,8 +14,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .errors import OrchestratorError
 from .judging.datafiles import load_toml_model
 
-__all__ = ["RunConfig", "DataConfig", "JudgingConfig", "ModelConfig", "SelectionConfig", "BudgetConfig",
-           "StoppingConfig", "DispatchConfig", "ReferenceConfig", "AbsoluteConfig", "load_config"]
+__all__ = [
+    "RunConfig",
+    "DataConfig",
+    "JudgingConfig",
+    "ModelConfig",
+    "SelectionConfig",
+    "BudgetConfig",
+    "StoppingConfig",
+    "DispatchConfig",
+    "ReferenceConfig",
+    "AbsoluteConfig",
+    "load_config",
+]
 
 
 class _Section(BaseModel):
@@ -208,8 +219,10 @@ def load_config(path: str | Path) -> RunConfig:
         raise OrchestratorError(f"{path}: no such config file")
     config = load_toml_model(path, RunConfig, "run config", name_is_file_name=False)
     base = path.resolve().parent
-    data = config.data.model_copy(update={
-        "prompts": config.data.prompts if config.data.prompts.is_absolute() else base / config.data.prompts,
-        "responses": config.data.responses if config.data.responses.is_absolute() else base / config.data.responses,
-    })
+    data = config.data.model_copy(
+        update={
+            "prompts": config.data.prompts if config.data.prompts.is_absolute() else base / config.data.prompts,
+            "responses": config.data.responses if config.data.responses.is_absolute() else base / config.data.responses,
+        }
+    )
     return config.model_copy(update={"data": data, "name": config.name or path.stem})

@@ -31,13 +31,16 @@ judge's context window holds; a larger text is a data error (a whole file pasted
 def _nonblank(value: str) -> str:
     if not value.strip():
         raise ValueError("is empty")
-    return _bounded(value)
+    _bounded(value)
+    return value
 
 
 def _bounded(value: str | None) -> str | None:
     if value is not None and len(value) > MAX_TEXT_BYTES // 4 and len(value.encode("utf-8")) > MAX_TEXT_BYTES:
-        raise ValueError(f"is {len(value.encode('utf-8')) / 1e6:.1f} MB; the limit is {MAX_TEXT_BYTES / 1e6:g} MB per text "
-                         "(no judge's context window holds more)")
+        raise ValueError(
+            f"is {len(value.encode('utf-8')) / 1e6:.1f} MB; the limit is {MAX_TEXT_BYTES / 1e6:g} MB per text "
+            "(no judge's context window holds more)"
+        )
     return value
 
 

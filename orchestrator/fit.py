@@ -14,11 +14,10 @@ import numpy as np
 from .config import RunConfig
 from .errors import OrchestratorError
 from .plotting import pyplot, save
-from .run.planners import reference_items
 from .raee import SE_CURVE_SIZES, se_calibration
-from .raee_report import (MID_REGION, RaeeReport, RaeeRow, ReferenceJudgments, item_outcomes, leaderboard, raee_report,
-                          reference_wtl)
+from .raee_report import MID_REGION, RaeeReport, RaeeRow, ReferenceJudgments, item_outcomes, leaderboard, raee_report, reference_wtl
 from .records import load_log
+from .run.planners import reference_items
 from .store import open_run
 
 __all__ = ["load_reference_judgments", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
@@ -27,8 +26,7 @@ __all__ = ["load_reference_judgments", "fit_raee", "format_raee", "plot_raee", "
 def _from_store(path: Path) -> tuple[ReferenceJudgments, dict]:
     with open_run(path, write=False) as store:
         config = RunConfig.model_validate(store.config)
-        rows = list(store.db.query("select * from judgments where status = 'ok' and kind = 'reference' "
-                                   "order by round, key"))
+        rows = list(store.db.query("select * from judgments where status = 'ok' and kind = 'reference' order by round, key"))
         dataset = store.dataset()
     info: dict = {"population": len(dataset.prompts), "candidates": None}
     anchor = None
@@ -85,14 +83,25 @@ def fit_raee(
     data, info = load_reference_judgments(source, log=log)
     if len(data) == 0:
         what = "judgment log" if log else "run"
-        raise OrchestratorError(f"{source}: this {what} has no reference-anchored judgments (kind 'reference'); "
-                                "RAEE needs candidates judged against a reference (a run with a [reference] section, "
-                                "or `orchestrator record --template raee-...`)")
+        raise OrchestratorError(
+            f"{source}: this {what} has no reference-anchored judgments (kind 'reference'); "
+            "RAEE needs candidates judged against a reference (a run with a [reference] section, "
+            "or `orchestrator record --template raee-...`)"
+        )
     if not 0 < level < 1:
         raise OrchestratorError(f"--level must be in (0, 1), got {level}")
     m = population if population is not None else info["population"]
-    return raee_report(data, soft=soft, level=level, population=m, icc_threshold=icc_threshold,
-                       abstain_sd=abstain_sd, pool_all=pool_all, judges=judges, candidates=info["candidates"])
+    return raee_report(
+        data,
+        soft=soft,
+        level=level,
+        population=m,
+        icc_threshold=icc_threshold,
+        abstain_sd=abstain_sd,
+        pool_all=pool_all,
+        judges=judges,
+        candidates=info["candidates"],
+    )
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -101,17 +110,28 @@ def _fmt(x: float | None, spec: str) -> str:
 
 def format_raee(report: RaeeReport) -> str:
     """The report as text: one table per anchor, judges' screens, diagnostics, warnings."""
-    label = ("hard outcomes (judge's argmax; ties count ½)" if report.outcome == "hard"
-             else "soft outcomes (P(win) + ½·P(tie) from the logits; our extension)")
-    lines = [f"RAEE — {label}; {report.level:.0%} intervals; "
-             + (f"FPC with M = {report.population}" if report.population else "no finite-population correction")]
+    label = (
+        "hard outcomes (judge's argmax; ties count ½)"
+        if report.outcome == "hard"
+        else "soft outcomes (P(win) + ½·P(tie) from the logits; our extension)"
+    )
+    lines = [
+        f"RAEE — {label}; {report.level:.0%} intervals; "
+        + (f"FPC with M = {report.population}" if report.population else "no finite-population correction")
+    ]
     anchors = list(dict.fromkeys(r.anchor for r in report.rows))
-    header = (f"{'judge':<18} {'candidate':<22} {'N':>5} {'W':>5} {'T':>4} {'L':>5} {'p̂':>6} {'p̄':>6} "
-              f"{'p interval':>15} {'Elo':>7} {'Elo interval':>17} {'SE raw':>7} {'SE FPC':>7} {'SE κ':>7} {'SE sprd':>7} {'SE Elo':>7}")
+    header = (
+        f"{'judge':<18} {'candidate':<22} {'N':>5} {'W':>5} {'T':>4} {'L':>5} {'p̂':>6} {'p̄':>6} "
+        f"{'p interval':>15} {'Elo':>7} {'Elo interval':>17} {'SE raw':>7} {'SE FPC':>7} {'SE κ':>7} {'SE sprd':>7} {'SE Elo':>7}"
+    )
     for anchor in anchors:
-        lines += ["", f"anchor: {anchor}   (mid-region coverage {report.mid_region_coverage.get(anchor, float('nan')):.0%} "
-                  f"of p̄ in [{MID_REGION[0]}, {MID_REGION[1]}]; κ factor "
-                  f"{_fmt(report.kappa_factor.get(anchor), '.3f')})", header]
+        lines += [
+            "",
+            f"anchor: {anchor}   (mid-region coverage {report.mid_region_coverage.get(anchor, float('nan')):.0%} "
+            f"of p̄ in [{MID_REGION[0]}, {MID_REGION[1]}]; κ factor "
+            f"{_fmt(report.kappa_factor.get(anchor), '.3f')})",
+            header,
+        ]
         rows = [r for r in report.rows if r.anchor == anchor]
         judges = sorted({r.judge for r in rows} - {"pooled", "-"}) + (["pooled"] if any(r.judge == "pooled" for r in rows) else [])
         for judge in judges:
@@ -122,25 +142,33 @@ def format_raee(report: RaeeReport) -> str:
                     f"{'[' + _fmt(r.p_low, '.3f') + ', ' + _fmt(r.p_high, '.3f') + ']':>15} {_fmt(r.elo, '+.1f'):>7} "
                     f"{'[' + _fmt(r.elo_low, '+.1f') + ', ' + _fmt(r.elo_high, '+.1f') + ']':>17} "
                     f"{_fmt(r.se_p_raw, '.4f'):>7} {_fmt(r.se_p_fpc, '.4f'):>7} {_fmt(r.se_p_kappa, '.4f'):>7} "
-                    f"{_fmt(r.se_p_spread, '.4f'):>7} {_fmt(r.se_elo, '.1f'):>7}")
+                    f"{_fmt(r.se_p_spread, '.4f'):>7} {_fmt(r.se_elo, '.1f'):>7}"
+                )
         for r in rows:
             if r.judge == "-":
                 lines.append(f"{'-':<18} {r.candidate:<22.22} {0:>5}  (no judgments)")
-    lines += ["", "SE raw: Eq. (4), Jeffreys–Beta; SE FPC: × √((M − n)/(M − 1)); SE κ: × κ factor; SE sprd: from the "
-              "outcomes' own spread (pooled over the judge's candidates; `rank` uses it for soft outcomes); "
-              "SE Elo: delta method on the most corrected of raw/FPC/κ.",
-              f"judge screen (ICC(3,k) ≥ {report.icc_threshold:g} = strong):"]
+    lines += [
+        "",
+        "SE raw: Eq. (4), Jeffreys–Beta; SE FPC: × √((M − n)/(M − 1)); SE κ: × κ factor; SE sprd: from the "
+        "outcomes' own spread (pooled over the judge's candidates; `rank` uses it for soft outcomes); "
+        "SE Elo: delta method on the most corrected of raw/FPC/κ.",
+        f"judge screen (ICC(3,k) ≥ {report.icc_threshold:g} = strong):",
+    ]
     for sc in report.judges:
         icc = f"ICC(3,{sc.runs}) = {sc.icc:.3f}" if sc.icc is not None else "ICC n/a"
-        lines.append(f"  {sc.anchor} / {sc.judge}: {sc.items} items, {icc}"
-                     f"{' strong' if sc.strong else ''}{'; ' + sc.note if sc.note else ''}"
-                     + (f"; abstention keeps {sc.coverage:.1%}" if report.abstain_sd is not None else ""))
+        lines.append(
+            f"  {sc.anchor} / {sc.judge}: {sc.items} items, {icc}"
+            f"{' strong' if sc.strong else ''}{'; ' + sc.note if sc.note else ''}"
+            + (f"; abstention keeps {sc.coverage:.1%}" if report.abstain_sd is not None else "")
+        )
     if any(r.judge == "pooled" for r in report.rows):
         lines.append("  pooled rows: mean Elo gap over the strong judges, SE from σ²_Δ(ρ_k + (1 − ρ_k)/J) (Eq. 9)")
     for sw in report.anchor_swaps:
         tau = "n/a" if sw.kendall_tau is None else f"{sw.kendall_tau:.3f}"
-        lines.append(f"anchor swap {sw.anchors[0]} ↔ {sw.anchors[1]}: Kendall τ = {tau} over {sw.candidates} candidates, "
-                     f"mean |centred Elo shift| = {sw.mean_abs_centered_elo_shift:.1f}")
+        lines.append(
+            f"anchor swap {sw.anchors[0]} ↔ {sw.anchors[1]}: Kendall τ = {tau} over {sw.candidates} candidates, "
+            f"mean |centred Elo shift| = {sw.mean_abs_centered_elo_shift:.1f}"
+        )
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)
 
@@ -164,8 +192,16 @@ def plot_raee(report: RaeeReport, out_dir: str | Path) -> list[Path]:
             xs = [mine[c].elo for c in order if c in mine]
             lo = [mine[c].elo - mine[c].elo_low for c in order if c in mine]
             hi = [mine[c].elo_high - mine[c].elo for c in order if c in mine]
-            ax.errorbar(xs, ys, xerr=[lo, hi], fmt="D" if judge == "pooled" else "o", ms=4, capsize=2, label=judge,
-                        color="black" if judge == "pooled" else None)
+            ax.errorbar(
+                xs,
+                ys,
+                xerr=[lo, hi],
+                fmt="D" if judge == "pooled" else "o",
+                ms=4,
+                capsize=2,
+                label=judge,
+                color="black" if judge == "pooled" else None,
+            )
         ax.axvline(0, color="grey", lw=0.8, ls="--")
         ax.set_yticks(range(len(order)), order)
         ax.set_xlabel(f"Elo gap to the anchor {anchor} ({report.level:.0%} interval, {report.outcome} outcomes)")
@@ -179,12 +215,7 @@ def _safe(name: str) -> str:
 
 
 def se_curve(
-    source: str | Path,
-    *,
-    log: bool = False,
-    judges: list[str] | None = None,
-    draws: int = 2000,
-    sizes: tuple[int, ...] = SE_CURVE_SIZES,
+    source: str | Path, *, log: bool = False, judges: list[str] | None = None, draws: int = 2000, sizes: tuple[int, ...] = SE_CURVE_SIZES
 ) -> dict[str, dict[str, dict[int, np.ndarray]]]:
     """Analytic vs empirical SE on the log's own items (RAEE §4): for hard and soft outcomes, per
     subsample size ``n``, the ratios analytic/empirical (``raw`` and ``FPC``) over the
@@ -209,8 +240,7 @@ def se_curve(
         curves[kind] = {name: {n: np.array(v) for n, v in sorted(by.items())} for name, by in ratios.items()}
     if not any(curves[k]["raw"] for k in curves):
         smallest = min(sizes)
-        raise OrchestratorError(f"the SE curve needs a candidate with more than {smallest} judged prompts "
-                                "(and outcomes that vary)")
+        raise OrchestratorError(f"the SE curve needs a candidate with more than {smallest} judged prompts (and outcomes that vary)")
     return curves
 
 

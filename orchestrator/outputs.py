@@ -69,8 +69,9 @@ def _is_sqlite(path: Path) -> bool:
         return False
 
 
-def check_output(path: str | Path, *, option: str, inputs: Iterable[str | Path | None] = (),
-                 allow_existing_sqlite: bool = False) -> Path | None:
+def check_output(
+    path: str | Path, *, option: str, inputs: Iterable[str | Path | None] = (), allow_existing_sqlite: bool = False
+) -> Path | None:
     """Validate an output path before any work is done; returns the resolved path (None for ``-``).
 
     Raises:
@@ -83,8 +84,7 @@ def check_output(path: str | Path, *, option: str, inputs: Iterable[str | Path |
     inputs = list(inputs)
     for source in _protected(inputs):
         if same_file(path, source) or (not path.exists() and Path(os.path.realpath(path)) == Path(os.path.realpath(source))):
-            raise OrchestratorError(f"{option} {path}: that is {source}, which this command reads; "
-                                    "choose another output file")
+            raise OrchestratorError(f"{option} {path}: that is {source}, which this command reads; choose another output file")
     kind = _kind(path)
     if kind is not None and stat.S_ISDIR(kind):
         raise OrchestratorError(f"{option} {path}: is a directory; give a file name")
@@ -99,8 +99,9 @@ def check_output(path: str | Path, *, option: str, inputs: Iterable[str | Path |
 
 
 @contextlib.contextmanager
-def open_output(path: str | Path, *, option: str, inputs: Iterable[str | Path | None] = (), binary: bool = False,
-                append: bool = False) -> Iterator[IO]:
+def open_output(
+    path: str | Path, *, option: str, inputs: Iterable[str | Path | None] = (), binary: bool = False, append: bool = False
+) -> Iterator[IO]:
     """Open an output for writing under the rules of the module docstring.
 
     ``append`` keeps what the file holds and adds to it (the ``record`` log); it is not atomic by
@@ -158,4 +159,3 @@ def write_text_output(path: str | Path, text: str, *, option: str, inputs: Itera
     """Write ``text`` to an output in one go (atomically for a regular file)."""
     with open_output(path, option=option, inputs=inputs) as fh:
         fh.write(text)
-

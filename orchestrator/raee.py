@@ -20,8 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-__all__ = ["GAMMA", "RaeeEstimate", "outcomes", "raee_arrays", "raee_estimate", "icc3k", "cohen_kappa", "kappa_factor",
-           "pooled_variance", "elo", "spread_se", "SE_CURVE_SIZES", "se_calibration"]
+__all__ = [
+    "GAMMA",
+    "RaeeEstimate",
+    "outcomes",
+    "raee_arrays",
+    "raee_estimate",
+    "icc3k",
+    "cohen_kappa",
+    "kappa_factor",
+    "pooled_variance",
+    "elo",
+    "spread_se",
+    "SE_CURVE_SIZES",
+    "se_calibration",
+]
 
 GAMMA = 400.0 / math.log(10.0)
 """Elo points per logit (Algorithm 1)."""
@@ -78,12 +91,7 @@ class RaeeEstimate:
 
 
 def raee_arrays(
-    total: np.ndarray,
-    n: np.ndarray,
-    *,
-    level: float = 0.95,
-    population: int | None = None,
-    kappa: float | np.ndarray | None = None,
+    total: np.ndarray, n: np.ndarray, *, level: float = 0.95, population: int | None = None, kappa: float | np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
     """Algorithm 1 and Eq. (2)–(4) for many (candidate, judge) cells at once, from the summed
     outcomes ``total = W + T/2`` (or the summed soft outcomes) over ``n`` prompts.
@@ -111,19 +119,20 @@ def raee_arrays(
     if kappa is not None:
         se = se * kappa
     return {
-        "p_hat": total / n, "p_bar": p_bar, "p_low": p_low, "p_high": p_high,
-        "elo": elo(p_bar), "elo_low": elo(p_low), "elo_high": elo(p_high),
-        "se_p_raw": se_raw, "se_p": se, "se_elo": GAMMA * se / (p_bar * (1 - p_bar)),
+        "p_hat": total / n,
+        "p_bar": p_bar,
+        "p_low": p_low,
+        "p_high": p_high,
+        "elo": elo(p_bar),
+        "elo_low": elo(p_low),
+        "elo_high": elo(p_high),
+        "se_p_raw": se_raw,
+        "se_p": se,
+        "se_elo": GAMMA * se / (p_bar * (1 - p_bar)),
     }
 
 
-def raee_estimate(
-    s: np.ndarray,
-    *,
-    level: float = 0.95,
-    population: int | None = None,
-    kappa: float | None = None,
-) -> RaeeEstimate:
+def raee_estimate(s: np.ndarray, *, level: float = 0.95, population: int | None = None, kappa: float | None = None) -> RaeeEstimate:
     """Algorithm 1 with the uncertainty of §2.2 on outcomes ``s`` (one per prompt, in ``[0, 1]``).
 
     Args:
@@ -145,17 +154,31 @@ def raee_estimate(
         raise ValueError("outcomes must lie in [0, 1]")
     ties = float(np.sum((s > 0) & (s < 1)))  # hard outcomes: the ½s; soft ones: every fractional outcome
     wins = float(np.sum(s == 1.0))
-    r = {k: float(np.ravel(v)[0]) for k, v in raee_arrays(np.array([s.sum()]), np.array([n]), level=level,
-                                             population=population, kappa=kappa).items()}
+    r = {
+        k: float(np.ravel(v)[0])
+        for k, v in raee_arrays(np.array([s.sum()]), np.array([n]), level=level, population=population, kappa=kappa).items()
+    }
     return RaeeEstimate(
-        n=n, wins=wins, ties=ties, losses=n - wins - ties, p_hat=r["p_hat"], p_bar=r["p_bar"], p_low=r["p_low"],
-        p_high=r["p_high"], elo=r["elo"], elo_low=r["elo_low"], elo_high=r["elo_high"],
-        se_p=r["se_p"], se_elo=r["se_elo"], se_p_raw=r["se_p_raw"],
+        n=n,
+        wins=wins,
+        ties=ties,
+        losses=n - wins - ties,
+        p_hat=r["p_hat"],
+        p_bar=r["p_bar"],
+        p_low=r["p_low"],
+        p_high=r["p_high"],
+        elo=r["elo"],
+        elo_low=r["elo_low"],
+        elo_high=r["elo_high"],
+        se_p=r["se_p"],
+        se_elo=r["se_elo"],
+        se_p_raw=r["se_p_raw"],
     )
 
 
-def spread_se(total: np.ndarray, sumsq: np.ndarray, n: np.ndarray, group: np.ndarray | None = None,
-              prior_weight: float = 1.0) -> np.ndarray:
+def spread_se(
+    total: np.ndarray, sumsq: np.ndarray, n: np.ndarray, group: np.ndarray | None = None, prior_weight: float = 1.0
+) -> np.ndarray:
     """SE of each cell's mean outcome from the outcomes' own spread: ``sqrt(s²/n)`` with ``s²`` the
     residual variance pooled over the cells of a ``group`` (one-way ANOVA), shrunk towards the
     Bernoulli variance by ``prior_weight`` pseudo-observations:
@@ -170,7 +193,7 @@ def spread_se(total: np.ndarray, sumsq: np.ndarray, n: np.ndarray, group: np.nda
     """
     total, sumsq, n = (np.asarray(x, dtype=float) for x in (total, sumsq, n))
     group = np.zeros(n.size, dtype=np.int64) if group is None else np.asarray(group)
-    ss = np.maximum(sumsq - total ** 2 / n, 0.0)
+    ss = np.maximum(sumsq - total**2 / n, 0.0)
     _, g = np.unique(group, return_inverse=True)
     p_bar = (total + 0.5) / (n + 1.0)
     bernoulli = np.bincount(g, weights=p_bar * (1 - p_bar)) / np.bincount(g)
@@ -218,8 +241,9 @@ def kappa_factor(labels_by_judge: list[np.ndarray]) -> float:
     """``sqrt(mean pairwise Cohen's κ)`` across judges (App. E.4); negative means clip to 0."""
     if len(labels_by_judge) < 2:
         raise ValueError("the κ factor needs at least two judges")
-    pairs = [cohen_kappa(labels_by_judge[i], labels_by_judge[j])
-             for i in range(len(labels_by_judge)) for j in range(i + 1, len(labels_by_judge))]
+    pairs = [
+        cohen_kappa(labels_by_judge[i], labels_by_judge[j]) for i in range(len(labels_by_judge)) for j in range(i + 1, len(labels_by_judge))
+    ]
     return math.sqrt(max(0.0, float(np.mean(pairs))))
 
 
@@ -268,8 +292,13 @@ def se_calibration(
         picks = np.argsort(rng.random((estimates, m)), axis=1)[:, :n]
         sub = s[picks]
         est = raee_arrays(sub.sum(axis=1), np.full(estimates, float(n)), population=m)
-        spread = spread_se(sub.sum(axis=1), (sub ** 2).sum(axis=1), np.full(estimates, float(n)),
-                           np.arange(estimates)) * math.sqrt((m - n) / (m - 1))
-        out[n] = {"empirical": empirical, "analytic_raw": float(est["se_p_raw"].mean()),
-                  "analytic_fpc": float(est["se_p"].mean()), "analytic_spread_fpc": float(spread.mean())}
+        spread = spread_se(sub.sum(axis=1), (sub**2).sum(axis=1), np.full(estimates, float(n)), np.arange(estimates)) * math.sqrt(
+            (m - n) / (m - 1)
+        )
+        out[n] = {
+            "empirical": empirical,
+            "analytic_raw": float(est["se_p_raw"].mean()),
+            "analytic_fpc": float(est["se_p"].mean()),
+            "analytic_spread_fpc": float(spread.mean()),
+        }
     return out

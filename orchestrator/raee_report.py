@@ -26,13 +26,25 @@ from itertools import combinations
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.stats import kendalltau, norm
+from scipy.stats import norm
 
 from .errors import OrchestratorError
 from .raee import GAMMA, cohen_kappa, icc3k, outcomes, pooled_variance, raee_arrays, spread_se
 
-__all__ = ["ReferenceJudgments", "RaeeRow", "JudgeScreen", "AnchorSwap", "RaeeReport", "raee_report",
-           "item_outcomes", "reference_wtl", "MID_REGION", "MID_REGION_TARGET"]
+__all__ = [
+    "ReferenceJudgments",
+    "RaeeRow",
+    "JudgeScreen",
+    "AnchorSwap",
+    "RaeeReport",
+    "raee_report",
+    "item_outcomes",
+    "reference_wtl",
+    "MID_REGION",
+    "MID_REGION_TARGET",
+]
+
+from .raee_parts import anchor_swaps, between_judge_correlation, item_outcomes, leaderboard  # noqa: E402,F401  (re-exported)
 
 MID_REGION = (0.2, 0.8)
 MID_REGION_TARGET = 0.95
@@ -64,19 +76,25 @@ class ReferenceJudgments:
     def from_rows(cls, rows: list[tuple]) -> "ReferenceJudgments":
         """From ``(anchor, judge, candidate, prompt, repeat, win, tie, loss[, swapped])`` tuples."""
         if not rows:
-            return cls(*(np.array([], dtype=object) for _ in range(4)), np.array([], dtype=np.int64),
-                       *(np.array([], dtype=float) for _ in range(3)))
+            return cls(
+                *(np.array([], dtype=object) for _ in range(4)),
+                np.array([], dtype=np.int64),
+                *(np.array([], dtype=float) for _ in range(3)),
+            )
         cols = list(zip(*rows))
         swapped = np.array(cols[8], dtype=bool) if len(cols) > 8 and any(cols[8]) else None
-        return cls(*(np.array(c, dtype=object) for c in cols[:4]), np.array(cols[4], dtype=np.int64),
-                   *(np.array(c, dtype=float) for c in cols[5:8]), swapped)
+        return cls(
+            *(np.array(c, dtype=object) for c in cols[:4]),
+            np.array(cols[4], dtype=np.int64),
+            *(np.array(c, dtype=float) for c in cols[5:8]),
+            swapped,
+        )
 
     def __len__(self) -> int:
         return int(self.win.size)
 
     def select(self, mask: np.ndarray) -> "ReferenceJudgments":
-        return ReferenceJudgments(*(None if getattr(self, f) is None else getattr(self, f)[mask]
-                                    for f in self.__dataclass_fields__))
+        return ReferenceJudgments(*(None if getattr(self, f) is None else getattr(self, f)[mask] for f in self.__dataclass_fields__))
 
     def run_index(self) -> np.ndarray:
         """Index of a judgment among the runs of its item: ``2·repeat + swapped`` when both orders
@@ -203,15 +221,16 @@ def raee_report(
     """
     warnings: list[str] = []
     if len(data) == 0:
-        raise OrchestratorError("no reference-anchored judgments (kind 'reference') to fit; judge the candidates "
-                                "against a reference first (a run with a [reference] campaign, or "
-                                "`orchestrator record --template raee-...`)")
+        raise OrchestratorError(
+            "no reference-anchored judgments (kind 'reference') to fit; judge the candidates "
+            "against a reference first (a run with a [reference] campaign, or "
+            "`orchestrator record --template raee-...`)"
+        )
     if judges:
         known = set(data.judge.astype(str))
         unknown = [j for j in judges if j not in known]
         if unknown:
-            raise OrchestratorError(f"judge {unknown[0]!r} has no reference-anchored judgments here "
-                                    f"(judges: {', '.join(sorted(known))})")
+            raise OrchestratorError(f"judge {unknown[0]!r} has no reference-anchored judgments here (judges: {', '.join(sorted(known))})")
         data = data.select(np.isin(data.judge.astype(str), judges))
     s = outcomes(data.win, data.tie, data.loss, soft=soft)
     hard = s if not soft else outcomes(data.win, data.tie, data.loss, soft=False)
@@ -228,8 +247,9 @@ def raee_report(
     runs = np.bincount(item)
     item_sum = np.bincount(item, weights=s)
     item_mean = item_sum / runs
-    item_sd = np.sqrt(np.maximum(np.bincount(item, weights=s * s) / runs - item_mean ** 2, 0.0)
-                      * np.where(runs > 1, runs / np.maximum(runs - 1, 1), 0.0))
+    item_sd = np.sqrt(
+        np.maximum(np.bincount(item, weights=s * s) / runs - item_mean**2, 0.0) * np.where(runs > 1, runs / np.maximum(runs - 1, 1), 0.0)
+    )
     item_p = item_ids % n_p
     item_c = (item_ids // n_p) % n_c
     item_j = (item_ids // (n_p * n_c)) % n_j
@@ -253,8 +273,7 @@ def raee_report(
                 continue
             coverage = float(kept[mine].mean())
             multi = runs[mine & (runs > 1)]
-            screen = JudgeScreen(anchor=anchors[ai], judge=judge_names[ji], runs=1, items=int(mine.sum()),
-                                 coverage=coverage)
+            screen = JudgeScreen(anchor=anchors[ai], judge=judge_names[ji], runs=1, items=int(mine.sum()), coverage=coverage)
             if multi.size == 0:
                 screen.note = "no repeated runs: ICC(3,k) needs every item judged k ≥ 2 times"
             else:
@@ -277,12 +296,16 @@ def raee_report(
     if abstain_sd is not None:
         for sc in screens:
             if sc.coverage < 1.0:
-                warnings.append(f"abstention (SD > {abstain_sd:g}) drops {1 - sc.coverage:.1%} of judge {sc.judge}'s "
-                                f"items under anchor {sc.anchor} (coverage {sc.coverage:.1%})")
+                warnings.append(
+                    f"abstention (SD > {abstain_sd:g}) drops {1 - sc.coverage:.1%} of judge {sc.judge}'s "
+                    f"items under anchor {sc.anchor} (coverage {sc.coverage:.1%})"
+                )
     no_icc = [sc.judge for sc in screens if sc.icc is None]
     if no_icc and not pool_all:
-        warnings.append(f"judge(s) {', '.join(sorted(set(no_icc)))}: no repeated runs, so no ICC(3,k) screen and no "
-                        "pooled row from them (run each judge k ≥ 2 times, or --pool-all)")
+        warnings.append(
+            f"judge(s) {', '.join(sorted(set(no_icc)))}: no repeated runs, so no ICC(3,k) screen and no "
+            "pooled row from them (run each judge k ≥ 2 times, or --pool-all)"
+        )
 
     # per (anchor, judge, candidate) cells over the kept items
     cell_of_item = (item_a * n_j + item_j) * n_c + item_c
@@ -311,8 +334,7 @@ def raee_report(
         for x, y in combinations(sorted(labels), 2):
             common = sorted(set(labels[x]) & set(labels[y]))
             if len(common) >= 2:
-                pairs.append(cohen_kappa(np.array([labels[x][t] for t in common]),
-                                         np.array([labels[y][t] for t in common])))
+                pairs.append(cohen_kappa(np.array([labels[x][t] for t in common]), np.array([labels[y][t] for t in common])))
         kappa[anchors[ai]] = math.sqrt(max(0.0, float(np.mean(pairs)))) if pairs else None
 
     try:
@@ -328,15 +350,24 @@ def raee_report(
         se_kappa = (fpc if fpc is not None else float(est["se_p_raw"][k])) * kap if kap is not None else None
         se_best = se_kappa if se_kappa is not None else (fpc if fpc is not None else float(est["se_p_raw"][k]))
         pb = float(est["p_bar"][k])
-        rows.append(RaeeRow(
-            anchor=anchor, judge=judge_names[cell_j[k]], candidate=cand_names[cell_c[k]], n=int(n_items[k]),
-            judgments=int(n_judgments[k]), wins=int(counts[1.0][k]), ties=int(counts[0.5][k]), losses=int(counts[0.0][k]),
-            **{f: float(est[f][k]) for f in ("p_hat", "p_bar", "p_low", "p_high", "elo", "elo_low", "elo_high", "se_p_raw")},
-            se_p_fpc=fpc, se_p_kappa=se_kappa, se_elo=GAMMA * se_best / (pb * (1 - pb)),
-            se_p_spread=None if np.isnan(spread[k]) else float(spread[k]),
-            se_elo_raw=GAMMA * (float(spread[k]) if soft and not np.isnan(spread[k]) else float(est["se_p_raw"][k]))
-            / (pb * (1 - pb)),
-        ))
+        rows.append(
+            RaeeRow(
+                anchor=anchor,
+                judge=judge_names[cell_j[k]],
+                candidate=cand_names[cell_c[k]],
+                n=int(n_items[k]),
+                judgments=int(n_judgments[k]),
+                wins=int(counts[1.0][k]),
+                ties=int(counts[0.5][k]),
+                losses=int(counts[0.0][k]),
+                **{f: float(est[f][k]) for f in ("p_hat", "p_bar", "p_low", "p_high", "elo", "elo_low", "elo_high", "se_p_raw")},
+                se_p_fpc=fpc,
+                se_p_kappa=se_kappa,
+                se_elo=GAMMA * se_best / (pb * (1 - pb)),
+                se_p_spread=None if np.isnan(spread[k]) else float(spread[k]),
+                se_elo_raw=GAMMA * (float(spread[k]) if soft and not np.isnan(spread[k]) else float(est["se_p_raw"][k])) / (pb * (1 - pb)),
+            )
+        )
 
     # pooled rows over strong judges (Eq. 9)
     z = float(norm.ppf((1 + level) / 2))
@@ -344,7 +375,7 @@ def raee_report(
     for row in rows:
         by_anchor_cand.setdefault((row.anchor, row.candidate), []).append(row)
     pooled: list[RaeeRow] = []
-    rho_all = _between_judge_correlation(item_mean, item_a, item_j, item_c, item_p, kept, n_a, n_j) if pool_all else {}
+    rho_all = between_judge_correlation(item_mean, item_a, item_j, item_c, item_p, kept, n_a, n_j) if pool_all else {}
     judge_index = {name: k for k, name in enumerate(judge_names)}
     anchor_index = {name: k for k, name in enumerate(anchors)}
     for (anchor, cand), group in by_anchor_cand.items():
@@ -358,20 +389,34 @@ def raee_report(
         if not members:
             continue
         gaps = np.array([r.elo for r in members])
-        sigma2 = float(np.mean([(GAMMA * (r.se_p_fpc if r.se_p_fpc is not None else r.se_p_raw) / (r.p_bar * (1 - r.p_bar))) ** 2
-                                for r in members]))
-        sigma2_raw = float(np.mean([r.se_elo_raw ** 2 for r in members]))
+        sigma2 = float(
+            np.mean([(GAMMA * (r.se_p_fpc if r.se_p_fpc is not None else r.se_p_raw) / (r.p_bar * (1 - r.p_bar))) ** 2 for r in members])
+        )
+        sigma2_raw = float(np.mean([r.se_elo_raw**2 for r in members]))
         var = pooled_variance(sigma2, rho, len(members))
         gap, se = float(gaps.mean()), math.sqrt(var)
         inv = lambda e: 1.0 / (1.0 + math.exp(-e / GAMMA))  # noqa: E731
-        pooled.append(RaeeRow(
-            anchor=anchor, judge="pooled", candidate=cand, n=int(sum(r.n for r in members)),
-            judgments=sum(r.judgments for r in members), wins=sum(r.wins for r in members),
-            ties=sum(r.ties for r in members), losses=sum(r.losses for r in members),
-            p_hat=float(np.mean([r.p_hat for r in members])), p_bar=inv(gap), p_low=inv(gap - z * se),
-            p_high=inv(gap + z * se), elo=gap, elo_low=gap - z * se, elo_high=gap + z * se, se_elo=se,
-            se_elo_raw=math.sqrt(pooled_variance(sigma2_raw, rho, len(members))),
-        ))
+        pooled.append(
+            RaeeRow(
+                anchor=anchor,
+                judge="pooled",
+                candidate=cand,
+                n=int(sum(r.n for r in members)),
+                judgments=sum(r.judgments for r in members),
+                wins=sum(r.wins for r in members),
+                ties=sum(r.ties for r in members),
+                losses=sum(r.losses for r in members),
+                p_hat=float(np.mean([r.p_hat for r in members])),
+                p_bar=inv(gap),
+                p_low=inv(gap - z * se),
+                p_high=inv(gap + z * se),
+                elo=gap,
+                elo_low=gap - z * se,
+                elo_high=gap + z * se,
+                se_elo=se,
+                se_elo_raw=math.sqrt(pooled_variance(sigma2_raw, rho, len(members))),
+            )
+        )
     rows.extend(pooled)
 
     # candidates that should be there but have no judgments
@@ -380,8 +425,10 @@ def raee_report(
         for anchor in anchors:
             missing = [cn for cn in candidates if cn != anchor and (anchor, cn) not in present]
             if missing:
-                warnings.append(f"{len(missing)} candidate(s) have no judgments against anchor {anchor}: "
-                                f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}")
+                warnings.append(
+                    f"{len(missing)} candidate(s) have no judgments against anchor {anchor}: "
+                    f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}"
+                )
                 rows.extend(RaeeRow(anchor=anchor, judge="-", candidate=cn, n=0) for cn in missing)
 
     # mid-region coverage per anchor (App. E.1)
@@ -390,83 +437,27 @@ def raee_report(
         p_bars = np.array([r.p_bar for r in rows if r.anchor == anchor and r.judge not in ("pooled", "-")])
         coverage[anchor] = float(np.mean((p_bars >= MID_REGION[0]) & (p_bars <= MID_REGION[1])))
         if coverage[anchor] < MID_REGION_TARGET:
-            warnings.append(f"anchor {anchor}: only {coverage[anchor]:.0%} of the p̄ lie in [0.2, 0.8] (want ≥ 95%); "
-                            "the anchor may be too weak or too strong to discriminate")
+            warnings.append(
+                f"anchor {anchor}: only {coverage[anchor]:.0%} of the p̄ lie in [0.2, 0.8] (want ≥ 95%); "
+                "the anchor may be too weak or too strong to discriminate"
+            )
 
-    swaps = _anchor_swaps(rows, list(anchors))
+    swaps = anchor_swaps(rows, list(anchors))
     for sw in swaps:
         if sw.kendall_tau is not None and sw.kendall_tau < 0.9:
-            warnings.append(f"anchors {sw.anchors[0]} and {sw.anchors[1]} rank the candidates differently "
-                            f"(Kendall τ = {sw.kendall_tau:.2f} < 0.9)")
-    return RaeeReport(outcome="soft" if soft else "hard", level=level, population=population,
-                      icc_threshold=icc_threshold, abstain_sd=abstain_sd, rows=rows, judges=screens,
-                      kappa_factor=kappa, mid_region_coverage=coverage, anchor_swaps=swaps, warnings=warnings)
-
-
-def item_outcomes(data: ReferenceJudgments, *, soft: bool = False) -> dict[tuple[str, str, str], np.ndarray]:
-    """Per ``(anchor, judge, candidate)``: the outcomes of its items (prompts), repeated runs
-    averaged (Eq. 5), in prompt order."""
-    if len(data) == 0:
-        return {}
-    s = outcomes(data.win, data.tie, data.loss, soft=soft)
-    keys = np.char.add(np.char.add(np.char.add(np.char.add(data.anchor.astype(str), "\x1f"), data.judge.astype(str)),
-                                   "\x1f"), data.candidate.astype(str))
-    items = np.char.add(np.char.add(keys, "\x1f"), data.prompt.astype(str))
-    item_ids, item = np.unique(items, return_inverse=True)
-    means = np.bincount(item, weights=s) / np.bincount(item)
-    cell_of_item = np.array([k.rsplit("\x1f", 1)[0] for k in item_ids])
-    out: dict[tuple[str, str, str], np.ndarray] = {}
-    for key in np.unique(cell_of_item):
-        anchor, judge, cand = key.split("\x1f")
-        out[(anchor, judge, cand)] = means[cell_of_item == key]
-    return out
-
-
-def _between_judge_correlation(item_mean, item_a, item_j, item_c, item_p, kept, n_a, n_j) -> dict[int, float]:
-    """Per anchor: mean pairwise Pearson correlation of the judges' run-averaged item outcomes
-    (an estimate of ρ_k, Lemma 1), clipped to [0, 1]; 1 with a single judge."""
-    out = {}
-    for ai in range(n_a):
-        values = {}
-        for ji in range(n_j):
-            sel = kept & (item_a == ai) & (item_j == ji)
-            values[ji] = dict(zip(zip(item_c[sel].tolist(), item_p[sel].tolist()), item_mean[sel].tolist()))
-        corr = []
-        for x, y in combinations([v for v in values.values() if v], 2):
-            common = sorted(set(x) & set(y))
-            if len(common) >= 3:
-                u, v = np.array([x[t] for t in common]), np.array([y[t] for t in common])
-                if u.std() > 0 and v.std() > 0:
-                    corr.append(float(np.corrcoef(u, v)[0, 1]))
-        out[ai] = min(1.0, max(0.0, float(np.mean(corr)))) if corr else 1.0
-    return out
-
-
-def leaderboard(rows: list[RaeeRow], anchor: str) -> dict[str, float]:
-    """Candidate → Elo gap under an anchor: the pooled row when there is one, else the mean over judges."""
-    pooled = {r.candidate: r.elo for r in rows if r.anchor == anchor and r.judge == "pooled"}
-    per_judge: dict[str, list[float]] = {}
-    for r in rows:
-        if r.anchor == anchor and r.judge not in ("pooled", "-") and r.elo is not None:
-            per_judge.setdefault(r.candidate, []).append(r.elo)
-    return {cand: pooled.get(cand, float(np.mean(v))) for cand, v in per_judge.items()}
-
-
-def _anchor_swaps(rows: list[RaeeRow], anchors: list[str]) -> list[AnchorSwap]:
-    """Kendall τ and mean |centred Elo shift| between the leaderboards of every pair of anchors,
-    over the candidates both rank (anchors themselves excluded) (App. E.1)."""
-    boards = {an: leaderboard(rows, an) for an in anchors}
-    out = []
-    for x, y in combinations(anchors, 2):
-        common = sorted((set(boards[x]) & set(boards[y])) - {x, y})
-        if len(common) < 2:
-            out.append(AnchorSwap(anchors=(x, y), candidates=len(common), kendall_tau=None,
-                                  mean_abs_centered_elo_shift=float("nan")))
-            continue
-        u = np.array([boards[x][cn] for cn in common])
-        v = np.array([boards[y][cn] for cn in common])
-        tau = kendalltau(u, v).statistic
-        shift = float(np.mean(np.abs((u - u.mean()) - (v - v.mean()))))
-        out.append(AnchorSwap(anchors=(x, y), candidates=len(common),
-                              kendall_tau=None if np.isnan(tau) else float(tau), mean_abs_centered_elo_shift=shift))
-    return out
+            warnings.append(
+                f"anchors {sw.anchors[0]} and {sw.anchors[1]} rank the candidates differently (Kendall τ = {sw.kendall_tau:.2f} < 0.9)"
+            )
+    return RaeeReport(
+        outcome="soft" if soft else "hard",
+        level=level,
+        population=population,
+        icc_threshold=icc_threshold,
+        abstain_sd=abstain_sd,
+        rows=rows,
+        judges=screens,
+        kappa_factor=kappa,
+        mid_region_coverage=coverage,
+        anchor_swaps=swaps,
+        warnings=warnings,
+    )

@@ -82,7 +82,9 @@ def plan_recording(
                         continue
                     key = request_key(judge_name, pairwise.digest, attribute or "", pid, a, b, "0")
                     messages = pairwise.render({"context": context, "A": text_a, "B": text_b}, attribute=attribute, prefill=prefill)
-                    requests.append((JudgeRequest(key=key, template=pairwise, messages=messages, prompt_id=pid, candidates=[a, b]), "pairwise"))
+                    requests.append(
+                        (JudgeRequest(key=key, template=pairwise, messages=messages, prompt_id=pid, candidates=[a, b]), "pairwise")
+                    )
     return RecordPlan(requests)
 
 

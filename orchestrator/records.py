@@ -236,8 +236,7 @@ def drop_duplicates(records: list[tuple[int, LogRecord]], raw: list[tuple[int, d
     seen: dict[str, int] = {}
     out, dropped = [], []
     for (number, record), (_, obj) in zip(records, raw):
-        identity = f"key:{obj['key']}" if isinstance(obj.get("key"), str) and obj["key"] else \
-            "obj:" + json.dumps(obj, sort_keys=True)
+        identity = f"key:{obj['key']}" if isinstance(obj.get("key"), str) and obj["key"] else "obj:" + json.dumps(obj, sort_keys=True)
         if identity in seen:
             dropped.append((number, seen[identity]))
             continue
@@ -245,9 +244,12 @@ def drop_duplicates(records: list[tuple[int, LogRecord]], raw: list[tuple[int, d
         out.append((number, record))
     if dropped:
         number, first = dropped[0]
-        warnings.warn(OrchestratorWarning(
-            f"{source}: {len(dropped)} duplicate line(s) ignored (line {number} repeats line {first}); each judgment "
-            "is counted once"), stacklevel=2)
+        warnings.warn(
+            OrchestratorWarning(
+                f"{source}: {len(dropped)} duplicate line(s) ignored (line {number} repeats line {first}); each judgment is counted once"
+            ),
+            stacklevel=2,
+        )
     return out
 
 
@@ -267,8 +269,7 @@ def load_responses(path: str | Path) -> list[tuple[int, ResponseRow]]:
         key = (row.prompt_id, row.candidate)
         if key in seen:
             raise OrchestratorError(
-                f"{path}:{number}: duplicate response for prompt {row.prompt_id!r}, candidate "
-                f"{row.candidate!r} (first at line {seen[key]})"
+                f"{path}:{number}: duplicate response for prompt {row.prompt_id!r}, candidate {row.candidate!r} (first at line {seen[key]})"
             )
         seen[key] = number
         out.append((number, row))

@@ -29,7 +29,6 @@ __all__ = ["prepare", "dry_run", "start", "resume", "ranking", "status", "export
 from .offline.results import EXPORT_FORMATS, export, ranking, status  # noqa: E402,F401
 
 
-
 @dataclass
 class Prepared:
     config: RunConfig
@@ -56,16 +55,19 @@ def prepare(config: RunConfig) -> Prepared:
     if config.data.truth is not None:
         missing = [(p, c) for p, by in dataset.responses.items() for c, r in by.items() if r.human.get(config.data.truth) is None]
         if missing:
-            raise OrchestratorError(f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human "
-                                    f"score {config.data.truth!r}")
+            raise OrchestratorError(
+                f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human score {config.data.truth!r}"
+            )
     planner = planner_for(config)
     templates = {role: get_template(name) for role, name in planner.roles(config).items()}
     planner.check(config, dataset, templates)
     attribute = config.judging.attribute
     for role, template in templates.items():
         if "attribute" in template.placeholders and attribute is not None and attribute not in template.attributes:
-            raise OrchestratorError(f"judging.attribute: {attribute!r} is not an attribute of template {template.name!r} "
-                                    f"(choose one of {', '.join(template.attributes)})")
+            raise OrchestratorError(
+                f"judging.attribute: {attribute!r} is not an attribute of template {template.name!r} "
+                f"(choose one of {', '.join(template.attributes)})"
+            )
     profiles = {name: get_profile(name) for name in config.judging.judges}
     check_judges(profiles, templates, api_base=config.dispatch.api_base)
     prepared = Prepared(config, dataset, templates, profiles)
@@ -85,9 +87,12 @@ def check_budget_fits(prepared: Prepared) -> None:
     b = config.budget
     role, calls = planner_for(config).unit_calls(config, len(prepared.profiles))
     if b.max_calls is not None and b.max_calls < calls:
-        raise OrchestratorError(f"budget.max_calls = {b.max_calls} cannot pay for one {role} request set: it takes {calls} "
-                                f"calls ({len(prepared.profiles)} judge(s)"
-                                + (", both orders" if role == "pairwise" and calls > len(prepared.profiles) else "") + ")")
+        raise OrchestratorError(
+            f"budget.max_calls = {b.max_calls} cannot pay for one {role} request set: it takes {calls} "
+            f"calls ({len(prepared.profiles)} judge(s)"
+            + (", both orders" if role == "pairwise" and calls > len(prepared.profiles) else "")
+            + ")"
+        )
     if b.max_tokens is None and b.max_usd is None:
         return
     template = prepared.templates[role]
@@ -101,8 +106,14 @@ def check_budget_fits(prepared: Prepared) -> None:
     pid = min(dataset.responses, key=lambda p: size(p)[0])
     texts = size(pid)[1]
     prompt = dataset.prompts[pid]
-    values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or texts[0],
-              "response": texts[-1], "A": texts[0], "B": texts[-1]}
+    values = {
+        "context": prompt.text,
+        "question": prompt.text,
+        "reference": prompt.reference or texts[0],
+        "response": texts[-1],
+        "A": texts[0],
+        "B": texts[-1],
+    }
     tokens, usd = 0, 0.0
     per_judge = calls // len(prepared.profiles)
     for name, profile in prepared.profiles.items():
@@ -111,12 +122,16 @@ def check_budget_fits(prepared: Prepared) -> None:
         tokens += per_judge * t
         usd += per_judge * u
     if b.max_tokens is not None and b.max_tokens < tokens:
-        raise OrchestratorError(f"budget.max_tokens = {b.max_tokens} cannot pay for one {role} request set: even the "
-                                f"shortest may need {tokens} tokens (worst case: every prompt byte a token, plus the "
-                                f"template's max_tokens)")
+        raise OrchestratorError(
+            f"budget.max_tokens = {b.max_tokens} cannot pay for one {role} request set: even the "
+            f"shortest may need {tokens} tokens (worst case: every prompt byte a token, plus the "
+            f"template's max_tokens)"
+        )
     if b.max_usd is not None and b.max_usd < usd:
-        raise OrchestratorError(f"budget.max_usd = {b.max_usd} cannot pay for one {role} request set: even the shortest "
-                                f"may cost ${usd:.6f} at the judges' prices (worst case)")
+        raise OrchestratorError(
+            f"budget.max_usd = {b.max_usd} cannot pay for one {role} request set: even the shortest "
+            f"may cost ${usd:.6f} at the judges' prices (worst case)"
+        )
 
 
 def check_judges(profiles: dict[str, JudgeProfile], templates: dict[str, Template], *, api_base: str | None) -> None:
@@ -128,7 +143,8 @@ def check_judges(profiles: dict[str, JudgeProfile], templates: dict[str, Templat
             if template.prefill and not profile.prefill and template.read == "first_token":
                 raise OrchestratorError(
                     f"judge {name!r} does not continue an assistant prefix, which template {template.name!r} reads its "
-                    f"answer after; use {template.name}-noprefill (or a judge with prefill = true)")
+                    f"answer after; use {template.name}-noprefill (or a judge with prefill = true)"
+                )
         if profile.api_key_env and not os.environ.get(profile.api_key_env) and not api_base:
             raise OrchestratorError(f"judge {name!r} needs its API key in the environment variable {profile.api_key_env}")
 
@@ -147,8 +163,9 @@ def dry_run(prepared: Prepared) -> dict:
         if group.key == "global":
             per_judge_pairs += sum(len(ps) * 2 for ps in group.prompts.values())
         else:  # per prompt, and items (compared only within their prompt)
-            per_judge_pairs += sum(len(by) * (len(by) - 1) for p, by in dataset.responses.items()
-                                   if group.member(p, next(iter(by))) is not None)
+            per_judge_pairs += sum(
+                len(by) * (len(by) - 1) for p, by in dataset.responses.items() if group.member(p, next(iter(by))) is not None
+            )
     n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
     n_judges = len(prepared.profiles)
     possible = n_judges * (per_judge_pairs + n_abs)
@@ -177,8 +194,14 @@ def dry_run(prepared: Prepared) -> dict:
             else:
                 pairs = [(by_cand[a].text, by_cand[b].text) for a, b in zip(cands, cands[1:])]
             for text_a, text_b in pairs:
-                values = {"context": prompt.text, "question": prompt.text, "A": text_a, "B": text_b,
-                          "reference": text_a if ref is not None else prompt.reference or "", "response": text_b}
+                values = {
+                    "context": prompt.text,
+                    "question": prompt.text,
+                    "A": text_a,
+                    "B": text_b,
+                    "reference": text_a if ref is not None else prompt.reference or "",
+                    "response": text_b,
+                }
                 messages = template.render(values, attribute=config.judging.attribute, prefill=profile.prefill)
                 rows.append(worst_case(messages, template, profile, price))
     tokens = sum(t for t, _ in rows) / len(rows)
@@ -205,7 +228,9 @@ def dry_run(prepared: Prepared) -> dict:
 
 
 @contextlib.contextmanager
-def judges_for(profiles: dict[str, JudgeProfile], *, api_base: str | None, parallel: int = 1) -> Iterator[tuple[dict[str, Judge], set[str]]]:
+def judges_for(
+    profiles: dict[str, JudgeProfile], *, api_base: str | None, parallel: int = 1
+) -> Iterator[tuple[dict[str, Judge], set[str]]]:
     """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed."""
     from .judging.embedded import EmbeddedServer
 
@@ -222,20 +247,30 @@ def judges_for(profiles: dict[str, JudgeProfile], *, api_base: str | None, paral
         yield judges, {n for n, p in profiles.items() if _is_local(p, api_base)}
 
 
-def _execute(store: RunStore, config: RunConfig, templates: dict[str, Template], profiles: dict[str, JudgeProfile],
-             progress: Callable[[RunEvent], None] | None, judges: dict[str, Judge] | None) -> str:
+def _execute(
+    store: RunStore,
+    config: RunConfig,
+    templates: dict[str, Template],
+    profiles: dict[str, JudgeProfile],
+    progress: Callable[[RunEvent], None] | None,
+    judges: dict[str, Judge] | None,
+) -> str:
     if judges is not None:
         local = {n for n, p in profiles.items() if _is_local(p, config.dispatch.api_base)}
         engine = RunEngine(store, config, judges, profiles, templates, local=local, progress=progress)
         return asyncio.run(engine.run())
-    with judges_for(profiles, api_base=config.dispatch.api_base,
-                    parallel=min(config.dispatch.concurrency, 4)) as (made, local):
+    with judges_for(profiles, api_base=config.dispatch.api_base, parallel=min(config.dispatch.concurrency, 4)) as (made, local):
         engine = RunEngine(store, config, made, profiles, templates, local=local, progress=progress)
         return asyncio.run(engine.run())
 
 
-def start(config: str | Path | RunConfig, *, progress: Callable[[RunEvent], None] | None = None,
-          judges: dict[str, Judge] | None = None, runs_dir: Path | None = None) -> tuple[Path, str]:
+def start(
+    config: str | Path | RunConfig,
+    *,
+    progress: Callable[[RunEvent], None] | None = None,
+    judges: dict[str, Judge] | None = None,
+    runs_dir: Path | None = None,
+) -> tuple[Path, str]:
     """Create the run file from a config (a TOML path or a loaded one) and run it; returns
     (run file, stop reason).
 
@@ -253,8 +288,14 @@ def start(config: str | Path | RunConfig, *, progress: Callable[[RunEvent], None
         config = config.model_copy(update={"runs_dir": runs_dir})
     prepared = prepare(config)
     # credentials in URLs (dispatch.api_base) are not stored: resume asks for them again
-    store = create_run(config.run_path, name=config.name, config=redact_json(config.to_json()), seed=config.seed,
-                       dataset=prepared.dataset, templates=prepared.templates)
+    store = create_run(
+        config.run_path,
+        name=config.name,
+        config=redact_json(config.to_json()),
+        seed=config.seed,
+        dataset=prepared.dataset,
+        templates=prepared.templates,
+    )
     try:
         with store:
             reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges)
@@ -281,8 +322,13 @@ def _remove_if_empty(path: Path) -> None:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = None,
-           judges: dict[str, Judge] | None = None, api_base: str | None = None) -> str | None:
+def resume(
+    path: str | Path,
+    *,
+    progress: Callable[[RunEvent], None] | None = None,
+    judges: dict[str, Judge] | None = None,
+    api_base: str | None = None,
+) -> str | None:
     """Continue a run from its file; None when it had finished already.
 
     ``api_base`` replaces the config's ``dispatch.api_base``; it is needed when that address
@@ -299,8 +345,9 @@ def resume(path: str | Path, *, progress: Callable[[RunEvent], None] | None = No
         if api_base is not None:
             config = config.model_copy(update={"dispatch": config.dispatch.model_copy(update={"api_base": api_base})})
         elif config.dispatch.api_base and "[REDACTED" in config.dispatch.api_base:
-            raise OrchestratorError(f"{path}: the run's dispatch.api_base carried credentials, which are not stored; "
-                                    "give the address again with --api-base URL")
+            raise OrchestratorError(
+                f"{path}: the run's dispatch.api_base carried credentials, which are not stored; give the address again with --api-base URL"
+            )
         profiles = {name: get_profile(name) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
         return _execute(store, config, store.templates(), profiles, progress, judges)

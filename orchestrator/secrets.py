@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["redact", "redact_json", "secret_values", "register_secret_env"]
+__all__ = ["redact", "redact_json", "secret_values", "register_secret_env", "lazy_secrets"]
 
 _REGISTERED: set[str] = set()
 """Environment variables named by judge profiles (``api_key_env``), whatever their names."""
@@ -29,8 +29,12 @@ def register_secret_env(name: str | None) -> None:
     if name:
         _REGISTERED.add(name)
 
-_SECRET_NAME = re.compile(r"(API_?KEY|_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|_PASS|_PASSWD|_PWD|_AUTH|"
-                          r"_CREDENTIALS?|_COOKIE|_SESSION)$", re.IGNORECASE)
+
+_SECRET_NAME = re.compile(
+    r"(API_?KEY|_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|_PASS|_PASSWD|_PWD|_AUTH|"
+    r"_CREDENTIALS?|_COOKIE|_SESSION)$",
+    re.IGNORECASE,
+)
 _KEY_SHAPES = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?<=Bearer )[A-Za-z0-9._\-]{16,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")
 
 
@@ -53,22 +57,49 @@ def secret_values(extra_names: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     return sorted(found, key=lambda nv: -len(nv[1]))
 
 
-def redact(text: str | None, extra_names: tuple[str, ...] = ()) -> str | None:
-    """``text`` with every secret value and key-shaped string replaced."""
-    if not text:
+MIN_SECRET_CHARS = 4
+"""No secret is shorter (:func:`secret_values`), nor a key shape: shorter strings are left alone."""
+
+
+class _Lazy:
+    """The secret values, read from the environment on first use (most strings need none)."""
+
+    def __init__(self, extra_names: tuple[str, ...] = ()):
+        self.extra_names = extra_names
+        self.values: list[tuple[str, str]] | None = None
+
+    def get(self) -> list[tuple[str, str]]:
+        if self.values is None:
+            self.values = secret_values(self.extra_names)
+        return self.values
+
+
+def redact(text: str | None, extra_names: tuple[str, ...] = (), *, values: "_Lazy | list[tuple[str, str]] | None" = None) -> str | None:
+    """``text`` with every secret value and key-shaped string replaced (``values``: secrets read
+    once by a caller that redacts many strings)."""
+    if not text or len(text) < MIN_SECRET_CHARS:
         return text
-    for name, value in secret_values(extra_names):
+    found = secret_values(extra_names) if values is None else values.get() if isinstance(values, _Lazy) else values
+    for name, value in found:
         if value in text:
             text = text.replace(value, f"[REDACTED {name}]")
     return _KEY_SHAPES.sub("[REDACTED]", text)
 
 
-def redact_json(obj: Any) -> Any:
-    """The same on every string inside a JSON-like structure (a raw provider response)."""
+def lazy_secrets() -> _Lazy:
+    """Secret values for many :func:`redact` calls, read from the environment at most once."""
+    return _Lazy()
+
+
+def redact_json(obj: Any, *, values: "_Lazy | list[tuple[str, str]] | None" = None) -> Any:
+    """The same on every string inside a JSON-like structure (a raw provider response); the
+    environment is read at most once for the whole structure."""
+    if values is None:
+        values = _Lazy()
     if isinstance(obj, str):
-        return redact(obj)
+        return redact(obj, values=values)
     if isinstance(obj, (list, tuple)):
-        return [redact_json(x) for x in obj]
+        return [redact_json(x, values=values) for x in obj]
     if isinstance(obj, dict):
-        return {k: redact_json(v) for k, v in obj.items()}
+        return {k: redact_json(v, values=values) for k, v in obj.items()}
     return obj

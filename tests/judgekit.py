@@ -23,8 +23,16 @@ from orchestrator.judging.testserver import completion, logprob_entry
 QUALITY = re.compile(r"<<q=([0-9.]+)>>")
 
 
-def write_dataset(folder: Path, *, prompts: int = 3, candidates: int = 6, seed: int = 0,
-                  reference: float | None = None, base: list[float] | None = None, spread: float = 1.0) -> tuple[Path, Path]:
+def write_dataset(
+    folder: Path,
+    *,
+    prompts: int = 3,
+    candidates: int = 6,
+    seed: int = 0,
+    reference: float | None = None,
+    base: list[float] | None = None,
+    spread: float = 1.0,
+) -> tuple[Path, Path]:
     """prompts.jsonl + responses.jsonl; each response text carries its hidden quality ``<<q=…>>``,
     also stored as the human ``coherence`` score. ``reference``: every prompt gets a reference text
     of that quality; ``base``: candidate c's quality is ``base[c]`` plus uniform noise of width ``spread``."""
@@ -39,8 +47,12 @@ def write_dataset(folder: Path, *, prompts: int = 3, candidates: int = 6, seed: 
             fp.write(json.dumps(row) + "\n")
             for c in range(candidates):
                 q = rng.random() if base is None else min(1.0, max(0.0, base[c] + spread * (rng.random() - 0.5)))
-                fr.write(json.dumps({"prompt_id": f"p{p}", "candidate": f"M{c}", "text": f"Summary {c} <<q={q:.4f}>>",
-                                     "human": {"coherence": q}}) + "\n")
+                fr.write(
+                    json.dumps(
+                        {"prompt_id": f"p{p}", "candidate": f"M{c}", "text": f"Summary {c} <<q={q:.4f}>>", "human": {"coherence": q}}
+                    )
+                    + "\n"
+                )
     return p_path, r_path
 
 
@@ -64,7 +76,7 @@ def reference_behaviour(noise: dict[str, float] | None = None, slope: float = 6.
         sd = noise.get(body.get("model", ""), 0.0)
         eps = random.Random(f"{text}|{body.get('model')}|{draw}").gauss(0.0, sd) if sd else 0.0
         p = 1 / (1 + math.exp(-(slope * (qs[1] - qs[0]) - first_bias + eps)))
-        tie = 0.2 * math.exp(-((qs[1] - qs[0]) * 5) ** 2)
+        tie = 0.2 * math.exp(-(((qs[1] - qs[0]) * 5) ** 2))
         probs = {"A": (1 - tie) * (1 - p) * 0.98, "B": (1 - tie) * p * 0.98, "C": tie * 0.98}
         top = max(probs, key=probs.get)
         return 200, {}, completion(top, [logprob_entry(top, [*probs.items(), ("\n", 0.02)])])
@@ -102,8 +114,9 @@ def campaign_summary(path, server) -> dict:
         "failed": {k: t for k, (s, t, _) in judgments.items() if s == "failed"},
         "failed_without_reason": [k for k, (s, t, _) in judgments.items() if s == "failed" and not t],
         # a full answer was delivered on the key's last request but no judgment says "ok"
-        "lost": [k for k in requests if server.outcomes.get(k) and server.outcomes[k][-1] in DELIVERED
-                 and judgments.get(k, ("",))[0] != "ok"],
+        "lost": [
+            k for k in requests if server.outcomes.get(k) and server.outcomes[k][-1] in DELIVERED and judgments.get(k, ("",))[0] != "ok"
+        ],
         "paid_twice": [k for k, n in billable.items() if n > 1],
         "asked_after_commit": [k for t, k in server.arrivals if k in committed_at and t > committed_at[k]],
         "retries": sum(a - 1 for _, _, a in judgments.values()),
@@ -170,7 +183,8 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
 
     committed_at = dict(db.execute("select key, created_at from judgments"))
     return {
-        "kills": kills, "judgments_at_kill": at,
+        "kills": kills,
+        "judgments_at_kill": at,
         "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
         "same_as_uninterrupted": asked(victim) == asked(reference),
         "unfinished": db.execute("select count(*) from requests where status = 'pending'").fetchone()[0],
@@ -220,22 +234,46 @@ def write_judge(folder: Path, name: str, **fields) -> Path:
     with top-20 logprobs, prefill and price 0 unless ``fields`` say otherwise. Returns ``folder``,
     for ``ORCHESTRATOR_JUDGES``."""
     folder.mkdir(exist_ok=True)
-    profile = {"name": name, "model": f"openai/{name.removesuffix('-openai')}", "logprobs": True, "top_logprobs": 20,
-               "prefill": True, "price_input_per_mtok": 0.0, "price_output_per_mtok": 0.0, **fields}
+    profile = {
+        "name": name,
+        "model": f"openai/{name.removesuffix('-openai')}",
+        "logprobs": True,
+        "top_logprobs": 20,
+        "prefill": True,
+        "price_input_per_mtok": 0.0,
+        "price_output_per_mtok": 0.0,
+        **fields,
+    }
     (folder / f"{name}.toml").write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in profile.items()))
     return folder
 
 
-def write_config(folder: Path, api_base: str | None, *, name: str = "test", prompts: Path, responses: Path,
-                 extra: str = "", judges: str = '["local-openai"]', batch: int = 4, max_calls: int | None = 40,
-                 concurrency: int = 4, strategy: str = "reorder", scope: str = "per_prompt", debias: str = "none",
-                 warm_start: bool = False, budget_extra: str = "", reference: str = "", absolute: str | None = None) -> Path:
+def write_config(
+    folder: Path,
+    api_base: str | None,
+    *,
+    name: str = "test",
+    prompts: Path,
+    responses: Path,
+    extra: str = "",
+    judges: str = '["local-openai"]',
+    batch: int = 4,
+    max_calls: int | None = 40,
+    concurrency: int = 4,
+    strategy: str = "reorder",
+    scope: str = "per_prompt",
+    debias: str = "none",
+    warm_start: bool = False,
+    budget_extra: str = "",
+    reference: str = "",
+    absolute: str | None = None,
+) -> Path:
     """A run config (TOML) pointing at a test server."""
     budget = f"max_calls = {max_calls}\n" if max_calls is not None else ""
     text = f"""
 name = "{name}"
 seed = 7
-runs_dir = "{(folder / 'runs').as_posix()}"
+runs_dir = "{(folder / "runs").as_posix()}"
 [data]
 prompts = "{prompts.as_posix()}"
 responses = "{responses.as_posix()}"
@@ -255,10 +293,10 @@ batch = {batch}
 concurrency = {concurrency}
 backoff_initial_s = 0.01
 backoff_max_s = 0.2
-{f'api_base = "{api_base}"' if api_base else ''}
+{f'api_base = "{api_base}"' if api_base else ""}
 {extra}
-{('[reference]' + chr(10) + reference) if reference else ''}
-{('[absolute]' + chr(10) + absolute) if absolute is not None else ''}
+{("[reference]" + chr(10) + reference) if reference else ""}
+{("[absolute]" + chr(10) + absolute) if absolute is not None else ""}
 """
     path = folder / f"{name}.toml"
     path.write_text(text)

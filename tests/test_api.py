@@ -4,13 +4,23 @@ import json
 
 import orchestrator as orc
 from judgekit import quality_behaviour, write_config, write_dataset
-
 from orchestrator.judging.testserver import FakeOpenAIServer
 
 
 def test_public_names_are_the_cli_commands():
-    assert {"start", "dry_run", "resume", "status", "ranking", "export", "replay", "fit_raee", "fit_simplex",
-            "OrchestratorError", "RunFailed"} <= set(orc.__all__)
+    assert {
+        "start",
+        "dry_run",
+        "resume",
+        "status",
+        "ranking",
+        "export",
+        "replay",
+        "fit_raee",
+        "fit_simplex",
+        "OrchestratorError",
+        "RunFailed",
+    } <= set(orc.__all__)
     for name in orc.__all__:
         assert getattr(orc, name) is not None
 

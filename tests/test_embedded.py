@@ -6,7 +6,6 @@ import socket
 import pytest
 
 from conftest import ROOT
-
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging import get_template
 from orchestrator.judging.client import JudgeRequest, LiteLLMJudge, get_profile
@@ -86,10 +85,10 @@ def test_run_with_the_embedded_judge_end_to_end(tmp_path):
     config = tmp_path / "gemma.toml"
     config.write_text(f"""
 name = "gemma-e2e"
-runs_dir = "{(tmp_path / 'runs').as_posix()}"
+runs_dir = "{(tmp_path / "runs").as_posix()}"
 [data]
-prompts = "{(sample / 'prompts.jsonl').as_posix()}"
-responses = "{(sample / 'responses.jsonl').as_posix()}"
+prompts = "{(sample / "prompts.jsonl").as_posix()}"
+responses = "{(sample / "responses.jsonl").as_posix()}"
 first = 1
 truth = "coherence"
 [judging]
@@ -128,10 +127,10 @@ def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):
     config = tmp_path / "gemma-raee.toml"
     config.write_text(f"""
 name = "gemma-raee"
-runs_dir = "{(tmp_path / 'runs').as_posix()}"
+runs_dir = "{(tmp_path / "runs").as_posix()}"
 [data]
-prompts = "{(sample / 'prompts.jsonl').as_posix()}"
-responses = "{(sample / 'responses.jsonl').as_posix()}"
+prompts = "{(sample / "prompts.jsonl").as_posix()}"
+responses = "{(sample / "responses.jsonl").as_posix()}"
 first = 1
 [judging]
 judges = ["gemma270m"]

@@ -4,15 +4,7 @@ a dense autograd Hessian of the whole objective."""
 import pytest
 import torch
 
-from orchestrator.poe import (
-    NegLogPosterior,
-    Observations,
-    PoEConfig,
-    absolute_moments,
-    expected_curvature,
-    expert_derivatives,
-    get_expert,
-)
+from orchestrator.poe import NegLogPosterior, Observations, PoEConfig, absolute_moments, expected_curvature, expert_derivatives, get_expert
 
 EXPERTS = ["soft_bt", "beta:0.5,1.5", "ngaussian", "linear"]
 

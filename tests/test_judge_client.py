@@ -83,9 +83,11 @@ def test_garbage_and_failures_are_recorded_not_raised():
         judgment = run(LiteLLMJudge(PROFILE, api_base=server.url).judge(_request()))
     assert judgment.status == "failed" and judgment.error_type == "unparsed" and not judgment.retryable
     assert judgment.text == "I refuse" and judgment.top_logprobs
-    faults = [(429, {"Retry-After": "7"}, {"error": {"message": "slow down"}}),
-              (500, {}, {"error": {"message": "boom"}}),
-              (400, {}, {"error": {"message": "bad request"}})]
+    faults = [
+        (429, {"Retry-After": "7"}, {"error": {"message": "slow down"}}),
+        (500, {}, {"error": {"message": "boom"}}),
+        (400, {}, {"error": {"message": "bad request"}}),
+    ]
     with FakeOpenAIServer(faults=faults) as server:
         judge = LiteLLMJudge(PROFILE.model_copy(update={"params": {"num_retries": 0}}), api_base=server.url)
         rate = run(judge.judge(_request()))

@@ -114,8 +114,9 @@ def test_warm_start_reaches_the_same_mode(n):
     gen = torch.Generator().manual_seed(5)
     truth = torch.randn(n, generator=gen, dtype=torch.float64)
     pairs = torch.randint(0, n, (30 * n, 2), generator=gen).tolist()
-    comps = [(i, j, float(torch.rand((), generator=gen, dtype=torch.float64) < torch.sigmoid(truth[i] - truth[j])))
-             for i, j in pairs if i != j]
+    comps = [
+        (i, j, float(torch.rand((), generator=gen, dtype=torch.float64) < torch.sigmoid(truth[i] - truth[j]))) for i, j in pairs if i != j
+    ]
     # a large change (40 new hard outcomes): quasi-Newton steps with the previous inverse
     # Hessian, then Newton, reach the same mode
     previous = fit_laplace(Observations.from_lists(n, comps[:-40]))

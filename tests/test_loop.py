@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 
+from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import runs
 from orchestrator.cli import main
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -24,7 +24,6 @@ def server():
 @pytest.fixture
 def data(tmp_path):
     return write_dataset(tmp_path / "data", prompts=3, candidates=6)
-
 
 
 def _run(tmp_path, server, data, **kwargs):
@@ -103,13 +102,15 @@ def test_token_and_usd_budgets_are_never_exceeded(tmp_path, server, data):
     judges = tmp_path / "judges"
     judges.mkdir()
     (judges / "priced.toml").write_text(
-        'name = "priced"\nmodel = "openai/priced"\nprefill = true\nprice_input_per_mtok = 1000.0\nprice_output_per_mtok = 2000.0\n')
+        'name = "priced"\nmodel = "openai/priced"\nprefill = true\nprice_input_per_mtok = 1000.0\nprice_output_per_mtok = 2000.0\n'
+    )
     import os
 
     os.environ["ORCHESTRATOR_JUDGES"] = str(judges)
     try:
-        path, reason = _run(tmp_path, server, data, name="usd", judges='["priced"]', max_calls=None,
-                            budget_extra="max_usd = 1.0\nmax_tokens = 2000\n")
+        path, reason = _run(
+            tmp_path, server, data, name="usd", judges='["priced"]', max_calls=None, budget_extra="max_usd = 1.0\nmax_tokens = 2000\n"
+        )
     finally:
         del os.environ["ORCHESTRATOR_JUDGES"]
     spent = runs.status(path)["spent"]
@@ -119,8 +120,7 @@ def test_token_and_usd_budgets_are_never_exceeded(tmp_path, server, data):
 
 
 def test_retries_honour_retry_after_and_permanent_failures_are_recorded(tmp_path, data):
-    faults = [(429, {"Retry-After": "0.05"}, {"error": {"message": "slow down"}}),
-              (503, {}, {"error": {"message": "busy"}})]
+    faults = [(429, {"Retry-After": "0.05"}, {"error": {"message": "slow down"}}), (503, {}, {"error": {"message": "busy"}})]
     with FakeOpenAIServer(quality_behaviour, faults=faults) as server:
         path, _ = _run(tmp_path, server, data, max_calls=8, concurrency=1, batch=2)
         db = sqlite3.connect(path)
@@ -145,9 +145,18 @@ def test_resuming_a_finished_run_says_so_and_a_second_writer_is_refused(tmp_path
     path, _ = _run(tmp_path, server, data, max_calls=8)
     assert run_cli(["resume", str(path)]) == 0
     assert "already finished" in capsys.readouterr().err
-    lock_holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from orchestrator.store import open_run; s = open_run(sys.argv[1]); print('locked', flush=True); time.sleep(30)"),
-        str(path)], stdout=subprocess.PIPE, text=True)
+    lock_holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from orchestrator.store import open_run; s = open_run(sys.argv[1]); print('locked', flush=True); time.sleep(30)"
+            ),
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert lock_holder.stdout.readline().strip() == "locked"
         assert run_cli(["resume", str(path)]) == 2
@@ -168,21 +177,26 @@ def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server, data, capsys
     assert server.requests == [] and not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("batch = 4", "batch = 0"), "selection.batch: Input should be greater than or equal to 1"),
-    (("max_calls = 40", "max_calls = -5"), "budget.max_calls: Input should be greater than 0"),
-    (("[selection]", "[selection]\ncolour = 1"), "selection.colour: Extra inputs are not permitted"),
-    (('strategy = "reorder"', 'strategy = "best"'), "selection.strategy: unknown strategy"),
-    # (issue #15: "items" is a live scope now)
-    (('scope = "per_prompt"', 'scope = "stories"'), "data.scope: Input should be 'per_prompt', 'global' or 'items'"),
-    (('judges = ["local-openai"]', 'judges = ["nobody"]'), "no judge profile 'nobody'"),
-    (('judges = ["local-openai"]', 'judges = "local-openai"'), "judging.judges: Input should be a valid list"),
-    (('truth = "coherence"', 'truth = "wit"'), "has no human score 'wit'"),
-    (("concurrency = 4", "concurrency = 'many'"), "dispatch.concurrency: Input should be a valid integer"),
-    (('judges = ["local-openai"]', 'judges = ["gpt-4o-mini"]'), "judge 'gpt-4o-mini' does not continue an assistant prefix"),
-    (('judges = ["local-openai"]', 'judges = ["gpt-4o-mini"]\npairwise_template = "poe-pairwise-noprefill"'),
-     "needs its API key in the environment variable OPENAI_API_KEY"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("batch = 4", "batch = 0"), "selection.batch: Input should be greater than or equal to 1"),
+        (("max_calls = 40", "max_calls = -5"), "budget.max_calls: Input should be greater than 0"),
+        (("[selection]", "[selection]\ncolour = 1"), "selection.colour: Extra inputs are not permitted"),
+        (('strategy = "reorder"', 'strategy = "best"'), "selection.strategy: unknown strategy"),
+        # (issue #15: "items" is a live scope now)
+        (('scope = "per_prompt"', 'scope = "stories"'), "data.scope: Input should be 'per_prompt', 'global' or 'items'"),
+        (('judges = ["local-openai"]', 'judges = ["nobody"]'), "no judge profile 'nobody'"),
+        (('judges = ["local-openai"]', 'judges = "local-openai"'), "judging.judges: Input should be a valid list"),
+        (('truth = "coherence"', 'truth = "wit"'), "has no human score 'wit'"),
+        (("concurrency = 4", "concurrency = 'many'"), "dispatch.concurrency: Input should be a valid integer"),
+        (('judges = ["local-openai"]', 'judges = ["gpt-4o-mini"]'), "judge 'gpt-4o-mini' does not continue an assistant prefix"),
+        (
+            ('judges = ["local-openai"]', 'judges = ["gpt-4o-mini"]\npairwise_template = "poe-pairwise-noprefill"'),
+            "needs its API key in the environment variable OPENAI_API_KEY",
+        ),
+    ],
+)
 def test_config_errors_name_the_field(tmp_path, server, data, capsys, monkeypatch, edit, message):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     config = write_config(tmp_path, None, prompts=data[0], responses=data[1])
@@ -193,14 +207,19 @@ def test_config_errors_name_the_field(tmp_path, server, data, capsys, monkeypatc
     assert "Traceback" not in err and not (tmp_path / "runs").exists() and server.requests == []
 
 
-@pytest.mark.parametrize("bad_rows, message", [
-    ('{"prompt_id": "p0", "candidate": "M0", "text": "x"}\n{"prompt_id": "p0", "candidate": "M0", "text": "y"}',
-     "responses.jsonl:2: duplicate response of 'M0' to prompt 'p0' (first at line 1)"),
-    ('{"prompt_id": "p9", "candidate": "M0", "text": "x"}', "responses.jsonl:1: prompt 'p9' is not in"),
-    ('{"prompt_id": "p0", "candidate": "M0", "text": "   "}', "responses.jsonl:1: text: is empty"),
-    ('{"prompt_id": "p0", "candidate": 3, "text": "x"}', "responses.jsonl:1: candidate: Input should be a valid string"),
-    ('{"prompt_id": "p0", "candidate": "M0", "text": "x"}', "no prompt has 2 or more responses"),
-])
+@pytest.mark.parametrize(
+    "bad_rows, message",
+    [
+        (
+            '{"prompt_id": "p0", "candidate": "M0", "text": "x"}\n{"prompt_id": "p0", "candidate": "M0", "text": "y"}',
+            "responses.jsonl:2: duplicate response of 'M0' to prompt 'p0' (first at line 1)",
+        ),
+        ('{"prompt_id": "p9", "candidate": "M0", "text": "x"}', "responses.jsonl:1: prompt 'p9' is not in"),
+        ('{"prompt_id": "p0", "candidate": "M0", "text": "   "}', "responses.jsonl:1: text: is empty"),
+        ('{"prompt_id": "p0", "candidate": 3, "text": "x"}', "responses.jsonl:1: candidate: Input should be a valid string"),
+        ('{"prompt_id": "p0", "candidate": "M0", "text": "x"}', "no prompt has 2 or more responses"),
+    ],
+)
 def test_dataset_errors_name_file_and_line(tmp_path, server, data, capsys, bad_rows, message):
     data[1].write_text(bad_rows + "\n")
     config = write_config(tmp_path, server.url, prompts=data[0], responses=data[1])
@@ -217,10 +236,12 @@ def test_run_file_errors(tmp_path, capsys):
     conn = sqlite3.connect(newer)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     conn.close()
-    for path, message in ((not_sqlite, "not a run file (not an SQLite database)"),
-                          (empty, "not a run file (missing tables"),
-                          (newer, "written by a newer orchestrator"),
-                          (tmp_path / "absent.sqlite", "no such run file")):
+    for path, message in (
+        (not_sqlite, "not a run file (not an SQLite database)"),
+        (empty, "not a run file (missing tables"),
+        (newer, "written by a newer orchestrator"),
+        (tmp_path / "absent.sqlite", "no such run file"),
+    ):
         before = path.read_bytes() if path.exists() else None
         for command in (["status", str(path)], ["resume", str(path)], ["export", str(path), "--out", str(tmp_path / "x.jsonl")]):
             assert run_cli(command) == 2
@@ -234,8 +255,9 @@ def test_items_scope_live_run_ranks_every_response_and_replays_the_same(tmp_path
     export replays to the same ranking."""
     from orchestrator.offline.replay import replay_files
 
-    config = write_config(tmp_path, server.url, name="items", prompts=data[0], responses=data[1], scope="items",
-                          warm_start=True, max_calls=60)
+    config = write_config(
+        tmp_path, server.url, name="items", prompts=data[0], responses=data[1], scope="items", warm_start=True, max_calls=60
+    )
     path, reason = runs.start(config)
     board = runs.ranking(path)
     assert board["scope"] == "items" and len(board["groups"]) == 1

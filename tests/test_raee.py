@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 import pytest
-from conftest import DATA
 from scipy.stats import beta as beta_dist
 
+from conftest import DATA
 from orchestrator.raee import GAMMA, cohen_kappa, elo, icc3k, kappa_factor, outcomes, pooled_variance, raee_estimate
 
 
@@ -109,7 +109,7 @@ def test_spread_se_is_the_pooled_anova_variance_shrunk_by_one_bernoulli_pseudo_o
     a = np.array([0.40, 0.45, 0.50, 0.55])
     b = np.array([0.60, 0.62, 0.64])
     total = np.array([a.sum(), b.sum()])
-    sumsq = np.array([(a ** 2).sum(), (b ** 2).sum()])
+    sumsq = np.array([(a**2).sum(), (b**2).sum()])
     n = np.array([4.0, 3.0])
     pooled = (((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum()) / (3 + 2)
     assert spread_se(total, sumsq, n, np.array([0, 0]), prior_weight=0.0) == pytest.approx(np.sqrt(pooled / n))
@@ -123,7 +123,7 @@ def test_spread_se_is_the_pooled_anova_variance_shrunk_by_one_bernoulli_pseudo_o
     assert shrunk == pytest.approx(np.sqrt(expected / n))
     rng = np.random.default_rng(0)
     many = rng.uniform(0.45, 0.55, size=(50, 40))
-    se = spread_se(many.sum(1), (many ** 2).sum(1), np.full(50, 40.0), np.zeros(50, dtype=int))
+    se = spread_se(many.sum(1), (many**2).sum(1), np.full(50, 40.0), np.zeros(50, dtype=int))
     # 1950 residual degrees of freedom: the pseudo-observation (a variance 300× this spread) adds ~7%
     assert se[0] == pytest.approx(np.sqrt(many.var(axis=1, ddof=1).mean() / 40), rel=0.1)
     # Beta SE assumes win/loss outcomes: for outcomes clustered at ½ it is ~10× the spread one

@@ -7,10 +7,10 @@ import sqlite3
 
 import numpy as np
 import pytest
-from conftest import DATA
-from judgekit import reference_behaviour, run_cli, write_config, write_dataset, write_judge
 from scipy.stats import spearmanr
 
+from conftest import DATA
+from judgekit import reference_behaviour, run_cli, write_config, write_dataset, write_judge
 from orchestrator import runs
 from orchestrator.errors import OrchestratorError
 from orchestrator.fit import fit_raee
@@ -18,7 +18,6 @@ from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.raee import icc3k, pooled_variance
 from orchestrator.raee_report import ReferenceJudgments, raee_report
 from orchestrator.store import SCHEMA_VERSION, open_run
-
 
 
 @pytest.fixture
@@ -29,17 +28,43 @@ def two_judges(tmp_path, monkeypatch):
         yield server
 
 
-def _reference_run(tmp_path, server, *, prompts=4, candidates=6, reference_toml, max_calls=None, name="ref",
-                   judges='["local-openai", "noisy-openai"]', batch=1, **data_kwargs):
+def _reference_run(
+    tmp_path,
+    server,
+    *,
+    prompts=4,
+    candidates=6,
+    reference_toml,
+    max_calls=None,
+    name="ref",
+    judges='["local-openai", "noisy-openai"]',
+    batch=1,
+    **data_kwargs,
+):
     data = write_dataset(tmp_path / f"data-{name}", prompts=prompts, candidates=candidates, **data_kwargs)
-    config = write_config(tmp_path, server.url, name=name, prompts=data[0], responses=data[1], judges=judges,
-                          batch=batch, max_calls=max_calls, reference=reference_toml)
+    config = write_config(
+        tmp_path,
+        server.url,
+        name=name,
+        prompts=data[0],
+        responses=data[1],
+        judges=judges,
+        batch=batch,
+        max_calls=max_calls,
+        reference=reference_toml,
+    )
     return runs.start(config)
 
 
 def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_path, two_judges, capsys):
-    path, reason = _reference_run(tmp_path, two_judges, reference=0.5, base=[0.1, 0.3, 0.5, 0.6, 0.8, 0.95],
-                                  spread=0.1, reference_toml='template = "raee-pairwise-summary"\nrepeats = 3\n')
+    path, reason = _reference_run(
+        tmp_path,
+        two_judges,
+        reference=0.5,
+        base=[0.1, 0.3, 0.5, 0.6, 0.8, 0.95],
+        spread=0.1,
+        reference_toml='template = "raee-pairwise-summary"\nrepeats = 3\n',
+    )
     assert reason == "every candidate has been judged on every prompt"
     db = sqlite3.connect(path)
     rows = db.execute("select judge, prompt_id, candidates, repeat, kind from judgments where status = 'ok'").fetchall()
@@ -81,8 +106,9 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     log = tmp_path / "export.jsonl"
     assert run_cli(["export", str(path), "--format", "jsonl", "--out", str(log)]) == 0
     from_log = fit_raee(log, log=True, soft=True, population=4)
-    assert [(r.judge, r.candidate, round(r.p_bar, 12)) for r in from_log.rows] == \
-        [(r["judge"], r["candidate"], round(r["p_bar"], 12)) for r in data["rows"]]
+    assert [(r.judge, r.candidate, round(r.p_bar, 12)) for r in from_log.rows] == [
+        (r["judge"], r["candidate"], round(r["p_bar"], 12)) for r in data["rows"]
+    ]
     # the run's ranking and status use RAEE for a reference campaign
     ranking = runs.ranking(path)
     order = [r["candidate"] for r in ranking["groups"][0]["ranking"]]
@@ -93,9 +119,17 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
 def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_judges):
     # M1 is far above the anchor M0; M2, M3, M4 are close to each other: they should get the prompts
     path, reason = _reference_run(
-        tmp_path, two_judges, prompts=16, candidates=5, base=[0.5, 0.98, 0.45, 0.5, 0.55], spread=0.05,
-        judges='["local-openai"]', batch=2, max_calls=40,
-        reference_toml='anchor = "M0"\nallocation = "adaptive"\nwarmup_prompts = 3\nsoft = true\n')
+        tmp_path,
+        two_judges,
+        prompts=16,
+        candidates=5,
+        base=[0.5, 0.98, 0.45, 0.5, 0.55],
+        spread=0.05,
+        judges='["local-openai"]',
+        batch=2,
+        max_calls=40,
+        reference_toml='anchor = "M0"\nallocation = "adaptive"\nwarmup_prompts = 3\nsoft = true\n',
+    )
     assert reason.startswith("budget: max_calls (40 of 40")
     db = sqlite3.connect(path)
     per = dict(db.execute("select json_extract(candidates, '$[1]'), count(*) from judgments group by 1").fetchall())
@@ -122,8 +156,17 @@ def test_fit_raee_bad_input_is_a_clear_message(tmp_path, two_judges, capsys):
     assert "exactly one" in capsys.readouterr().err
 
     # a budget too small for every candidate; a judge without repeats; an unknown judge
-    path, reason = _reference_run(tmp_path, two_judges, name="small", prompts=2, candidates=6, reference=0.5,
-                                  judges='["local-openai"]', max_calls=4, reference_toml="repeats = 1")
+    path, reason = _reference_run(
+        tmp_path,
+        two_judges,
+        name="small",
+        prompts=2,
+        candidates=6,
+        reference=0.5,
+        judges='["local-openai"]',
+        max_calls=4,
+        reference_toml="repeats = 1",
+    )
     assert run_cli(["fit", "raee", str(path)]) == 0
     out = capsys.readouterr().out
     assert "2 candidate(s) have no judgments against anchor reference" in out
@@ -134,12 +177,13 @@ def test_fit_raee_bad_input_is_a_clear_message(tmp_path, two_judges, capsys):
     assert "--population must be at least 1" in capsys.readouterr().err
 
     # configs: a non-reference template, an anchor that is not a candidate, no reference texts
-    for toml, message in (('template = "poe-pairwise"', "is a pairwise template, not a reference-anchored one"),
-                          ('anchor = "M99"', "'M99' is neither"),
-                          ('anchor = "dataset"', "no prompt has a \"reference\" text")):
+    for toml, message in (
+        ('template = "poe-pairwise"', "is a pairwise template, not a reference-anchored one"),
+        ('anchor = "M99"', "'M99' is neither"),
+        ('anchor = "dataset"', 'no prompt has a "reference" text'),
+    ):
         data = write_dataset(tmp_path / "e", prompts=2, candidates=3)
-        config = write_config(tmp_path, two_judges.url, name="bad", prompts=data[0], responses=data[1],
-                              reference=toml)
+        config = write_config(tmp_path, two_judges.url, name="bad", prompts=data[0], responses=data[1], reference=toml)
         assert run_cli(["run", str(config)]) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "runs" / "bad.sqlite").exists()
@@ -155,9 +199,19 @@ def test_alpacaeval_log_through_the_cli_reproduces_win_rates(tmp_path, capsys):
             for instruction, pref in entry["annotations"]:
                 repeat = seen.get(instruction, 0)
                 seen[instruction] = repeat + 1
-                fh.write(json.dumps({"kind": "reference", "judge": "gpt4_turbo", "prompt_id": instruction,
-                                     "candidates": ["gpt4_1106_preview", name], "repeat": repeat,
-                                     "probs": {"A": 2 - pref, "B": pref - 1}}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "kind": "reference",
+                            "judge": "gpt4_turbo",
+                            "prompt_id": instruction,
+                            "candidates": ["gpt4_1106_preview", name],
+                            "repeat": repeat,
+                            "probs": {"A": 2 - pref, "B": pref - 1},
+                        }
+                    )
+                    + "\n"
+                )
     assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--json", "--population", "805"]) == 0
     report = json.loads(capsys.readouterr().out)
     rows = {r["candidate"]: r for r in report["rows"] if r["judge"] == "gpt4_turbo"}
@@ -200,7 +254,7 @@ def test_pooled_row_follows_equation_9_and_abstention_reports_coverage():
     rho = np.mean([screens["j1"].icc, screens["j2"].icc])
     for c in ("good", "bad"):
         members = [by[("j1", c)], by[("j2", c)]]
-        sigma2 = np.mean([m.se_elo ** 2 for m in members])  # no population, no κ on σ²: raw delta-method SE
+        sigma2 = np.mean([m.se_elo**2 for m in members])  # no population, no κ on σ²: raw delta-method SE
         sigma2 = np.mean([(400 / math.log(10) * m.se_p_raw / (m.p_bar * (1 - m.p_bar))) ** 2 for m in members])
         assert by[("pooled", c)].se_elo == pytest.approx(math.sqrt(pooled_variance(sigma2, rho, 2)))
         assert by[("pooled", c)].elo_low < by[("pooled", c)].elo < by[("pooled", c)].elo_high
@@ -257,10 +311,30 @@ def test_both_orders_cancels_a_position_bias(tmp_path, monkeypatch):
     both orders the soft outcomes are symmetric again and the order swap is the ICC's second run."""
     base = [0.2, 0.35, 0.5, 0.65, 0.8]
     with FakeOpenAIServer(reference_behaviour(first_bias=2.0)) as server:
-        one, _ = _reference_run(tmp_path, server, name="one", prompts=3, candidates=5, reference=0.5, base=base,
-                                spread=0.0, judges='["local-openai"]', reference_toml="soft = true")
-        both, reason = _reference_run(tmp_path, server, name="both", prompts=3, candidates=5, reference=0.5, base=base,
-                                      spread=0.0, judges='["local-openai"]', reference_toml="soft = true\nboth_orders = true")
+        one, _ = _reference_run(
+            tmp_path,
+            server,
+            name="one",
+            prompts=3,
+            candidates=5,
+            reference=0.5,
+            base=base,
+            spread=0.0,
+            judges='["local-openai"]',
+            reference_toml="soft = true",
+        )
+        both, reason = _reference_run(
+            tmp_path,
+            server,
+            name="both",
+            prompts=3,
+            candidates=5,
+            reference=0.5,
+            base=base,
+            spread=0.0,
+            judges='["local-openai"]',
+            reference_toml="soft = true\nboth_orders = true",
+        )
         assert reason == "every candidate has been judged on every prompt"
         assert set(server.key_counts().values()) == {1}
     db = sqlite3.connect(both)
@@ -287,8 +361,9 @@ def test_both_orders_cancels_a_position_bias(tmp_path, monkeypatch):
 
 def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_judges):
     """n = M makes the FPC SE 0; the ranking must still use the superpopulation SE."""
-    path, _ = _reference_run(tmp_path, two_judges, prompts=2, candidates=6, reference=0.5, judges='["local-openai"]',
-                             reference_toml="soft = true")
+    path, _ = _reference_run(
+        tmp_path, two_judges, prompts=2, candidates=6, reference=0.5, judges='["local-openai"]', reference_toml="soft = true"
+    )
     report = fit_raee(path, soft=True)
     assert all(r.se_p_fpc == 0.0 and r.se_elo_raw > 0 for r in report.rows)
     ranking = runs.ranking(path)["groups"][0]["ranking"]
@@ -312,9 +387,19 @@ def test_se_curve_on_alpacaeval_matches_the_paper(tmp_path, capsys):
     with log.open("w") as fh:
         for name, entry in models.items():
             for k, (instruction, pref) in enumerate(entry["annotations"]):
-                fh.write(json.dumps({"kind": "reference", "judge": "gpt4_turbo", "prompt_id": instruction,
-                                     "candidates": ["gpt4_1106_preview", name], "repeat": k // 805,
-                                     "probs": {"A": 2 - pref, "B": pref - 1}}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "kind": "reference",
+                            "judge": "gpt4_turbo",
+                            "prompt_id": instruction,
+                            "candidates": ["gpt4_1106_preview", name],
+                            "repeat": k // 805,
+                            "probs": {"A": 2 - pref, "B": pref - 1},
+                        }
+                    )
+                    + "\n"
+                )
     curves = se_curve(log, log=True, draws=400)
     hard = curves["hard"]
     for n in (64, 128, 256):

@@ -11,9 +11,9 @@ from orchestrator.judging import get_template
 from orchestrator.judging.client import JudgeProfile, LiteLLMJudge
 from orchestrator.judging.dispatch import RetryPolicy
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
+from orchestrator.offline.replay import build_groups, replay
 from orchestrator.record import load_prompts, plan_recording, record
 from orchestrator.records import load_log, load_responses
-from orchestrator.offline.replay import build_groups, replay
 
 
 def _behaviour(body):
@@ -29,17 +29,25 @@ def _behaviour(body):
 @pytest.fixture
 def dataset(tmp_path):
     prompts = write_jsonl(tmp_path / "prompts.jsonl", [{"id": "p1", "text": "An article."}, {"id": "p2", "text": "Another."}])
-    responses = write_jsonl(tmp_path / "responses.jsonl", [
-        {"prompt_id": pid, "candidate": f"M{k}", "text": "word " * (k + 1), "human": {"q": k}} for pid in ("p1", "p2") for k in range(4)
-    ])
+    responses = write_jsonl(
+        tmp_path / "responses.jsonl",
+        [{"prompt_id": pid, "candidate": f"M{k}", "text": "word " * (k + 1), "human": {"q": k}} for pid in ("p1", "p2") for k in range(4)],
+    )
     return prompts, responses
 
 
 def test_record_then_resume_then_replay(dataset, tmp_path):
     prompts, responses = dataset
     profile = JudgeProfile(name="fake", model="openai/fake", prefill=True, top_logprobs=5)
-    plan = plan_recording(load_prompts(prompts), responses, ["p1", "p2"], "fake",
-                          pairwise=get_template("poe-pairwise"), absolute=get_template("poe-absolute"), attribute="coherence")
+    plan = plan_recording(
+        load_prompts(prompts),
+        responses,
+        ["p1", "p2"],
+        "fake",
+        pairwise=get_template("poe-pairwise"),
+        absolute=get_template("poe-absolute"),
+        attribute="coherence",
+    )
     assert len(plan.requests) == 2 * (4 * 3 + 4)
     out = tmp_path / "log.jsonl"
     with FakeOpenAIServer(_behaviour, faults=[(500, {}, {"error": {"message": "boom"}})]) as server:

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import ROOT, write_jsonl
 from orchestrator.cli import main
-from orchestrator.records import load_log, load_responses
 from orchestrator.offline.replay import build_groups, replay
+from orchestrator.records import load_log, load_responses
 
 
 def run_cli(args, capsys):
@@ -75,8 +75,24 @@ def test_seeds_average_and_plot(sim_files, tmp_path, capsys):
     log, responses = sim_files
     png = tmp_path / "curve.png"
     code, out, err = run_cli(
-        ["replay", str(log), "--responses", str(responses), "--truth", "quality", "--strategy", "random",
-         "--seeds", "3", "--batch", "8", "--plot", str(png), "--json"], capsys,
+        [
+            "replay",
+            str(log),
+            "--responses",
+            str(responses),
+            "--truth",
+            "quality",
+            "--strategy",
+            "random",
+            "--seeds",
+            "3",
+            "--batch",
+            "8",
+            "--plot",
+            str(png),
+            "--json",
+        ],
+        capsys,
     )
     assert code == 0, err
     report = json.loads(out)
@@ -85,10 +101,10 @@ def test_seeds_average_and_plot(sim_files, tmp_path, capsys):
 
 
 def _bad_log_case(tmp_path, line):
-    responses = write_jsonl(tmp_path / "r.jsonl", [
-        {"prompt_id": "p", "candidate": "a", "human": {"q": 1}},
-        {"prompt_id": "p", "candidate": "b", "human": {"q": 2}},
-    ])
+    responses = write_jsonl(
+        tmp_path / "r.jsonl",
+        [{"prompt_id": "p", "candidate": "a", "human": {"q": 1}}, {"prompt_id": "p", "candidate": "b", "human": {"q": 2}}],
+    )
     good = {"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 0.4, "B": 0.6}}
     log = write_jsonl(tmp_path / "l.jsonl", [good, line])
     return log, responses
@@ -97,11 +113,26 @@ def _bad_log_case(tmp_path, line):
 @pytest.mark.parametrize(
     "line,message",
     [
-        ('{"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": NaN, "B": 0.5}}', "l.jsonl:2: probs: probs['A'] is nan"),
-        ({"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 1.5, "B": 0.5}}, "l.jsonl:2: probs: probs['A'] = 1.5 is outside [0, 1]"),
-        ({"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "z"], "probs": {"A": 0.5, "B": 0.5}}, "l.jsonl:2: unknown candidate 'z' for prompt 'p'"),
-        ({"kind": "pairwise", "prompt_id": "nope", "candidates": ["a", "b"], "probs": {"A": 0.5, "B": 0.5}}, "l.jsonl:2: prompt 'nope' has no responses"),
-        ({"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"X": 1.0}}, "l.jsonl:2: a pairwise judgment needs probs for 'A' and 'B', got ['X']"),
+        (
+            '{"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": NaN, "B": 0.5}}',
+            "l.jsonl:2: probs: probs['A'] is nan",
+        ),
+        (
+            {"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 1.5, "B": 0.5}},
+            "l.jsonl:2: probs: probs['A'] = 1.5 is outside [0, 1]",
+        ),
+        (
+            {"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "z"], "probs": {"A": 0.5, "B": 0.5}},
+            "l.jsonl:2: unknown candidate 'z' for prompt 'p'",
+        ),
+        (
+            {"kind": "pairwise", "prompt_id": "nope", "candidates": ["a", "b"], "probs": {"A": 0.5, "B": 0.5}},
+            "l.jsonl:2: prompt 'nope' has no responses",
+        ),
+        (
+            {"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"X": 1.0}},
+            "l.jsonl:2: a pairwise judgment needs probs for 'A' and 'B', got ['X']",
+        ),
         ({"kind": "vote", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 1.0, "B": 0.0}}, "l.jsonl:2: kind:"),
         ("{not json", "l.jsonl:2: not valid JSON"),
     ],
@@ -115,7 +146,9 @@ def test_bad_log_lines_name_the_line(tmp_path, capsys, line, message):
 
 
 def test_other_bad_inputs(tmp_path, capsys):
-    log, responses = _bad_log_case(tmp_path, {"kind": "pairwise", "prompt_id": "p", "candidates": ["b", "a"], "probs": {"A": 0.5, "B": 0.5}})
+    log, responses = _bad_log_case(
+        tmp_path, {"kind": "pairwise", "prompt_id": "p", "candidates": ["b", "a"], "probs": {"A": 0.5, "B": 0.5}}
+    )
     cases = [
         (["--truth", "coherence"], "truth field 'coherence' is in no response's 'human' scores (fields present: q)"),
         (["--truth", "q", "--strategy", "best"], "unknown strategy 'best'"),
@@ -132,16 +165,16 @@ def test_other_bad_inputs(tmp_path, capsys):
     assert code == 2 and "the judgment log is empty" in err
     code, _, err = run_cli(["replay", str(tmp_path / "missing.jsonl"), "--responses", str(responses), "--truth", "q"], capsys)
     assert code == 2 and "no such file" in err
-    dup = write_jsonl(tmp_path / "dup.jsonl", [
-        {"prompt_id": "p", "candidate": "a", "human": {"q": 1}},
-        {"prompt_id": "p", "candidate": "a", "human": {"q": 2}},
-    ])
+    dup = write_jsonl(
+        tmp_path / "dup.jsonl",
+        [{"prompt_id": "p", "candidate": "a", "human": {"q": 1}}, {"prompt_id": "p", "candidate": "a", "human": {"q": 2}}],
+    )
     code, _, err = run_cli(["replay", str(log), "--responses", str(dup), "--truth", "q"], capsys)
     assert code == 2 and "dup.jsonl:2: duplicate response" in " ".join(err.split())
-    partial = write_jsonl(tmp_path / "partial.jsonl", [
-        {"prompt_id": "p", "candidate": "a", "human": {"q": 1}},
-        {"prompt_id": "p", "candidate": "b", "human": {"other": 2}},
-    ])
+    partial = write_jsonl(
+        tmp_path / "partial.jsonl",
+        [{"prompt_id": "p", "candidate": "a", "human": {"q": 1}}, {"prompt_id": "p", "candidate": "b", "human": {"other": 2}}],
+    )
     code, _, err = run_cli(["replay", str(log), "--responses", str(partial), "--truth", "q"], capsys)
     assert code == 2 and "partial.jsonl:2: candidate 'b' of prompt 'p' has no human score 'q'" in " ".join(err.split())
 
@@ -150,10 +183,29 @@ def test_bundled_real_judge_example_through_the_installed_command():
     """The README's offline example: GPT-3.5 verdicts on SummEval, systems ranked globally."""
     example = ROOT / "examples" / "summeval-gpt35"
     result = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "replay", str(example / "coherence.log.jsonl"),
-         "--responses", str(example / "responses.jsonl"), "--truth", "coherence", "--scope", "global",
-         "--strategy", "reorder", "--budget", "200", "--batch", "10", "--json"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "replay",
+            str(example / "coherence.log.jsonl"),
+            "--responses",
+            str(example / "responses.jsonl"),
+            "--truth",
+            "coherence",
+            "--scope",
+            "global",
+            "--strategy",
+            "reorder",
+            "--budget",
+            "200",
+            "--batch",
+            "10",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -164,13 +216,14 @@ def test_bundled_real_judge_example_through_the_installed_command():
 
 def test_simulate_then_replay(tmp_path, capsys):
     log, responses = tmp_path / "sim" / "log.jsonl", tmp_path / "sim" / "responses.jsonl"
-    code, _, err = run_cli(["simulate", "--out-log", str(log), "--out-responses", str(responses),
-                            "--prompts", "2", "--candidates", "5", "--judge", "good"], capsys)
+    code, _, err = run_cli(
+        ["simulate", "--out-log", str(log), "--out-responses", str(responses), "--prompts", "2", "--candidates", "5", "--judge", "good"],
+        capsys,
+    )
     assert code == 0, err
     lines = log.read_text().splitlines()
     assert len(lines) == 2 * (5 * 4 + 5)  # every ordered pair and every absolute score
-    code, out, err = run_cli(["replay", str(log), "--responses", str(responses), "--truth", "quality",
-                              "--with-absolute", "--json"], capsys)
+    code, out, err = run_cli(["replay", str(log), "--responses", str(responses), "--truth", "quality", "--with-absolute", "--json"], capsys)
     assert code == 0, err
     report = json.loads(out)
     assert report["curve"][0][0] == 5 and report["full_spearman"] > 0.5  # a good judge agrees

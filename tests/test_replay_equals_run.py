@@ -7,8 +7,8 @@ import math
 import random
 
 import pytest
-from judgekit import QUALITY, write_config, write_dataset, write_judge
 
+from judgekit import QUALITY, write_config, write_dataset, write_judge
 from orchestrator import runs
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 from orchestrator.offline.replay import replay_files
@@ -45,8 +45,9 @@ def world(tmp_path_factory):
         yield root, data, server
 
 
-MATRIX = list(itertools.product(["per_prompt", "global", "items"], ["none", "permutation", "home"], [False, True],
-                                [1, 3], ["reorder", "random"]))
+MATRIX = list(
+    itertools.product(["per_prompt", "global", "items"], ["none", "permutation", "home"], [False, True], [1, 3], ["reorder", "random"])
+)
 
 
 @pytest.mark.slow
@@ -54,8 +55,20 @@ MATRIX = list(itertools.product(["per_prompt", "global", "items"], ["none", "per
 def test_replaying_an_export_reproduces_the_run(world, scope, debias, warm, judges, strategy):
     root, (prompts, responses), server = world
     name = f"m-{scope}-{debias}-{int(warm)}-{judges}-{strategy}"
-    config = write_config(root, server.url, name=name, prompts=prompts, responses=responses, scope=scope, debias=debias,
-                          warm_start=warm, judges=JUDGES[judges], strategy=strategy, max_calls=60, batch=3)
+    config = write_config(
+        root,
+        server.url,
+        name=name,
+        prompts=prompts,
+        responses=responses,
+        scope=scope,
+        debias=debias,
+        warm_start=warm,
+        judges=JUDGES[judges],
+        strategy=strategy,
+        max_calls=60,
+        batch=3,
+    )
     path, _ = runs.start(config)
     board = runs.ranking(path)
     run_rankings = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"] if g["comparisons"] > 0}

@@ -8,16 +8,24 @@ import sqlite3
 
 import numpy as np
 import pytest
-from conftest import ROOT
-from judgekit import likert_behaviour, run_cli, write_config, write_dataset, write_judge
 from scipy.stats import spearmanr
 
+from conftest import ROOT
+from judgekit import likert_behaviour, run_cli, write_config, write_dataset, write_judge
 from orchestrator import runs
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.simplex import (SimplexSettings, build_score_data, collapse_levels, confusion_matrix,
-                                  edge_concentrations, fit_simplex, n_judge_parameters, parse_self_map,
-                                  propagation_table)
+from orchestrator.simplex import (
+    SimplexSettings,
+    build_score_data,
+    collapse_levels,
+    confusion_matrix,
+    edge_concentrations,
+    fit_simplex,
+    n_judge_parameters,
+    parse_self_map,
+    propagation_table,
+)
 from orchestrator.simplex import baselines as B
 from orchestrator.simplex.simulate import from_model, misspecified, sample_confusion
 
@@ -26,8 +34,8 @@ TRUTH = ROOT / "examples" / "summeval-gpt35" / "responses.jsonl"
 QUICK = dict(chains=2, warmup=300, draws=300)
 
 
-
 # -- the prior ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("levels", [2, 3, 5, 7])
 def test_weight_propagation_rows_are_distributions_ordered_by_stochastic_dominance(levels):
@@ -68,6 +76,7 @@ def test_a_discriminating_judge_moves_one_level_per_true_level():
 
 # -- data --------------------------------------------------------------------------------------
 
+
 def test_score_data_counts_repeats_and_refuses_bad_levels():
     recs = [("j", "a", "q1", {"3": 1.0}), ("j", "a", "q1", {"4": 1.0}), ("j", "b", "q1", {"1": 0.2, "2": 0.8})]
     data = build_score_data(recs, levels=5)
@@ -90,17 +99,22 @@ def test_score_data_counts_repeats_and_refuses_bad_levels():
 
 def test_self_judging_map_is_checked_and_excluded():
     recs = [(j, c, f"q{i}", {"2": 1.0}) for j in ("gpt", "claude") for c in ("gpt-4o", "claude-3") for i in range(3)]
-    data = build_score_data(recs, levels=3, self_map=parse_self_map("gpt=gpt-4o; claude=claude-3", ["claude", "gpt"],
-                                                                    ["claude-3", "gpt-4o"]))
+    data = build_score_data(
+        recs, levels=3, self_map=parse_self_map("gpt=gpt-4o; claude=claude-3", ["claude", "gpt"], ["claude-3", "gpt-4o"])
+    )
     assert data.self_pairs.tolist() == [[True, False], [False, True]]  # judges/candidates sorted
     assert data.without_self().hard_counts.sum() == 6
-    for bad, message in (("gpt", "is not JUDGE=CANDIDATE"), ("llama=gpt-4o", "unknown judge 'llama'"),
-                         ("gpt=gpt-5", "unknown candidate 'gpt-5'")):
+    for bad, message in (
+        ("gpt", "is not JUDGE=CANDIDATE"),
+        ("llama=gpt-4o", "unknown judge 'llama'"),
+        ("gpt=gpt-5", "unknown candidate 'gpt-5'"),
+    ):
         with pytest.raises(OrchestratorError, match=message):
             parse_self_map(bad, ["claude", "gpt"], ["claude-3", "gpt-4o"])
 
 
 # -- baselines -----------------------------------------------------------------------------------
+
 
 def test_rao_kupper_recovers_strengths_and_the_tie_parameter():
     rng = np.random.default_rng(0)
@@ -141,6 +155,7 @@ def test_baselines_on_score_data_and_their_coverage_rules():
 
 # -- inference -----------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_fit_recovers_the_ranking_of_data_drawn_from_the_model():
     data, truth = from_model(4, 8, 3, 120, seed=3)
@@ -157,8 +172,7 @@ def test_fit_recovers_the_ranking_of_data_drawn_from_the_model():
 
 @pytest.mark.slow
 def test_degenerate_data_gives_warnings_not_crashes():
-    same = build_score_data([(j, c, f"q{i}", {"4": 1.0}) for j in ("a", "b") for c in ("x", "y", "z") for i in range(10)],
-                            levels=5)
+    same = build_score_data([(j, c, f"q{i}", {"4": 1.0}) for j in ("a", "b") for c in ("x", "y", "z") for i in range(10)], levels=5)
     fit = fit_simplex(same, SimplexSettings(chains=2, warmup=150, draws=150))
     assert any("every score is 4" in w for w in fit.warnings)
     ranks = fit.ranks()
@@ -178,10 +192,11 @@ def test_self_preference_shift_is_estimated_for_the_biased_judge():
     data, _ = from_model(3, 6, 3, 100, seed=5)
     scores = data.item_scores().astype(int)
     # judge0 inflates its own family's candidates (cand00, cand01) by one level with probability 0.8
-    bump = (rng.random(scores[0, :2].shape) < 0.8)
+    bump = rng.random(scores[0, :2].shape) < 0.8
     scores[0, :2] = np.minimum(scores[0, :2] + bump, 3)
-    recs = [(data.judges[j], data.candidates[k], f"q{i}", {str(scores[j, k, i]): 1.0})
-            for j in range(3) for k in range(6) for i in range(100)]
+    recs = [
+        (data.judges[j], data.candidates[k], f"q{i}", {str(scores[j, k, i]): 1.0}) for j in range(3) for k in range(6) for i in range(100)
+    ]
     biased = build_score_data(recs, levels=3, self_map={"judge0": {"cand00", "cand01"}})
     fit = fit_simplex(biased, SimplexSettings(beta_max=5.0, self_preference="shift", **QUICK))
     tau = fit.draws["tau"].reshape(-1, 3).mean(0)
@@ -192,11 +207,33 @@ def test_self_preference_shift_is_estimated_for_the_biased_judge():
 
 # -- the CLI on real judges ---------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_fit_simplex_on_summeval_judges_through_therun_cli(tmp_path, capsys):
     """Five real LLM judges' 1–5 coherence scores of 12 SummEval systems (bundled example)."""
-    code = run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--responses", str(TRUTH), "--truth", "coherence",
-                 "--chains", "2", "--warmup", "300", "--draws", "300", "--json", "--plot", str(tmp_path / "plots")])
+    code = run_cli(
+        [
+            "fit",
+            "simplex",
+            "--log",
+            str(LIKERT),
+            "--levels",
+            "5",
+            "--responses",
+            str(TRUTH),
+            "--truth",
+            "coherence",
+            "--chains",
+            "2",
+            "--warmup",
+            "300",
+            "--draws",
+            "300",
+            "--json",
+            "--plot",
+            str(tmp_path / "plots"),
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert len(report["candidates"]) == 12 and len(report["judges"]) == 5
@@ -225,8 +262,9 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
         (["fit", "simplex", "--levels", "5"], "exactly one"),
     ]
     pairwise = tmp_path / "pairwise.jsonl"
-    pairwise.write_text(json.dumps({"kind": "pairwise", "judge": "j", "prompt_id": "p", "candidates": ["a", "b"],
-                                    "probs": {"A": 0.6, "B": 0.4}}) + "\n")
+    pairwise.write_text(
+        json.dumps({"kind": "pairwise", "judge": "j", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 0.6, "B": 0.4}}) + "\n"
+    )
     cases.append((["fit", "simplex", "--log", str(pairwise), "--levels", "5"], "no absolute judgments"))
     for args, message in cases:
         assert run_cli(args) == 2, args
@@ -235,13 +273,23 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
 
 # -- the loop's absolute campaign ------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(write_judge(tmp_path / "judges", "lenient-openai")))
     data = write_dataset(tmp_path / "d", prompts=12, candidates=5, base=[0.1, 0.3, 0.5, 0.7, 0.9], spread=0.2)
     with FakeOpenAIServer(likert_behaviour({"my-model": (0.05, 0.0), "lenient": (0.15, 0.3)})) as server:
-        config = write_config(tmp_path, server.url, name="abs", prompts=data[0], responses=data[1], batch=3, max_calls=None,
-                              judges='["local-openai", "lenient-openai"]', absolute="")
+        config = write_config(
+            tmp_path,
+            server.url,
+            name="abs",
+            prompts=data[0],
+            responses=data[1],
+            batch=3,
+            max_calls=None,
+            judges='["local-openai", "lenient-openai"]',
+            absolute="",
+        )
         assert runs.dry_run(runs.prepare(runs.load_config(config)))["possible_requests"] == 2 * 12 * 5
         path, reason = runs.start(config)
         assert reason == "every candidate has been judged on every prompt"
@@ -255,8 +303,7 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     assert [r["candidate"] for r in ranking] == ["M4", "M3", "M2", "M1", "M0"]
     assert runs.status(path)["mean_entropy"] is None
     # fit simplex on the run, and on its export
-    assert run_cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200",
-                 "--json"]) == 0
+    assert run_cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [c["candidate"] for c in report["candidates"]] == ["M4", "M3", "M2", "M1", "M0"]
     assert report["spearman_vs_truth"] == pytest.approx(1.0)  # the run's data.truth is used
@@ -268,12 +315,12 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     from_log, _ = load_absolute_judgments(log, log=True)
     assert sorted(map(str, from_run)) == sorted(map(str, from_log))
     # a template whose options are not 1..M is refused before anything is written
-    bad = write_config(tmp_path, "http://127.0.0.1:9", name="bad", prompts=data[0], responses=data[1],
-                       absolute='template = "poe-pairwise"')
+    bad = write_config(tmp_path, "http://127.0.0.1:9", name="bad", prompts=data[0], responses=data[1], absolute='template = "poe-pairwise"')
     assert run_cli(["run", str(bad)]) == 2
     assert "is a pairwise template, not an absolute one" in capsys.readouterr().err
-    both = write_config(tmp_path, "http://127.0.0.1:9", name="both", prompts=data[0], responses=data[1], absolute="",
-                        reference="repeats = 1")
+    both = write_config(
+        tmp_path, "http://127.0.0.1:9", name="both", prompts=data[0], responses=data[1], absolute="", reference="repeats = 1"
+    )
     assert run_cli(["run", str(both)]) == 2
     assert "a run has at most one" in capsys.readouterr().err
     assert not (tmp_path / "runs" / "bad.sqlite").exists() and not (tmp_path / "runs" / "both.sqlite").exists()
@@ -299,11 +346,36 @@ def test_sensitivity_sweep_through_therun_cli(tmp_path, capsys):
             for k, cand in enumerate(data.candidates):
                 for q, question in enumerate(data.questions):
                     level = int(data.hard_item_mean[j, k, q])
-                    fh.write(json.dumps({"kind": "absolute", "judge": judge, "prompt_id": question, "candidates": [cand],
-                                         "probs": {str(level): 1.0}}) + "\n")
+                    fh.write(
+                        json.dumps(
+                            {"kind": "absolute", "judge": judge, "prompt_id": question, "candidates": [cand], "probs": {str(level): 1.0}}
+                        )
+                        + "\n"
+                    )
     # short chains: the sweep's cost is compiling its structures (JAX caches them on disk for the next run)
-    assert run_cli(["fit", "simplex", "--log", str(log), "--levels", "3", "--sweep", "--chains", "2", "--warmup", "50",
-                 "--draws", "50", "--json", "--plot", str(tmp_path / "p")]) == 0
+    assert (
+        run_cli(
+            [
+                "fit",
+                "simplex",
+                "--log",
+                str(log),
+                "--levels",
+                "3",
+                "--sweep",
+                "--chains",
+                "2",
+                "--warmup",
+                "50",
+                "--draws",
+                "50",
+                "--json",
+                "--plot",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     grid = [(s["parameter"], s["value"]) for s in report["sensitivity"]]
     assert grid == [("omega", w) for w in (0, 1, 2, 4, 8)] + [("beta_max", b) for b in (0, 1, 5, 10, 20)]

@@ -11,9 +11,21 @@ from orchestrator.judging import extract_options, get_template, load_template, l
 
 def test_every_shipped_template_loads_and_renders():
     templates = load_templates(ROOT / "prompts")
-    assert {"poe-pairwise", "poe-pairwise-noprefill", "poe-absolute", "poe-absolute-noprefill", "raee-direct-mtbench",
-            "raee-pairwise-mtbench", "raee-pairwise-flores", "raee-pairwise-tldr", "simplex-binary-verification",
-            "simplex-mtbench", "simplex-summeval", "simplex-omnimath", "simplex-omnimath-reference"} <= set(templates)
+    assert {
+        "poe-pairwise",
+        "poe-pairwise-noprefill",
+        "poe-absolute",
+        "poe-absolute-noprefill",
+        "raee-direct-mtbench",
+        "raee-pairwise-mtbench",
+        "raee-pairwise-flores",
+        "raee-pairwise-tldr",
+        "simplex-binary-verification",
+        "simplex-mtbench",
+        "simplex-summeval",
+        "simplex-omnimath",
+        "simplex-omnimath-reference",
+    } <= set(templates)
     for t in templates.values():
         values = {name: f"<{name}>" for name in t.placeholders}
         messages = t.render(values)
@@ -27,7 +39,7 @@ def test_pairwise_render_with_attribute_and_prefill():
     messages = t.render({"context": "ART", "A": "S1", "B": "S2"}, attribute="fluency")
     assert messages[-1] == {"role": "assistant", "content": "Summary "}
     assert "Which Summary is more fluent, Summary A or Summary B?" in messages[1]["content"]
-    assert "Summary A: \"\"\"S1\"\"\"\n\nSummary B: \"\"\"S2\"\"\"" in messages[1]["content"]
+    assert 'Summary A: """S1"""\n\nSummary B: """S2"""' in messages[1]["content"]
     assert t.render({"context": "a", "A": "b", "B": "c"}, prefill=False)[-1]["role"] == "user"
     with pytest.raises(OrchestratorError, match="unknown attribute 'taste'"):
         t.render({"context": "a", "A": "b", "B": "c"}, attribute="taste")
@@ -51,12 +63,27 @@ def test_multi_template_candidates_section():
 @pytest.mark.parametrize(
     "body,message",
     [
-        ('name = "bad"\nkind = "pairwise"\nsource = "x"\nread = "first_token"\noptions = ["A"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n', "options needs at least two"),
-        ('name = "bad"\nkind = "pairwise"\nsource = "x"\nread = "marker"\noptions = ["A", "B"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n', "needs markers"),
-        ('name = "bad"\nkind = "vote"\nsource = "x"\nread = "first_token"\noptions = ["A", "B"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n', "kind"),
-        ('name = "bad"\nkind = "pairwise"\nsource = "x"\nread = "first_token"\noptions = ["A", "B"]\ncolour = 1\n[[messages]]\nrole = "user"\ncontent = "hi"\n', "colour"),
+        (
+            'name = "bad"\nkind = "pairwise"\nsource = "x"\nread = "first_token"\noptions = ["A"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n',
+            "options needs at least two",
+        ),
+        (
+            'name = "bad"\nkind = "pairwise"\nsource = "x"\nread = "marker"\noptions = ["A", "B"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n',
+            "needs markers",
+        ),
+        (
+            'name = "bad"\nkind = "vote"\nsource = "x"\nread = "first_token"\noptions = ["A", "B"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n',
+            "kind",
+        ),
+        (
+            'name = "bad"\nkind = "pairwise"\nsource = "x"\nread = "first_token"\noptions = ["A", "B"]\ncolour = 1\n[[messages]]\nrole = "user"\ncontent = "hi"\n',
+            "colour",
+        ),
         ('name = "bad"\nkind = "pairwise"\n[oops\n', "not valid TOML"),
-        ('name = "other"\nkind = "pairwise"\nsource = "x"\nread = "first_token"\noptions = ["A", "B"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n', "does not match the file name"),
+        (
+            'name = "other"\nkind = "pairwise"\nsource = "x"\nread = "first_token"\noptions = ["A", "B"]\n[[messages]]\nrole = "user"\ncontent = "hi"\n',
+            "does not match the file name",
+        ),
     ],
 )
 def test_malformed_template_is_a_clear_error(tmp_path, body, message):
@@ -68,7 +95,9 @@ def test_malformed_template_is_a_clear_error(tmp_path, body, message):
 
 
 def test_user_template_directory(tmp_path, monkeypatch):
-    (tmp_path / "mine.toml").write_text('name = "mine"\nkind = "pairwise"\nsource = "me"\nread = "first_token"\noptions = ["1", "2"]\n[[messages]]\nrole = "user"\ncontent = "${A} or ${B}?"\n')
+    (tmp_path / "mine.toml").write_text(
+        'name = "mine"\nkind = "pairwise"\nsource = "me"\nread = "first_token"\noptions = ["1", "2"]\n[[messages]]\nrole = "user"\ncontent = "${A} or ${B}?"\n'
+    )
     monkeypatch.setenv("ORCHESTRATOR_PROMPTS", str(tmp_path))
     assert get_template("mine").placeholders == {"A", "B"}
     with pytest.raises(OrchestratorError, match="no template 'nothing'; available: .*mine"):
@@ -77,9 +106,13 @@ def test_user_template_directory(tmp_path, monkeypatch):
 
 # --- extraction -------------------------------------------------------------------------------
 
+
 def _entry(token, alts):
-    return {"token": token, "logprob": math.log(dict(alts).get(token, 1e-9)),
-            "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in alts]}
+    return {
+        "token": token,
+        "logprob": math.log(dict(alts).get(token, 1e-9)),
+        "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in alts],
+    }
 
 
 def _response(entries, text=None):
@@ -134,7 +167,10 @@ def test_two_token_option_not_taken_is_unresolved():
 
 def test_negative_option_minus_one():
     tokens = ['"score":', " "]
-    entries = [_entry(t, [(t, 1.0)]) for t in tokens] + [_entry("-", [("-", 0.6), ("1", 0.3), ("0", 0.1)]), _entry("1", [("1", 0.9), ("0", 0.1)])]
+    entries = [_entry(t, [(t, 1.0)]) for t in tokens] + [
+        _entry("-", [("-", 0.6), ("1", 0.3), ("0", 0.1)]),
+        _entry("1", [("1", 0.9), ("0", 0.1)]),
+    ]
     (reading,) = extract_options(_response(entries), read="marker", markers=['"score": '], option_sets=[["-1", "0", "1"]]).readings
     # "-" can only continue to "-1": its whole mass is "-1"'s, P(1) and P(0) come from their own tokens
     assert reading.probs == pytest.approx({"-1": 0.6, "0": 0.1, "1": 0.3})
@@ -162,7 +198,9 @@ def test_no_logprobs_falls_back_to_the_parsed_verdict():
 
 
 def test_garbage_is_an_error_not_an_exception():
-    ex = extract_options({"choices": [{"message": {"content": "I cannot judge this."}}]}, read="first_token", markers=[], option_sets=[["A", "B"]])
+    ex = extract_options(
+        {"choices": [{"message": {"content": "I cannot judge this."}}]}, read="first_token", markers=[], option_sets=[["A", "B"]]
+    )
     assert ex.readings == [] and "no parsable verdict" in ex.error
     assert extract_options({}, read="first_token", markers=[], option_sets=[["A", "B"]]).error == "response has no choices"
     r = _response([_entry("I", [("I", 0.9), ("The", 0.1)])], text="I think...")

@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> None:
             default_show(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    # cancelling calls in flight (an interrupt, a storage error) leaves litellm coroutines that were
+    # never started; Python's complaint about them is noise on the user's one-line error
+    warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
     try:
         code = app(args=argv, standalone_mode=False)
         # in non-standalone mode click returns (not raises) the code of a typer.Exit
@@ -53,8 +56,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:  # click usage errors arrive here in non-standalone mode
         if isinstance(exc, _click_exceptions()):
-            exc.show()
-            sys.exit(exc.exit_code)
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         storage = _storage_error(exc)
         if storage:
             err_console.print(Text.assemble(("error: ", "bold red"), redact(storage) or ""), soft_wrap=True)
@@ -64,8 +67,13 @@ def main(argv: list[str] | None = None) -> None:
 
         where = _write_crash_log(redact("".join(traceback.format_exception(exc))) or "")
         message = redact(f"{type(exc).__name__}: {exc}".splitlines()[0][:300]) or ""
-        err_console.print(Text.assemble(("error: ", "bold red"), f"internal error ({message}); traceback in {where}. "
-                                        "`orchestrator status RUN` shows what a run has committed"), soft_wrap=True)
+        err_console.print(
+            Text.assemble(
+                ("error: ", "bold red"),
+                f"internal error ({message}); traceback in {where}. `orchestrator status RUN` shows what a run has committed",
+            ),
+            soft_wrap=True,
+        )
         sys.exit(1)
     finally:
         warnings.showwarning = default_show
@@ -81,16 +89,24 @@ def _storage_error(exc: BaseException) -> str | None:
     if isinstance(exc, sqlite3.DatabaseError):
         text = str(exc)
         if "full" in text or "disk I/O" in text:
-            return (f"the run file could not be written ({text}); the last transaction was rolled back. Free space, "
-                    "then `orchestrator resume RUN`")
+            return (
+                f"the run file could not be written ({text}); the last transaction was rolled back. Free space, "
+                "then `orchestrator resume RUN`"
+            )
         if "readonly" in text or "read-only" in text:
             return f"the run file is on read-only storage ({text}); copy it somewhere writable to resume it"
         if "malformed" in text or "not a database" in text or "corrupt" in text:
-            return (f"the run file is damaged ({text}); check it with `sqlite3 RUN 'PRAGMA integrity_check'` and restore "
-                    "it from a copy")
+            return f"the run file is damaged ({text}); check it with `sqlite3 RUN 'PRAGMA integrity_check'` and restore it from a copy"
         return f"the run file could not be used ({text})"
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES,
-                                                   errno.EPERM, errno.EIO):
+    if isinstance(exc, OSError) and exc.errno in (
+        errno.ENOSPC,
+        errno.EFBIG,
+        errno.EDQUOT,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EIO,
+    ):
         return f"{exc.filename or 'a file'}: {exc.strerror or exc}"
     return None
 
@@ -104,8 +120,7 @@ def _write_crash_log(text: str) -> str:
     folder = Path(os.environ.get("ORCHESTRATOR_LOG_DIR") or tempfile.gettempdir())
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f"orchestrator-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log",
-                                    dir=folder)
+        fd, name = tempfile.mkstemp(prefix=f"orchestrator-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         return name
@@ -126,9 +141,7 @@ def _click_exceptions() -> tuple[type, ...]:
     try:
         from typer._click.exceptions import ClickException
 
-        classes.append(ClickException)
+        classes.append(ClickException)  # type: ignore[arg-type]
     except ImportError:  # typer that uses click directly
         pass
     return tuple(classes)
-
-

@@ -24,6 +24,7 @@ out_console = Console(markup=False, emoji=False, highlight=False)
 
 def _finite(option: str):
     """A parser for a float option that refuses NaN and ±inf (they pass Python's ``float()``)."""
+
     def parse(value) -> float:
         try:
             number = float(value)
@@ -41,8 +42,13 @@ def _check_range(value: int | float | None, name: str, low: float | None = None,
     if value is None:
         return
     if (low is not None and value < low) or (high is not None and value > high):
-        bounds = (f"between {low} and {high}" if low is not None and high is not None
-                  else f"at least {low}" if low is not None else f"at most {high}")
+        bounds = (
+            f"between {low} and {high}"
+            if low is not None and high is not None
+            else f"at least {low}"
+            if low is not None
+            else f"at most {high}"
+        )
         raise OrchestratorError(f"{name} must be {bounds} (got {value})")
 
 
@@ -72,5 +78,3 @@ def _plot_curve(report, path: Path, inputs: list) -> None:
     ax.set_title(f"{report.strategy} · {report.scope} · debias={report.debias}")
     ax.legend()
     save(fig, path, inputs=inputs)
-
-

@@ -14,7 +14,6 @@ from rich.text import Text
 from ..errors import OrchestratorError
 from .common import _finite, app, err_console, out_console
 
-
 fit_app = typer.Typer(no_args_is_help=True, help="Offline fits on an accumulated judgment log (a run file or a JSONL log).")
 app.add_typer(fit_app, name="fit")
 
@@ -32,17 +31,24 @@ def fit_raee_cmd(
     soft: bool = typer.Option(False, "--soft", help="Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     level: float = typer.Option(0.95, "--level", help="Credible-interval level.", parser=_finite("--level")),
-    population: Optional[int] = typer.Option(None, "--population", help="Prompt pool size M for the finite-population "
-                                             "correction (a run: its prompts with an anchor; a log: none)."),
-    icc_threshold: float = typer.Option(0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this.",
-                                        parser=_finite("--icc-threshold")),
-    abstain_sd: Optional[float] = typer.Option(None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this.",
-                                               parser=_finite("--abstain-sd")),
-    pool_all: bool = typer.Option(False, "--pool-all", help="Pool every judge (ρ from between-judge correlation) "
-                                  "when there are no repeated runs to screen them."),
+    population: Optional[int] = typer.Option(
+        None,
+        "--population",
+        help="Prompt pool size M for the finite-population correction (a run: its prompts with an anchor; a log: none).",
+    ),
+    icc_threshold: float = typer.Option(
+        0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this.", parser=_finite("--icc-threshold")
+    ),
+    abstain_sd: Optional[float] = typer.Option(
+        None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this.", parser=_finite("--abstain-sd")
+    ),
+    pool_all: bool = typer.Option(
+        False, "--pool-all", help="Pool every judge (ρ from between-judge correlation) when there are no repeated runs to screen them."
+    ),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write leaderboard PNGs (one per anchor) to this directory."),
-    se_curve_png: Optional[Path] = typer.Option(None, "--se-curve", help="Also write the analytic-vs-empirical SE "
-                                                "curve (subsampling each candidate's prompts) to this PNG."),
+    se_curve_png: Optional[Path] = typer.Option(
+        None, "--se-curve", help="Also write the analytic-vs-empirical SE curve (subsampling each candidate's prompts) to this PNG."
+    ),
 ) -> None:
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics."""
     from .. import api
@@ -50,12 +56,23 @@ def fit_raee_cmd(
 
     _one_source(run, log)
     _check_outputs(se_curve_png, plot, [run, log])
-    report = api.fit_raee(run, log=log, judge=judge, soft=soft, level=level, population=population,
-                          icc_threshold=icc_threshold, abstain_sd=abstain_sd, pool_all=pool_all)
+    report = api.fit_raee(
+        run,
+        log=log,
+        judge=judge,
+        soft=soft,
+        level=level,
+        population=population,
+        icc_threshold=icc_threshold,
+        abstain_sd=abstain_sd,
+        pool_all=pool_all,
+    )
     paths = plot_raee(report, plot) if plot is not None else []
     if se_curve_png is not None:
-        curves = se_curve(run or log, log=log is not None, judges=judge or None)
-        paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {(run or log).name}"))
+        source = run if run is not None else log
+        assert source is not None  # (_one_source)
+        curves = se_curve(source, log=log is not None, judges=judge or None)
+        paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {source.name}"))
     _print_report(report, format_raee, paths, as_json)
 
 
@@ -109,33 +126,51 @@ def fit_simplex_cmd(
     run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log."),
     log: Optional[Path] = typer.Option(None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead."),
     levels: int = typer.Option(..., "--levels", help="Scale size M: scores are the integers 1..M."),
-    omega: str = typer.Option("0", "--omega", help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects) "
-                              "or 'prior' (integrate over ω ~ U(0.1, 8))."),
-    beta_max: str = typer.Option("prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' "
-                                 "(integrate over β_max ~ U(0, 20))."),
-    delta: Optional[str] = typer.Option(None, "--delta", help="Dirichlet direction of the random effects, M numbers "
-                                        "(e.g. 1,4,10 looks for score inflation); default all ones."),
-    self_judging: Optional[str] = typer.Option(None, "--self-judging", help="Judge → its model family's candidates: "
-                                               "'judge=cand1,cand2;judge2=cand3'."),
-    self_preference: str = typer.Option("exclude", "--self-preference", help="Self-judging scores: 'exclude' (the "
-                                        "paper's default) or 'shift' (kept, with a fitted self-preference shift)."),
-    soft: bool = typer.Option(False, "--soft", help="Count the judges' option probabilities (fractional counts) "
-                              "instead of their argmax scores."),
+    omega: str = typer.Option(
+        "0", "--omega", help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects) or 'prior' (integrate over ω ~ U(0.1, 8))."
+    ),
+    beta_max: str = typer.Option(
+        "prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' (integrate over β_max ~ U(0, 20))."
+    ),
+    delta: Optional[str] = typer.Option(
+        None,
+        "--delta",
+        help="Dirichlet direction of the random effects, M numbers (e.g. 1,4,10 looks for score inflation); default all ones.",
+    ),
+    self_judging: Optional[str] = typer.Option(
+        None, "--self-judging", help="Judge → its model family's candidates: 'judge=cand1,cand2;judge2=cand3'."
+    ),
+    self_preference: str = typer.Option(
+        "exclude",
+        "--self-preference",
+        help="Self-judging scores: 'exclude' (the paper's default) or 'shift' (kept, with a fitted self-preference shift).",
+    ),
+    soft: bool = typer.Option(
+        False, "--soft", help="Count the judges' option probabilities (fractional counts) instead of their argmax scores."
+    ),
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
-    sweep: bool = typer.Option(False, "--sweep", help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
-                               "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits)."),
+    sweep: bool = typer.Option(
+        False,
+        "--sweep",
+        help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
+        "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits).",
+    ),
     chains: int = typer.Option(4, "--chains"),
     warmup: int = typer.Option(1000, "--warmup", help="Warm-up iterations per chain."),
     draws: int = typer.Option(1000, "--draws", help="Posterior draws per chain."),
     seed: int = typer.Option(0, "--seed"),
-    responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores, to compare "
-                                             "the ranking with the truth (a run uses its own data.truth)."),
+    responses: Optional[Path] = typer.Option(
+        None,
+        "--responses",
+        help="responses.jsonl with human scores, to compare the ranking with the truth (a run uses its own data.truth).",
+    ),
     truth: Optional[str] = typer.Option(None, "--truth", help="Human score field in --responses."),
     level: float = typer.Option(0.95, "--level", help="Credible level of the intervals.", parser=_finite("--level")),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write rank-interval, simplex (and sensitivity) PNGs here."),
-    collapse: Optional[str] = typer.Option(None, "--collapse", help="Map the M levels to 3 for the simplex plot, "
-                                           "e.g. 1,1,2,2,3 (default for M = 5)."),
+    collapse: Optional[str] = typer.Option(
+        None, "--collapse", help="Map the M levels to 3 for the simplex plot, e.g. 1,1,2,2,3 (default for M = 5)."
+    ),
 ) -> None:
     """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
     from .. import api
@@ -150,13 +185,30 @@ def fit_simplex_cmd(
     mapping = _numbers(collapse, "--collapse", int)
     omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
     delta_value = tuple(_numbers(delta, "--delta") or ()) or None
-    known_truth = truth_scores(responses, truth) if responses is not None else None
+    known_truth = truth_scores(responses, truth) if responses is not None and truth is not None else None
     interactive = sys.stderr.isatty() and not as_json
     report, fit, data, _ = api.fit_simplex(
-        run, log=log, levels=levels, omega=omega_value, beta_max=beta_max_value, delta=delta_value, self_judging=self_judging,
-        self_preference=self_preference, soft=soft, judge=judge, sweep=sweep, chains=chains, warmup=warmup,
-        draws=draws, seed=seed, truth=known_truth, truth_field=truth, level=level, progress=interactive,
-        sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None)
+        run,
+        log=log,
+        levels=levels,
+        omega=omega_value,
+        beta_max=beta_max_value,
+        delta=delta_value,
+        self_judging=self_judging,
+        self_preference=self_preference,
+        soft=soft,
+        judge=judge,
+        sweep=sweep,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        truth=known_truth,
+        truth_field=truth,
+        level=level,
+        progress=interactive,
+        sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None,
+    )
     paths = []
     if plot is not None:
         from ..simplex.plots import rank_plot, sensitivity_plot, simplex_plot
@@ -166,5 +218,3 @@ def fit_simplex_cmd(
         if report.sensitivity:
             paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
     _print_report(report, format_simplex, paths, as_json)
-
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,12 +27,14 @@ def _run_display(total: int | None):
         disable=not err_console.is_terminal,
     )
     task = progress.add_task("round 0", total=total, info="")
-    state = {"entropy": None, "top": [], "max_adj": None}
+    state: dict[str, Any] = {"entropy": None, "top": [], "max_adj": None}
 
     def on_event(event) -> None:
         if event.kind == "draining":
-            err_console.print(f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
-                              "is lost; press Ctrl-C again to stop at once")
+            err_console.print(
+                f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
+                "is lost; press Ctrl-C again to stop at once"
+            )
             return
         if event.entropy is not None:
             state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
@@ -54,15 +56,23 @@ def _run_display(total: int | None):
 def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
     groups = report["groups"]
     for entry in groups[:limit_groups]:
-        title = (f"{entry['group']} · {entry['comparisons']} comparisons · entropy {entry['entropy']}" if entry["entropy"] is not None
-                 else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)")
+        title = (
+            f"{entry['group']} · {entry['comparisons']} comparisons · entropy {entry['entropy']}"
+            if entry["entropy"] is not None
+            else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)"
+        )
         if "spearman_vs_truth" in entry:
             title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
         table = Table(title=title)
         has_truth = any("truth" in r for r in entry["ranking"])
-        for name, justify in (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"),
-                              (f"{int(report['level'] * 100)}% rank interval", "center")) + ((("truth", "right"),) if has_truth else ()):
-            table.add_column(name, justify=justify)
+        for name, justify in (
+            ("rank", "right"),
+            ("candidate", "left"),
+            ("score", "right"),
+            ("± sd", "right"),
+            (f"{int(report['level'] * 100)}% rank interval", "center"),
+        ) + ((("truth", "right"),) if has_truth else ()):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
         for r in entry["ranking"]:
             cells = [str(r["rank"]), r["candidate"], f"{r['score']:+.3f}", f"{r['sd']:.3f}", f"{r['rank_low']}–{r['rank_high']}"]
             if has_truth:
@@ -109,8 +119,9 @@ def run_cmd(
 @app.command("resume")
 def resume_cmd(
     run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite)."),
-    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judges' address, when the run's "
-                                           "dispatch.api_base carried credentials (they are not stored)."),
+    api_base: Optional[str] = typer.Option(
+        None, "--api-base", help="The judges' address, when the run's dispatch.api_base carried credentials (they are not stored)."
+    ),
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
     from .. import api
@@ -131,8 +142,7 @@ def resume_cmd(
 
 @app.command("status")
 def status_cmd(
-    run: Path = typer.Argument(..., help="Run file."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    run: Path = typer.Argument(..., help="Run file."), as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")
 ) -> None:
     """Budget spent, rounds, requests, failures, current ranking and its uncertainty."""
     from .. import api
@@ -158,8 +168,7 @@ def status_cmd(
         ("groups", str(summary["groups"])),
     ]
     if summary["mean_entropy"] is not None:
-        rows += [("mean entropy", str(summary["mean_entropy"])),
-                 ("max adjacent reorder probability", str(summary["max_adjacent_reorder"]))]
+        rows += [("mean entropy", str(summary["mean_entropy"])), ("max adjacent reorder probability", str(summary["max_adjacent_reorder"]))]
     if "mean_spearman_vs_truth" in summary:
         rows.append(("mean Spearman vs truth", str(summary["mean_spearman_vs_truth"])))
     for group, top in summary["top"].items():
@@ -200,5 +209,3 @@ def export_cmd(
 
     n = api.export(run, out=out, fmt=fmt, include_failed=include_failed)
     err_console.print(f"wrote {n} judgments to {out}")
-
-

@@ -26,7 +26,9 @@ def replay(
     seeds: int = typer.Option(1, "--seeds", help="Number of seeds to average (tie-breaks, random)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Judge calls per group (default: all logged)."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Only use judgments by this judge."),
-    with_absolute: bool = typer.Option(False, "--with-absolute", help="Warm start with one absolute judgment per candidate (combined PoE)."),
+    with_absolute: bool = typer.Option(
+        False, "--with-absolute", help="Warm start with one absolute judgment per candidate (combined PoE)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
@@ -91,10 +93,15 @@ def _ranking_table(result, *, with_truth: bool = True, title: str = "") -> Table
     table = Table(title=f"{title}ranking after {result.curve[-1][0]} calls (rank 1 = best)")
     columns = (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"), ("95% rank interval", "center"))
     for name, justify in columns + ((("truth", "right"),) if with_truth else ()):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for rank, c in enumerate(ranking_order(post.mean, result.names), start=1):
-        cells = [str(rank), result.names[c], f"{float(post.mean[c]):+.3f}", f"{float(sd[c]):.3f}",
-                 f"{int(intervals.lower[c])}–{int(intervals.upper[c])}"]
+        cells = [
+            str(rank),
+            result.names[c],
+            f"{float(post.mean[c]):+.3f}",
+            f"{float(sd[c]):.3f}",
+            f"{int(intervals.lower[c])}–{int(intervals.upper[c])}",
+        ]
         table.add_row(*(cells + ([f"{float(result.truth[c]):.3f}"] if with_truth else [])))
     return table
 
@@ -179,9 +186,8 @@ def record_cmd(
     from ..judging.client import LiteLLMJudge, get_profile
     from ..judging.embedded import EmbeddedServer
     from ..judging.templates import get_template
-    from ..record import load_prompts, plan_recording, record
-
     from ..outputs import check_output
+    from ..record import load_prompts, plan_recording, record
 
     _check_range(first, "--first", 1)
     _check_range(concurrency, "--concurrency", 1, 1024)
@@ -195,21 +201,32 @@ def record_cmd(
     else:
         raise OrchestratorError("choose prompts with --prompt-ids or --first")
     plan = plan_recording(
-        prompt_rows, responses, ids, profile.name,
+        prompt_rows,
+        responses,
+        ids,
+        profile.name,
         pairwise=get_template(pairwise_template) if pairwise_template else None,
         absolute=get_template(absolute_template) if absolute_template else None,
-        attribute=attribute, prefill=profile.prefill,
+        attribute=attribute,
+        prefill=profile.prefill,
     )
     server = EmbeddedServer(profile.embedded) if profile.embedded and not api_base else contextlib.nullcontext()
     with server as running, _progress(False) as progress:
         base = api_base or (running.api_base if running is not None else None)
         task = progress.add_task(f"recording with {profile.name}", total=len(plan.requests))
-        counts = asyncio.run(record(
-            plan, LiteLLMJudge(profile, api_base=base), out, attribute=attribute, concurrency=concurrency,
-            progress=lambda done, total: progress.update(task, completed=done, total=total), inputs=(prompts, responses),
-        ))
-    err_console.print(f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}")
+        counts = asyncio.run(
+            record(
+                plan,
+                LiteLLMJudge(profile, api_base=base),
+                out,
+                attribute=attribute,
+                concurrency=concurrency,
+                progress=lambda done, total: progress.update(task, completed=done, total=total),
+                inputs=(prompts, responses),
+            )
+        )
+    err_console.print(
+        f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}"
+    )
     if counts["failed"]:
         raise typer.Exit(1)
-
-

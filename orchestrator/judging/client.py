@@ -256,8 +256,14 @@ class LiteLLMJudge:
 
         litellm.suppress_debug_info = True  # else each failed attempt prints a "Give Feedback" banner on stderr
         template = request.template
-        base = dict(key=request.key, judge=self.name, template=template.name, kind=template.kind,
-                    prompt_id=request.prompt_id, candidates=list(request.candidates))
+        base: dict[str, Any] = dict(
+            key=request.key,
+            judge=self.name,
+            template=template.name,
+            kind=template.kind,
+            prompt_id=request.prompt_id,
+            candidates=list(request.candidates),
+        )
         started = time.perf_counter()
         n_calls = 1 if self.profile.logprobs else self.profile.samples
         responses = []
@@ -266,16 +272,29 @@ class LiteLLMJudge:
                 responses.append(await litellm.acompletion(**self._kwargs(request)))
         except Exception as exc:  # a failed call is data, not a crash
             kind, retryable, retry_after = _classify(exc)
-            return Judgment(**base, status="failed", error=error_text(exc), error_type=kind,
-                            retryable=retryable, retry_after_s=retry_after, latency_s=time.perf_counter() - started)
+            return Judgment(
+                **base,
+                status="failed",
+                error=error_text(exc),
+                error_type=kind,
+                retryable=retryable,
+                retry_after_s=retry_after,
+                latency_s=time.perf_counter() - started,
+            )
         latency = time.perf_counter() - started
         try:
             return await self._read(request, responses, base, latency)
         except Exception as exc:  # an answer we cannot read is a failed judgment, not a crash; its tokens were billed
             usages = [sane_usage(_dump(r).get("usage")) for r in responses]
-            return Judgment(**base, status="failed", error=f"unreadable answer: {type(exc).__name__}: {str(exc)[:300]}",
-                            error_type="unparsed", latency_s=latency, prompt_tokens=sum(u[0] for u in usages),
-                            completion_tokens=sum(u[1] for u in usages))
+            return Judgment(
+                **base,
+                status="failed",
+                error=f"unreadable answer: {type(exc).__name__}: {str(exc)[:300]}",
+                error_type="unparsed",
+                latency_s=latency,
+                prompt_tokens=sum(u[0] for u in usages),
+                completion_tokens=sum(u[1] for u in usages),
+            )
 
     async def _read(self, request: JudgeRequest, responses: list, base: dict, latency: float) -> Judgment:
         template = request.template
@@ -292,24 +311,42 @@ class LiteLLMJudge:
             for d in dumps
         ]
         text = ((dumps[0].get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-        common = dict(**base, text=text if isinstance(text, str) else str(text), raw=dumps[0] if len(dumps) == 1 else {"samples": dumps},
-                      prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost, latency_s=latency)
+        common: dict[str, Any] = dict(
+            **base,
+            text=text if isinstance(text, str) else str(text),
+            raw=dumps[0] if len(dumps) == 1 else {"samples": dumps},
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=cost,
+            latency_s=latency,
+        )
         first = extractions[0]
         if len(extractions) > 1:  # sampled verdicts: the option distribution is their average
             good = [e for e in extractions if e.readings]
             if not good:
-                return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs,
-                                note=_notes(*warnings))
+                return Judgment(
+                    **common,
+                    status="failed",
+                    error=first.error,
+                    error_type="unparsed",
+                    top_logprobs=first.top_logprobs,
+                    note=_notes(*warnings),
+                )
             n_reads = min(len(e.readings) for e in good)
-            probs = [
-                {o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs}
-                for k in range(n_reads)
-            ]
-            return _checked(Judgment(**common, status="ok", probs=probs, method="samples",
-                                     note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings)))
+            probs = [{o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs} for k in range(n_reads)]
+            return _checked(
+                Judgment(
+                    **common,
+                    status="ok",
+                    probs=probs,
+                    method="samples",
+                    note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings),
+                )
+            )
         if not first.readings:
-            return Judgment(**common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs,
-                            note=_notes(*warnings))
+            return Judgment(
+                **common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs, note=_notes(*warnings)
+            )
         readings = list(first.readings)
         if readings[0].unresolved and template.read == "first_token" and self.profile.prefill:
             readings[0], extra_cost = await self._resolve_prefixes(request, readings[0])
@@ -318,16 +355,18 @@ class LiteLLMJudge:
         note = first.note
         if len(readings) < expected:
             note = ((note + "; ") if note else "") + f"read {len(readings)} of {expected} expected scores"
-        return _checked(Judgment(
-            **common,
-            status="ok",
-            probs=[r.probs for r in readings],
-            method=readings[0].method,
-            capped=[list(r.capped) for r in readings],
-            unresolved=[list(r.unresolved) for r in readings],
-            top_logprobs=first.top_logprobs,
-            note=_notes(note, *warnings),
-        ))
+        return _checked(
+            Judgment(
+                **common,
+                status="ok",
+                probs=[r.probs for r in readings],
+                method=readings[0].method,
+                capped=[list(r.capped) for r in readings],
+                unresolved=[list(r.unresolved) for r in readings],
+                top_logprobs=first.top_logprobs,
+                note=_notes(note, *warnings),
+            )
+        )
 
     async def _resolve_prefixes(self, request: JudgeRequest, reading: OptionReading) -> tuple[OptionReading, float]:
         """For two-token options the judge did not take (``10`` when it answered ``8``), continue
@@ -342,8 +381,11 @@ class LiteLLMJudge:
             if short is None:
                 continue
             kwargs = self._kwargs(request)
-            kwargs.update(messages=messages + [{"role": "assistant", "content": prefill + short}], max_tokens=1,
-                          extra_headers={"X-Idempotency-Key": request.key + ":" + short})
+            kwargs.update(
+                messages=messages + [{"role": "assistant", "content": prefill + short}],
+                max_tokens=1,
+                extra_headers={"X-Idempotency-Key": request.key + ":" + short},
+            )
             try:
                 response = await litellm.acompletion(**kwargs)
             except Exception:  # keep the unresolved reading; it is flagged already
@@ -351,7 +393,7 @@ class LiteLLMJudge:
             dump = _dump(response)
             prompt_tokens, completion_tokens, _ = sane_usage(dump.get("usage"))
             cost += sane_cost(self._cost(response, prompt_tokens, completion_tokens))[0]
-            share = continuation_mass(dump, long[len(short):])
+            share = continuation_mass(dump, long[len(short) :])
             if share is not None:
                 reading = split_prefix(reading, short, long, share)
         return reading, cost
@@ -373,6 +415,12 @@ def _checked(judgment: Judgment) -> Judgment:
     for probs in judgment.probs:
         values = list(probs.values())
         if not values or not all(math.isfinite(v) and v >= 0 for v in values) or not sum(values) > 0:
-            return judgment.model_copy(update={"status": "failed", "probs": [], "error_type": "unparsed",
-                                               "error": f"the option probabilities are not numbers: {probs}"[:500]})
+            return judgment.model_copy(
+                update={
+                    "status": "failed",
+                    "probs": [],
+                    "error_type": "unparsed",
+                    "error": f"the option probabilities are not numbers: {probs}"[:500],
+                }
+            )
     return judgment

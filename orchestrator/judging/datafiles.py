@@ -55,10 +55,14 @@ def load_toml_model(path: str | Path, model: type[M], what: str, *, name_is_file
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or what
-        got = f" (got {first['input']!r})" if first["type"] not in ("missing", "extra_forbidden") and not isinstance(first.get("input"), dict) else ""
+        got = (
+            f" (got {first['input']!r})"
+            if first["type"] not in ("missing", "extra_forbidden") and not isinstance(first.get("input"), dict)
+            else ""
+        )
         raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}{got}"[:400]) from None
     if name_is_file_name and getattr(obj, "name", path.stem) != path.stem:
-        raise OrchestratorError(f"{path}: name {obj.name!r} does not match the file name {path.stem!r}")
+        raise OrchestratorError(f"{path}: name {getattr(obj, 'name', '')!r} does not match the file name {path.stem!r}")
     return obj
 
 

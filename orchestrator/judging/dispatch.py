@@ -41,9 +41,14 @@ class RetryPolicy:
                 raise ValueError(f"{name} must be a finite number >= 0 (got {value})")
 
 
-async def call_with_retries(judge: Judge, request: JudgeRequest, policy: RetryPolicy, *,
-                            sleep: Callable[[float], Any] = asyncio.sleep,
-                            stop: Callable[[], bool] = lambda: False) -> tuple[Judgment, int]:
+async def call_with_retries(
+    judge: Judge,
+    request: JudgeRequest,
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], Any] = asyncio.sleep,
+    stop: Callable[[], bool] = lambda: False,
+) -> tuple[Judgment, int]:
     """Ask ``judge`` once, and again while the failure is retryable; ``(judgment, attempts)``.
 
     ``stop()`` true (a run draining after Ctrl-C) makes no new attempt: the last failure is
@@ -66,17 +71,29 @@ async def call_with_retries(judge: Judge, request: JudgeRequest, policy: RetryPo
         try:
             return await judge.judge(request)
         except Exception as exc:  # an injected judge that raises: a failed judgment, not a crash
-            return Judgment(key=request.key, judge=getattr(judge, "name", "?"), template=request.template.name,
-                            kind=request.template.kind, prompt_id=request.prompt_id,
-                            candidates=list(request.candidates), status="failed", error=error_text(exc),
-                            error_type="other")
+            return Judgment(
+                key=request.key,
+                judge=getattr(judge, "name", "?"),
+                template=request.template.name,
+                kind=request.template.kind,
+                prompt_id=request.prompt_id,
+                candidates=list(request.candidates),
+                status="failed",
+                error=error_text(exc),
+                error_type="other",
+            )
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.max_attempts),
         wait=wait,
         retry=retry_if_result(lambda j: j.status == "failed" and j.retryable and not stop()),
-        retry_error_callback=lambda state: state.outcome.result(),
+        retry_error_callback=_last_judgment,
         sleep=sleep,
     )
-    judgment = await retrying(once)
+    judgment: Judgment = await retrying(once)
     return judgment, attempts
+
+
+def _last_judgment(state: Any) -> Judgment:
+    """When the attempts run out, the last failure is the answer (not an exception)."""
+    return state.outcome.result()

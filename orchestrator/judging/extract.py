@@ -140,14 +140,14 @@ def _read_at(content: list[dict], pos: int, options: list[str]) -> OptionReading
             nxt = _masses(content[pos + 1])
             extended = 0.0
             for opt in longer:
-                share = nxt.get(_norm(opt)[len(token):], 0.0)
+                share = nxt.get(_norm(opt)[len(token) :], 0.0)
                 probs[opt] += mass * share
                 extended += share
             if equal is not None:
                 probs[equal] += mass * max(0.0, 1.0 - extended)
             elif extended > 0:
                 for opt in longer:  # no complete short option: the continuation mass is all ours
-                    probs[opt] += mass * (1.0 - extended) * (nxt.get(_norm(opt)[len(token):], 0.0) / extended)
+                    probs[opt] += mass * (1.0 - extended) * (nxt.get(_norm(opt)[len(token) :], 0.0) / extended)
         elif equal is not None:
             probs[equal] += mass
             unresolved += longer
@@ -162,15 +162,16 @@ def _read_at(content: list[dict], pos: int, options: list[str]) -> OptionReading
         probs[o] = math.exp(floor) or 5e-324  # (at least the smallest float: the total stays > 0)
     total = sum(probs.values())
     return OptionReading(
-        {o: p / total for o, p in probs.items()}, "logprobs", pos, capped, tuple(dict.fromkeys(unresolved)),
-        option_mass=min(1.0, mass),
+        {o: p / total for o, p in probs.items()}, "logprobs", pos, capped, tuple(dict.fromkeys(unresolved)), option_mass=min(1.0, mass)
     )
 
 
-def parse_verdicts(text: str, read: str, markers: list[str], option_sets: list[list[str]], prefill: str | None = None) -> list[OptionReading]:
+def parse_verdicts(
+    text: str, read: str, markers: list[str], option_sets: list[list[str]], prefill: str | None = None
+) -> list[OptionReading]:
     """Parse one-hot verdicts from the answer text (for judges without log-probabilities)."""
     if prefill and text.startswith(prefill):
-        text = text[len(prefill):]
+        text = text[len(prefill) :]
     if read == "first_token":
         starts = [0]
     else:
@@ -182,7 +183,7 @@ def parse_verdicts(text: str, read: str, markers: list[str], option_sets: list[l
         rest = text[start:].lstrip().casefold()
         for opt in sorted(options, key=len, reverse=True):  # "10" before "1"
             if rest.startswith(opt.casefold()):
-                tail = rest[len(opt):len(opt) + 1]
+                tail = rest[len(opt) : len(opt) + 1]
                 if opt.lstrip("-").isdigit() and tail.isdigit():
                     continue  # "12" is not option "1"
                 out.append(OptionReading({o: float(o == opt) for o in options}, "verdict"))
@@ -191,12 +192,7 @@ def parse_verdicts(text: str, read: str, markers: list[str], option_sets: list[l
 
 
 def extract_options(
-    response: dict,
-    *,
-    read: str,
-    markers: list[str],
-    option_sets: list[list[str]],
-    prefill: str | None = None,
+    response: dict, *, read: str, markers: list[str], option_sets: list[list[str]], prefill: str | None = None
 ) -> Extraction:
     """Option probabilities from an OpenAI-format chat completion (a dict).
 
@@ -228,13 +224,18 @@ def extract_options(
             low = [r.option_mass for r in readings if r.option_mass is not None and r.option_mass < LOW_OPTION_MASS]
             notes = [invalid] if invalid else []
             if low:
-                notes.append(f"low option mass {min(low):.3f}: the judge put most of its probability on tokens that "
-                             "are not options; the options were renormalised")
+                notes.append(
+                    f"low option mass {min(low):.3f}: the judge put most of its probability on tokens that "
+                    "are not options; the options were renormalised"
+                )
             return Extraction(readings, top, note="; ".join(notes) or None)
         verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
         if verdicts:
-            return Extraction(verdicts, top, note=_join(invalid, "no option among the top log-probabilities at the read "
-                                                                  "position; verdict parsed from text"))
+            return Extraction(
+                verdicts,
+                top,
+                note=_join(invalid, "no option among the top log-probabilities at the read position; verdict parsed from text"),
+            )
         return Extraction([], top, error=_join(f"no answer option found in {text[:120]!r}", invalid))
     verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
     if verdicts:

@@ -149,16 +149,12 @@ class Template(BaseModel):
         if "attribute" in self.placeholders:
             key = attribute or self.attribute
             if key not in self.attributes:
-                raise OrchestratorError(
-                    f"template {self.name!r}: unknown attribute {key!r}; choose one of {', '.join(self.attributes)}"
-                )
+                raise OrchestratorError(f"template {self.name!r}: unknown attribute {key!r}; choose one of {', '.join(self.attributes)}")
             values["attribute"] = self.attributes[key]
         missing = sorted(self.placeholders - set(values))
         if missing:
             raise OrchestratorError(f"template {self.name!r}: no value for placeholder(s) {', '.join(missing)}")
-        messages = [
-            {"role": m.role, "content": string.Template(m.content).safe_substitute(values)} for m in self.messages
-        ]
+        messages = [{"role": m.role, "content": string.Template(m.content).safe_substitute(values)} for m in self.messages]
         if prefill and self.prefill:
             messages.append({"role": "assistant", "content": self.prefill})
         return messages
@@ -168,8 +164,10 @@ class Template(BaseModel):
         if not self.candidate_format:
             raise OrchestratorError(f"template {self.name!r} has no candidate_format")
         fmt = string.Template(self.candidate_format)
-        return "\n\n".join(fmt.safe_substitute({**{n: self.neutralise(v) if n in CANDIDATE_FIELDS else v for n, v in c.items()},
-                                                   "i": str(k)}) for k, c in enumerate(candidates, start=1))
+        return "\n\n".join(
+            fmt.safe_substitute({**{n: self.neutralise(v) if n in CANDIDATE_FIELDS else v for n, v in c.items()}, "i": str(k)})
+            for k, c in enumerate(candidates, start=1)
+        )
 
 
 def template_dirs(extra: list[Path] | None = None) -> list[Path]:

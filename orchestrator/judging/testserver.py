@@ -25,8 +25,18 @@ from typing import Callable
 
 __all__ = ["FakeOpenAIServer", "FaultPlan", "FAULT_KINDS", "BILLABLE", "completion", "logprob_entry"]
 
-FAULT_KINDS = ("rate_limit", "rate_limit_no_retry_after", "server_500", "server_503", "reset", "timeout",
-               "malformed_json", "no_logprobs", "no_options", "slow_stream")
+FAULT_KINDS = (
+    "rate_limit",
+    "rate_limit_no_retry_after",
+    "server_500",
+    "server_503",
+    "reset",
+    "timeout",
+    "malformed_json",
+    "no_logprobs",
+    "no_options",
+    "slow_stream",
+)
 """What :class:`FaultPlan` can inject:
 
 - ``rate_limit``: 429 with ``Retry-After``; ``rate_limit_no_retry_after``: 429 without it;
@@ -81,6 +91,7 @@ def request_identity(headers, body: dict) -> str:
     asked = json.dumps({"model": body.get("model"), "messages": body.get("messages")}, sort_keys=True)
     return "derived:" + hashlib.sha256(asked.encode()).hexdigest()[:16]
 
+
 Reply = tuple[int, dict[str, str], dict]
 
 
@@ -118,8 +129,14 @@ def _default_behaviour(body: dict) -> Reply:
 class FakeOpenAIServer:
     """Context manager: ``with FakeOpenAIServer(behaviour) as server: server.url``."""
 
-    def __init__(self, behaviour: Callable[[dict], Reply] | None = None, *, faults: list[Reply | float] | None = None,
-                 delay_s: float = 0.0, plan: FaultPlan | None = None):
+    def __init__(
+        self,
+        behaviour: Callable[[dict], Reply] | None = None,
+        *,
+        faults: list[Reply | float] | None = None,
+        delay_s: float = 0.0,
+        plan: FaultPlan | None = None,
+    ):
         self.behaviour = behaviour or _default_behaviour
         self.faults = list(faults or [])
         self.delay_s = delay_s
@@ -179,7 +196,7 @@ class FakeOpenAIServer:
                 pieces = max(1, min(20, len(data)))
                 size = math.ceil(len(data) / pieces)
                 for start in range(0, len(data), size):
-                    self.wfile.write(data[start:start + size])
+                    self.wfile.write(data[start : start + size])
                     self.wfile.flush()
                     time.sleep(trickle_s / pieces)
 
@@ -187,7 +204,8 @@ class FakeOpenAIServer:
                 """Answer with the fault ``kind``; False when the behaviour should answer (slow_stream)."""
                 plan = server.plan
                 error = lambda status, message, headers=None: self._send(  # noqa: E731
-                    status, headers or {}, json.dumps({"error": {"message": message, "type": kind}}).encode())
+                    status, headers or {}, json.dumps({"error": {"message": message, "type": kind}}).encode()
+                )
                 if kind == "rate_limit":
                     error(429, "Rate limit reached", {"Retry-After": f"{plan.retry_after_s:g}"})
                 elif kind == "rate_limit_no_retry_after":

@@ -31,17 +31,20 @@ def load_absolute_judgments(source: str | Path, *, log: bool) -> tuple[list[tupl
     path = Path(source)
     info: dict = {"truth": None, "truth_field": None}
     if log:
-        return [(rec.judge, rec.candidates[0], rec.prompt_id, rec.probs)
-                for _, rec in load_log(path) if rec.kind == "absolute"], info
+        return [(rec.judge, rec.candidates[0], rec.prompt_id, rec.probs) for _, rec in load_log(path) if rec.kind == "absolute"], info
     with open_run(path, write=False) as store:
         config = RunConfig.model_validate(store.config)
-        rows = list(store.db.query("select judge, prompt_id, candidates, probs from judgments "
-                                   "where status = 'ok' and kind = 'absolute' order by round, key"))
+        rows = list(
+            store.db.query(
+                "select judge, prompt_id, candidates, probs from judgments where status = 'ok' and kind = 'absolute' order by round, key"
+            )
+        )
         dataset = store.dataset()
     if config.data.truth:
-        info = {"truth": _mean_truth(((r.candidate, r.human.get(config.data.truth))
-                                      for by in dataset.responses.values() for r in by.values())),
-                "truth_field": config.data.truth}
+        info = {
+            "truth": _mean_truth(((r.candidate, r.human.get(config.data.truth)) for by in dataset.responses.values() for r in by.values())),
+            "truth_field": config.data.truth,
+        }
     return [(r["judge"], json.loads(r["candidates"])[0], r["prompt_id"], json.loads(r["probs"])[0]) for r in rows], info
 
 
@@ -155,8 +158,7 @@ def run_simplex(
         known = {r[0] for r in records}
         unknown = [j for j in judges if j not in known]
         if unknown:
-            raise OrchestratorError(f"judge {unknown[0]!r} has no absolute judgments here "
-                                    f"(judges: {', '.join(sorted(known)) or 'none'})")
+            raise OrchestratorError(f"judge {unknown[0]!r} has no absolute judgments here (judges: {', '.join(sorted(known)) or 'none'})")
         records = [r for r in records if r[0] in judges]
     data = build_score_data(records, levels=levels, source=str(source))
     self_map = parse_self_map(self_judging, data.judges, data.candidates)
@@ -168,13 +170,23 @@ def run_simplex(
     if sweep:
         base_fit, sweep_results = sensitivity_sweep(data, settings, progress=sweep_progress)
     fit = fit_simplex(data, settings, progress=progress)
-    report = summarise(fit, data, source=str(source), level=level, truth=truth, truth_field=truth_field,
-                       self_map=self_map, sweep=sweep_results)
+    report = summarise(
+        fit, data, source=str(source), level=level, truth=truth, truth_field=truth_field, self_map=self_map, sweep=sweep_results
+    )
     return report, fit, data, sweep_results
 
 
-def summarise(fit: SimplexFit, data: ScoreData, *, source: str, level: float = 0.95, truth: dict[str, float] | None = None,
-              truth_field: str | None = None, self_map: dict | None = None, sweep: list | None = None) -> SimplexReport:
+def summarise(
+    fit: SimplexFit,
+    data: ScoreData,
+    *,
+    source: str,
+    level: float = 0.95,
+    truth: dict[str, float] | None = None,
+    truth_field: str | None = None,
+    self_map: dict | None = None,
+    sweep: list | None = None,
+) -> SimplexReport:
     """The report of a fit: candidates by posterior mean expected score with intervals, judges'
     confusion matrices, diagnostics, optional truth comparison and sensitivity rows."""
     st = fit.settings
@@ -188,52 +200,92 @@ def summarise(fit: SimplexFit, data: ScoreData, *, source: str, level: float = 0
     true_rank = None
     if truth:
         known = [k for k in range(len(fit.candidates)) if fit.candidates[k] in truth]
-        true_rank = {fit.candidates[k]: int(r) for k, r in zip(known, rankdata([-truth[fit.candidates[k]] for k in known],
-                                                                                  method="min"))}
+        true_rank = {fit.candidates[k]: int(r) for k, r in zip(known, rankdata([-truth[fit.candidates[k]] for k in known], method="min"))}
     rows = []
     for position, k in enumerate(order, start=1):
         cand = fit.candidates[k]
-        rows.append(CandidateRow(
-            rank=position, candidate=cand, expected=round(float(mean[k]), 4), low=round(float(lo[k]), 4),
-            high=round(float(hi[k]), 4), rank_mean=round(float(ranks.mean_rank[k]), 3), rank_low=int(ranks.lower[k]),
-            rank_high=int(ranks.upper[k]), p_best=round(float(ranks.rank_probs[k, 0]), 4),
-            scores=round(float(counts[:, k].sum()), 3),
-            truth=None if not truth or cand not in truth else round(truth[cand], 4),
-            true_rank=None if true_rank is None else true_rank.get(cand)))
+        rows.append(
+            CandidateRow(
+                rank=position,
+                candidate=cand,
+                expected=round(float(mean[k]), 4),
+                low=round(float(lo[k]), 4),
+                high=round(float(hi[k]), 4),
+                rank_mean=round(float(ranks.mean_rank[k]), 3),
+                rank_low=int(ranks.lower[k]),
+                rank_high=int(ranks.upper[k]),
+                p_best=round(float(ranks.rank_probs[k, 0]), 4),
+                scores=round(float(counts[:, k].sum()), 3),
+                truth=None if not truth or cand not in truth else round(truth[cand], 4),
+                true_rank=None if true_rank is None else true_rank.get(cand),
+            )
+        )
     confusion = fit.confusion_mean()
     rho = fit.draws["rho"].reshape(-1, len(fit.judges)).mean(0)
-    judges = [JudgeRow(judge=j, scores=round(float(counts[i].sum()), 3),
-                       self_pairs=sorted((self_map or {}).get(j, set())), rho=round(float(rho[i]), 4),
-                       confusion=[[round(float(x), 4) for x in row] for row in confusion[i]])
-              for i, j in enumerate(fit.judges)]
+    judges = [
+        JudgeRow(
+            judge=j,
+            scores=round(float(counts[i].sum()), 3),
+            self_pairs=sorted((self_map or {}).get(j, set())),
+            rho=round(float(rho[i]), 4),
+            confusion=[[round(float(x), 4) for x in row] for row in confusion[i]],
+        )
+        for i, j in enumerate(fit.judges)
+    ]
     report = SimplexReport(
-        source=source, levels=fit.levels, outcome="soft" if st.soft else "hard",
-        settings={"omega": st.omega, "beta_max": st.beta_max, "delta": st.delta, "self_preference": st.self_preference,
-                  "chains": st.chains, "warmup": st.warmup, "draws": st.draws, "seed": st.seed,
-                  "target_accept": st.target_accept},
-        label=st.label(), level=level, candidates=rows, judges=judges,
-        rhat={k: round(v, 4) for k, v in fit.rhat.items()}, ess={k: round(v, 1) for k, v in fit.ess.items()},
-        divergences=fit.divergences, seconds=round(fit.seconds, 2), chains=fit.chains, converged=fit.converged,
-        warnings=list(fit.warnings))
+        source=source,
+        levels=fit.levels,
+        outcome="soft" if st.soft else "hard",
+        settings={
+            "omega": st.omega,
+            "beta_max": st.beta_max,
+            "delta": st.delta,
+            "self_preference": st.self_preference,
+            "chains": st.chains,
+            "warmup": st.warmup,
+            "draws": st.draws,
+            "seed": st.seed,
+            "target_accept": st.target_accept,
+        },
+        label=st.label(),
+        level=level,
+        candidates=rows,
+        judges=judges,
+        rhat={k: round(v, 4) for k, v in fit.rhat.items()},
+        ess={k: round(v, 1) for k, v in fit.ess.items()},
+        divergences=fit.divergences,
+        seconds=round(fit.seconds, 2),
+        chains=fit.chains,
+        converged=fit.converged,
+        warnings=list(fit.warnings),
+    )
     scored = [r for r in rows if r.truth is not None]
     if truth and len(scored) > 2:
         report.truth_field = truth_field
         report.spearman_vs_truth = round(float(spearmanr([r.expected for r in scored], [r.truth for r in scored]).statistic), 4)
         report.coverage_vs_truth = round(float(np.mean([r.rank_low <= r.true_rank <= r.rank_high for r in scored])), 4)
     if sweep is not None:
-        report.sensitivity = [SweepRow(parameter=s.parameter, value=s.value,
-                                       spearman_vs_base=None if math.isnan(s.spearman) else round(s.spearman, 4),
-                                       rhat_ranking=round(s.rhat_ranking, 4), max_rhat=round(s.max_rhat, 4),
-                                       seconds=round(s.seconds, 2),
-                                       expected={c: round(float(v), 4) for c, v in zip(fit.candidates, s.expected)})
-                              for s in sweep]
+        report.sensitivity = [
+            SweepRow(
+                parameter=s.parameter,
+                value=s.value,
+                spearman_vs_base=None if math.isnan(s.spearman) else round(s.spearman, 4),
+                rhat_ranking=round(s.rhat_ranking, 4),
+                max_rhat=round(s.max_rhat, 4),
+                seconds=round(s.seconds, 2),
+                expected={c: round(float(v), 4) for c, v in zip(fit.candidates, s.expected)},
+            )
+            for s in sweep
+        ]
         unstable = [s for s in sweep if not math.isnan(s.spearman) and s.spearman < 0.9]
         if unstable:
             worst = min(unstable, key=lambda s: s.spearman)
             name = "ω" if worst.parameter == "omega" else "β_max"
-            report.warnings.append(f"the ranking is sensitive to the priors: at {name} = {worst.value:g} its Spearman "
-                                   f"correlation with the base fit is {worst.spearman:.2f} (< 0.9); the conclusions "
-                                   "depend on judge assumptions (simplex paper §5.4)")
+            report.warnings.append(
+                f"the ranking is sensitive to the priors: at {name} = {worst.value:g} its Spearman "
+                f"correlation with the base fit is {worst.spearman:.2f} (< 0.9); the conclusions "
+                "depend on judge assumptions (simplex paper §5.4)"
+            )
     return report
 
 
@@ -243,40 +295,56 @@ def _fmt_matrix(matrix: list[list[float]]) -> list[str]:
 
 def format_simplex(report: SimplexReport) -> str:
     """The report as text: the ranking, the judges, diagnostics, sensitivity, warnings."""
-    outcome = ("hard scores (argmax counted)" if report.outcome == "hard"
-               else "soft scores (option probabilities as fractional counts; our extension)")
-    lines = [f"Bayesian simplex model — {report.levels} levels, {outcome}; {report.label}; "
-             f"{report.settings['chains']} chains × ({report.settings['warmup']} warm-up + {report.settings['draws']} draws), "
-             f"{report.seconds:.1f} s", ""]
+    outcome = (
+        "hard scores (argmax counted)"
+        if report.outcome == "hard"
+        else "soft scores (option probabilities as fractional counts; our extension)"
+    )
+    lines = [
+        f"Bayesian simplex model — {report.levels} levels, {outcome}; {report.label}; "
+        f"{report.settings['chains']} chains × ({report.settings['warmup']} warm-up + {report.settings['draws']} draws), "
+        f"{report.seconds:.1f} s",
+        "",
+    ]
     truth = any(r.truth is not None for r in report.candidates)
-    header = (f"{'rank':>4}  {'candidate':<24} {'E[true score]':>13} {f'{report.level:.0%} interval':>17} "
-              f"{'mean rank':>9} {f'{report.level:.0%} rank':>9} {'P(best)':>8} {'scores':>7}"
-              + (f" {'truth':>7} {'true rank':>9}" if truth else ""))
+    header = (
+        f"{'rank':>4}  {'candidate':<24} {'E[true score]':>13} {f'{report.level:.0%} interval':>17} "
+        f"{'mean rank':>9} {f'{report.level:.0%} rank':>9} {'P(best)':>8} {'scores':>7}"
+        + (f" {'truth':>7} {'true rank':>9}" if truth else "")
+    )
     lines.append(header)
     for r in report.candidates:
-        lines.append(f"{r.rank:>4}  {r.candidate:<24.24} {r.expected:>13.3f} {f'[{r.low:.3f}, {r.high:.3f}]':>17} "
-                     f"{r.rank_mean:>9.2f} {f'{r.rank_low}–{r.rank_high}':>9} {r.p_best:>8.3f} {r.scores:>7g}"
-                     + (f" {r.truth if r.truth is not None else '-':>7} {r.true_rank if r.true_rank is not None else '-':>9}"
-                        if truth else ""))
+        lines.append(
+            f"{r.rank:>4}  {r.candidate:<24.24} {r.expected:>13.3f} {f'[{r.low:.3f}, {r.high:.3f}]':>17} "
+            f"{r.rank_mean:>9.2f} {f'{r.rank_low}–{r.rank_high}':>9} {r.p_best:>8.3f} {r.scores:>7g}"
+            + (f" {r.truth if r.truth is not None else '-':>7} {r.true_rank if r.true_rank is not None else '-':>9}" if truth else "")
+        )
     if report.spearman_vs_truth is not None:
-        lines.append(f"vs truth ({report.truth_field}): Spearman {report.spearman_vs_truth:.3f}, "
-                     f"{report.level:.0%} rank intervals cover {report.coverage_vs_truth:.0%} of the true ranks")
+        lines.append(
+            f"vs truth ({report.truth_field}): Spearman {report.spearman_vs_truth:.3f}, "
+            f"{report.level:.0%} rank intervals cover {report.coverage_vs_truth:.0%} of the true ranks"
+        )
     lines += ["", "judges (posterior mean confusion matrix: rows = true level, columns = assigned level; ρ = discrimination):"]
     for j in report.judges:
         extra = f"; self-judging: {', '.join(j.self_pairs)} ({report.settings['self_preference']})" if j.self_pairs else ""
         lines.append(f"  {j.judge}: {j.scores:g} scores, ρ = {j.rho:.2f}{extra}")
         lines += _fmt_matrix(j.confusion)
     rh = report.rhat
-    lines += ["", f"diagnostics: R-hat (centred expected scores — the ranking) {rh.get('expected_centred', float('nan')):.3f}, "
-              f"expected scores {rh.get('expected', float('nan')):.3f}, max over all parameters "
-              f"{max(rh.values()) if rh else float('nan'):.3f}; min ESS (ranking) {report.ess.get('expected_centred', float('nan')):.0f}; "
-              f"{report.divergences} divergences; " + ("converged" if report.converged else "NOT converged")]
+    lines += [
+        "",
+        f"diagnostics: R-hat (centred expected scores — the ranking) {rh.get('expected_centred', float('nan')):.3f}, "
+        f"expected scores {rh.get('expected', float('nan')):.3f}, max over all parameters "
+        f"{max(rh.values()) if rh else float('nan'):.3f}; min ESS (ranking) {report.ess.get('expected_centred', float('nan')):.0f}; "
+        f"{report.divergences} divergences; " + ("converged" if report.converged else "NOT converged"),
+    ]
     if report.sensitivity:
         lines += ["", "sensitivity (§5.4; Spearman of each fit's expected scores with the base fit ω = 0, β_max = 5):"]
         for s in report.sensitivity:
             name = "ω" if s.parameter == "omega" else "β_max"
             rho = "-" if s.spearman_vs_base is None else f"{s.spearman_vs_base:.3f}"
-            lines.append(f"  {name:>5} = {s.value:<4g} Spearman {rho:>6}   R-hat ranking {s.rhat_ranking:.3f} "
-                         f"(all {s.max_rhat:.3f})   {s.seconds:.0f} s")
+            lines.append(
+                f"  {name:>5} = {s.value:<4g} Spearman {rho:>6}   R-hat ranking {s.rhat_ranking:.3f} "
+                f"(all {s.max_rhat:.3f})   {s.seconds:.0f} s"
+            )
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)

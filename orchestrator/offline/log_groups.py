@@ -84,14 +84,11 @@ def build_groups(
             raise OrchestratorError(f"{source}:{number}: prompt {rec.prompt_id!r} has no responses")
         for cand in rec.candidates:
             if cand not in by_prompt[rec.prompt_id]:
-                raise OrchestratorError(
-                    f"{source}:{number}: unknown candidate {cand!r} for prompt {rec.prompt_id!r}"
-                )
+                raise OrchestratorError(f"{source}:{number}: unknown candidate {cand!r} for prompt {rec.prompt_id!r}")
             if (rec.prompt_id, cand) not in truth_by_key:
                 line = next(n for n, r in responses if (r.prompt_id, r.candidate) == (rec.prompt_id, cand))
                 raise OrchestratorError(
-                    f"{responses_source}:{line}: candidate {cand!r} of prompt {rec.prompt_id!r} has no human "
-                    f"score {truth_field!r}"
+                    f"{responses_source}:{line}: candidate {cand!r} of prompt {rec.prompt_id!r} has no human score {truth_field!r}"
                 )
         used.append((number, rec))
     if not used:
@@ -129,7 +126,7 @@ def build_groups(
         system_truth[cand].append(value)
     groups: dict[str, Group] = {}
     for gkey, index in members.items():
-        names = sorted(index, key=index.get)
+        names = sorted(index, key=lambda name: index[name])
         if scope == "global":  # a system's truth is its mean human score over all prompts
             truth = [float(np.mean(system_truth[name])) for name in names]
         elif scope == "items":
@@ -143,10 +140,18 @@ def build_groups(
         index = members[gkey]
         ids = [index[item_key(rec.prompt_id, c)[1]] for c in rec.candidates]
         # the judgment as a run file row, for the posterior on everything (the run's own fit)
-        group.rows.append({"kind": rec.kind, "judge": rec.judge, "prompt_id": rec.prompt_id,
-                           "candidates": list(rec.candidates), "probs": [rec.probs], "round": rec.round,
-                           "key": rec.key if rec.key is not None else f"line:{number:012d}",
-                           "p_first": rec.prob_first() if rec.kind == "pairwise" else None})
+        group.rows.append(
+            {
+                "kind": rec.kind,
+                "judge": rec.judge,
+                "prompt_id": rec.prompt_id,
+                "candidates": list(rec.candidates),
+                "probs": [rec.probs],
+                "round": rec.round,
+                "key": rec.key if rec.key is not None else f"line:{number:012d}",
+                "p_first": rec.prob_first() if rec.kind == "pairwise" else None,
+            }
+        )
         if rec.kind == "pairwise":
             group.pairwise.setdefault((ids[0], ids[1]), []).append((rec.prompt_id, rec.prob_first()))
         else:
@@ -157,5 +162,3 @@ def build_groups(
     if not out:
         raise OrchestratorError(f"{source}: no group has two candidates with pairwise judgments")
     return sorted(out, key=lambda g: g.key)
-
-

@@ -45,9 +45,9 @@ from ..poe import (
     threads_for,
 )
 from ..records import ResponseRow, load_log, load_responses
-from .log_groups import SCOPES, Group, build_groups
 from ..run.groups import Group as RunGroup
 from ..run.groups import fit_group, item_name
+from .log_groups import SCOPES, Group, build_groups
 
 __all__ = ["SCOPES", "Group", "item_name", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
 
@@ -183,9 +183,7 @@ def replay_group(
         picks = batch if budget is None else min(batch, (budget - calls) // cost)
         if picks <= 0:
             break
-        pairs = select_pairs(
-            posterior, strategy, counts > 0, picks, ordered=ordered, generator=generator, expert=config.expert
-        )
+        pairs = select_pairs(posterior, strategy, counts > 0, picks, ordered=ordered, generator=generator, expert=config.expert)
         if not pairs:
             break
         for i, j in pairs:
@@ -274,6 +272,7 @@ def replay(
     k90_per_seed, kself_per_seed = [], []
     first_seed: list[GroupReplay] = []
     undefined = 0
+
     def callable_calls(group: Group) -> int:
         logged = sum(len(entries) for entries in group.pairwise.values())
         if debias == "permutation":
@@ -293,8 +292,9 @@ def replay(
         for group in groups:
             with threads_for(len(group.names)):
                 results.append(
-                    replay_group(group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed,
-                                 with_absolute=with_absolute, tick=tick)
+                    replay_group(
+                        group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed, with_absolute=with_absolute, tick=tick
+                    )
                 )
         if seed == 0:
             first_seed = results

@@ -22,8 +22,17 @@ __all__ = ["EXPORT_FORMATS", "ranking", "status", "export"]
 EXPORT_FORMATS = ("jsonl", "csv", "parquet")
 
 
-def _campaign_group(title: str, n: int, names: list[str], score: dict[str, float], draws, sd: dict[str, float],
-                    dataset: Dataset, truth: str | None, level: float) -> dict:
+def _campaign_group(
+    title: str,
+    n: int,
+    names: list[str],
+    score: dict[str, float],
+    draws,
+    sd: dict[str, float],
+    dataset: Dataset,
+    truth: str | None,
+    level: float,
+) -> dict:
     """One ranking entry of a campaign (reference or absolute): candidates by score, shortest
     ``level`` rank intervals from score draws ``(S, N)`` (columns in ``names`` order), truth."""
     import numpy as np
@@ -33,8 +42,14 @@ def _campaign_group(title: str, n: int, names: list[str], score: dict[str, float
     intervals = rank_intervals_from_draws(np.asarray(draws), level=level)
     entries = []
     for k, c in enumerate(names):
-        row = {"rank": k + 1, "candidate": c, "score": round(score[c], 3), "sd": round(sd[c], 3),
-               "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}
+        row = {
+            "rank": k + 1,
+            "candidate": c,
+            "score": round(score[c], 3),
+            "sd": round(sd[c], 3),
+            "rank_low": int(intervals.lower[k]),
+            "rank_high": int(intervals.upper[k]),
+        }
         if truth:
             values = [by[c].human.get(truth) for by in dataset.responses.values() if c in by]
             values = [v for v in values if v is not None]
@@ -72,10 +87,13 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
             rows = [r for r in report.rows if r.anchor == anchor and r.candidate == c and r.se_elo_raw is not None]
             pooled = [r for r in rows if r.judge == "pooled"]
             # unscreened judges may agree perfectly: Eq. (9) with ρ = 1, no 1/J shrinkage
-            se[c] = pooled[0].se_elo_raw if pooled else float(np.sqrt(np.mean([r.se_elo_raw ** 2 for r in rows])))
+            se[c] = pooled[0].se_elo_raw if pooled else float(np.sqrt(np.mean([r.se_elo_raw**2 for r in rows])))
         draws = np.random.default_rng(0).normal([board[c] for c in names], [se[c] for c in names], size=(4000, len(names)))
-        out.append(_campaign_group(f"anchor {anchor}", int(np.sum(data.anchor == anchor)), names, board, draws, se,
-                                   dataset, config.data.truth, level))
+        out.append(
+            _campaign_group(
+                f"anchor {anchor}", int(np.sum(data.anchor == anchor)), names, board, draws, se, dataset, config.data.truth, level
+            )
+        )
     return {"run": str(path), "scope": "reference", "level": level, "groups": out}
 
 
@@ -85,9 +103,9 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     baseline). Judge quality is not modelled here — that is ``orchestrator fit simplex``."""
     import numpy as np
 
-    from .fit_simplex import load_absolute_judgments
     from ..simplex import build_score_data
     from ..simplex.baselines import simple_average
+    from .fit_simplex import load_absolute_judgments
 
     records, _ = load_absolute_judgments(path, log=False)
     if not records:
@@ -105,8 +123,17 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     names = [data.candidates[k] for k in order]
     score = {data.candidates[k]: float(mean[k]) for k in order}
     sd = {data.candidates[k]: float(boot[:, k].std()) for k in order}
-    group = _campaign_group(f"mean score 1–{levels} (bootstrap; judge quality: `orchestrator fit simplex RUN --levels "
-                            f"{levels}`)", len(records), names, score, boot[:, order], sd, dataset, config.data.truth, level)
+    group = _campaign_group(
+        f"mean score 1–{levels} (bootstrap; judge quality: `orchestrator fit simplex RUN --levels {levels}`)",
+        len(records),
+        names,
+        score,
+        boot[:, order],
+        sd,
+        dataset,
+        config.data.truth,
+        level,
+    )
     return {"run": str(path), "scope": "absolute", "level": level, "groups": [group]}
 
 
@@ -133,17 +160,31 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
         _, adj = adjacent_reorder_probabilities(post)
         rows = []
         for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
-            row = {"rank": rank, "candidate": group.names[c], "score": round(float(post.mean[c]), 6),
-                   "sd": round(float(sd[c]), 6), "rank_low": int(intervals.lower[c]), "rank_high": int(intervals.upper[c])}
+            row = {
+                "rank": rank,
+                "candidate": group.names[c],
+                "score": round(float(post.mean[c]), 6),
+                "sd": round(float(sd[c]), 6),
+                "rank_low": int(intervals.lower[c]),
+                "rank_high": int(intervals.upper[c]),
+            }
             if truth:
                 name = group.names[c]
-                values = [by[group.candidate(name)].human.get(truth) for p, by in dataset.responses.items()
-                          if group.member(p, group.candidate(name)) == name]
+                values = [
+                    by[group.candidate(name)].human.get(truth)
+                    for p, by in dataset.responses.items()
+                    if group.member(p, group.candidate(name)) == name
+                ]
                 values = [v for v in values if v is not None]
                 row["truth"] = round(sum(values) / len(values), 6) if values else None
             rows.append(row)
-        entry = {"group": group.key, "comparisons": post.n_comparisons, "entropy": round(entropy(post.cov), 4),
-                 "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0, "ranking": rows}
+        entry = {
+            "group": group.key,
+            "comparisons": post.n_comparisons,
+            "entropy": round(entropy(post.cov), 4),
+            "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0,
+            "ranking": rows,
+        }
         informed = post.n_comparisons > 0 or post.link is not None  # never statistics from no data
         entry["judged"] = informed
         if truth and len(rows) > 2 and informed:
@@ -163,16 +204,23 @@ def status(path: str | Path) -> dict:
         config = RunConfig.model_validate(store.config)
         spend = store.spend()
         counts = {r["status"]: r["n"] for r in store.db.query("select status, count(*) as n from requests group by status")}
-        failures = {r["error_type"] or "unknown": r["n"] for r in store.db.query(
-            "select error_type, count(*) as n from judgments where status = 'failed' group by error_type")}
+        failures = {
+            r["error_type"] or "unknown": r["n"]
+            for r in store.db.query("select error_type, count(*) as n from judgments where status = 'failed' group by error_type")
+        }
         rounds = store.last_round() + 1
     b = config.budget
     poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
     rank = ranking(path)
     groups = rank["groups"]
     summary = {
-        "run": str(path), "name": run["name"], "state": run["status"], "stop_reason": run["stop_reason"],
-        "rounds": rounds, "requests": counts, "failures": failures,
+        "run": str(path),
+        "name": run["name"],
+        "state": run["status"],
+        "stop_reason": run["stop_reason"],
+        "rounds": rounds,
+        "requests": counts,
+        "failures": failures,
         "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6)},
         "budget": {"calls": b.max_calls, "tokens": b.max_tokens, "usd": b.max_usd},
         "groups": len(groups),
@@ -191,27 +239,68 @@ def _log_line(row: dict, anchor: str | None = None) -> dict:
     capped = json.loads(row["capped"])
     unresolved = json.loads(row["unresolved"])
     return {
-        "kind": row["kind"], "judge": row["judge"], "prompt_id": row["prompt_id"],
-        "candidates": json.loads(row["candidates"]), "probs": probs[0] if len(probs) == 1 else probs,
-        **({"reference": anchor if anchor in json.loads(row["candidates"]) else json.loads(row["candidates"])[0]}
-           if row["kind"] == "reference" else {}),
-        "repeat": row.get("repeat", 0), "key": row["key"], "template": row["template"], "method": row["method"],
-        "capped": capped[0] if len(capped) == 1 else capped, "unresolved": unresolved[0] if len(unresolved) == 1 else unresolved,
-        "text": row["text"], "top_logprobs": json.loads(row["top_logprobs"]), "round": row["round"],
-        "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
-        "cost_usd": row["cost_usd"], "latency_s": row["latency_s"], "attempts": row["attempts"], "note": row["note"],
+        "kind": row["kind"],
+        "judge": row["judge"],
+        "prompt_id": row["prompt_id"],
+        "candidates": json.loads(row["candidates"]),
+        "probs": probs[0] if len(probs) == 1 else probs,
+        **(
+            {"reference": anchor if anchor in json.loads(row["candidates"]) else json.loads(row["candidates"])[0]}
+            if row["kind"] == "reference"
+            else {}
+        ),
+        "repeat": row.get("repeat", 0),
+        "key": row["key"],
+        "template": row["template"],
+        "method": row["method"],
+        "capped": capped[0] if len(capped) == 1 else capped,
+        "unresolved": unresolved[0] if len(unresolved) == 1 else unresolved,
+        "text": row["text"],
+        "top_logprobs": json.loads(row["top_logprobs"]),
+        "round": row["round"],
+        "prompt_tokens": row["prompt_tokens"],
+        "completion_tokens": row["completion_tokens"],
+        "cost_usd": row["cost_usd"],
+        "latency_s": row["latency_s"],
+        "attempts": row["attempts"],
+        "note": row["note"],
     }
 
 
-CSV_COLUMNS = ["key", "round", "kind", "judge", "template", "prompt_id", "candidate_a", "candidate_b", "repeat", "status", "p_first",
-               "probs", "method", "capped", "unresolved", "text", "prompt_tokens", "completion_tokens", "cost_usd",
-               "latency_s", "attempts", "error_type", "error"]
+CSV_COLUMNS = [
+    "key",
+    "round",
+    "kind",
+    "judge",
+    "template",
+    "prompt_id",
+    "candidate_a",
+    "candidate_b",
+    "repeat",
+    "status",
+    "p_first",
+    "probs",
+    "method",
+    "capped",
+    "unresolved",
+    "text",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_s",
+    "attempts",
+    "error_type",
+    "error",
+]
 
 
 def _flat(row: dict) -> dict:
     cands = json.loads(row["candidates"])
-    return {**{c: row.get(c) for c in CSV_COLUMNS if c in row}, "candidate_a": cands[0],
-            "candidate_b": cands[1] if len(cands) > 1 else None}
+    return {
+        **{c: row.get(c) for c in CSV_COLUMNS if c in row},
+        "candidate_a": cands[0],
+        "candidate_b": cands[1] if len(cands) > 1 else None,
+    }
 
 
 def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False) -> int:
@@ -222,8 +311,7 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
     with open_run(path, write=False) as store:
         rows = list(store.judgments(ok_only=not include_failed))
         config = RunConfig.model_validate(store.config)
-        anchor = (reference_items(store.dataset(), config.reference.anchor, config.seed)[0]
-                  if config.reference is not None else None)
+        anchor = reference_items(store.dataset(), config.reference.anchor, config.seed)[0] if config.reference is not None else None
     binary = fmt == "parquet"
     if binary:
         try:

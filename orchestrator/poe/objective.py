@@ -54,9 +54,7 @@ class Observations:
 
     @staticmethod
     def from_lists(
-        n: int,
-        comparisons: list[tuple[int, int, float]] | None = None,
-        absolutes: list[tuple[int, float, float]] | None = None,
+        n: int, comparisons: list[tuple[int, int, float]] | None = None, absolutes: list[tuple[int, float, float]] | None = None
     ) -> "Observations":
         """Build from ``(first, second, p)`` and ``(item, mean, var)`` tuples."""
         comparisons = comparisons or []
@@ -225,6 +223,5 @@ class NegLogPosterior:
             vals = [w * a * a, cross_a, cross_a, cross_b, cross_b]
             hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
             block = torch.stack([(w * s_item * s_item).sum(), (w * s_item).sum(), w.sum()])
-            hess.index_add_(0, torch.tensor([li * P + li, li * P + li + 1, (li + 1) * P + li, (li + 1) * P + li + 1]),
-                            block[[0, 1, 1, 2]])
+            hess.index_add_(0, torch.tensor([li * P + li, li * P + li + 1, (li + 1) * P + li, (li + 1) * P + li + 1]), block[[0, 1, 1, 2]])
         return value, grad, hess.view(P, P) if hessian else None

@@ -281,13 +281,7 @@ def _orient(i: int, j: int, available: Tensor, ordered: bool, generator: torch.G
 
 
 def _diverse_batch(
-    posterior: Posterior,
-    dmu: Tensor,
-    v: Tensor,
-    key: Tensor,
-    batch_size: int,
-    expert: Expert,
-    shortlist_factor: int = 20,
+    posterior: Posterior, dmu: Tensor, v: Tensor, key: Tensor, batch_size: int, expert: Expert, shortlist_factor: int = 20
 ) -> list[tuple[int, int]]:
     """Greedy reorder picks with a rank-one covariance update after each (expected curvature).
 

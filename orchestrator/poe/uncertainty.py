@@ -64,11 +64,7 @@ class RankIntervals:
 
 
 def rank_intervals(
-    posterior: Posterior,
-    *,
-    level: float = 0.95,
-    n_samples: int = 4000,
-    generator: torch.Generator | None = None,
+    posterior: Posterior, *, level: float = 0.95, n_samples: int = 4000, generator: torch.Generator | None = None
 ) -> RankIntervals:
     """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3).
 
@@ -150,12 +146,7 @@ class StopDecision:
     """Entropy of the score posterior."""
 
 
-def stopping_rule(
-    posterior: Posterior,
-    *,
-    max_adjacent_reorder: float | None = None,
-    entropy_target: float | None = None,
-) -> StopDecision:
+def stopping_rule(posterior: Posterior, *, max_adjacent_reorder: float | None = None, entropy_target: float | None = None) -> StopDecision:
     """Stop when every adjacent pair is reordered with probability below ``max_adjacent_reorder``
     or when the posterior entropy is below ``entropy_target`` (either rule may be None)."""
     _, adj = adjacent_reorder_probabilities(posterior)
@@ -213,9 +204,7 @@ def fit_temperature(p: Tensor | np.ndarray, outcome: Tensor | np.ndarray, *, met
     if method == "ece":
         errors = torch.tensor([expected_calibration_error(temperature_scale(p, float(t)), y) for t in grid])
     elif method == "nll":
-        errors = torch.stack(
-            [torch.nn.functional.binary_cross_entropy(temperature_scale(p, float(t)), y) for t in grid]
-        )
+        errors = torch.stack([torch.nn.functional.binary_cross_entropy(temperature_scale(p, float(t)), y) for t in grid])
     else:
         raise ValueError(f"method must be 'ece' or 'nll', got {method!r}")
     return float(grid[int(torch.argmin(errors))])

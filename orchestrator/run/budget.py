@@ -49,7 +49,8 @@ def judge_prices(profiles: dict[str, JudgeProfile], local: set[str], *, max_usd:
             if max_usd is not None:
                 raise OrchestratorError(
                     f"judge {name!r}: litellm has no price for model {profile.model!r}; set price_input_per_mtok "
-                    f"and price_output_per_mtok in its profile to use budget.max_usd")
+                    f"and price_output_per_mtok in its profile to use budget.max_usd"
+                )
             price = (0.0, 0.0)
         prices[name] = price
     return prices

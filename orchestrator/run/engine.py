@@ -78,9 +78,15 @@ class RunEngine:
         self.templates = templates
         self.progress = progress
         self.sleep = sleep
-        self.ctx = PlanContext(run_name=store.run["name"], config=config, dataset=store.dataset(), profiles=profiles,
-                               templates=templates, prices=judge_prices(profiles, local or set(), max_usd=config.budget.max_usd),
-                               asked=store.asked())
+        self.ctx = PlanContext(
+            run_name=store.run["name"],
+            config=config,
+            dataset=store.dataset(),
+            profiles=profiles,
+            templates=templates,
+            prices=judge_prices(profiles, local or set(), max_usd=config.budget.max_usd),
+            asked=store.asked(),
+        )
         self.planner = planner_for(config)(self.ctx)
         for row in store.judgments():
             self.planner.add(row)
@@ -108,9 +114,13 @@ class RunEngine:
         started = time.perf_counter()
 
         async def one(row: dict) -> None:
-            request = JudgeRequest(key=row["key"], template=templates[row["template"]],
-                                   messages=json.loads(row["messages"]), prompt_id=row["prompt_id"],
-                                   candidates=json.loads(row["candidates"]))
+            request = JudgeRequest(
+                key=row["key"],
+                template=templates[row["template"]],
+                messages=json.loads(row["messages"]),
+                prompt_id=row["prompt_id"],
+                candidates=json.loads(row["candidates"]),
+            )
             async with semaphore:
                 if self._draining:  # not sent yet: leave it pending for the resume
                     return
@@ -193,6 +203,7 @@ class RunEngine:
         """Signals during CPU-bound work (refit, selection): asyncio's handlers only run when the
         event loop gets control back, so Python-level handlers stand in: the first signal starts
         the drain, a second raises ``KeyboardInterrupt`` at once, wherever the work is."""
+
         def handler(signum, frame) -> None:
             if not self._draining:
                 self._draining = True
@@ -228,9 +239,12 @@ class RunEngine:
         return ""
 
     def _typical_error(self) -> str:
-        row = next(self.store.db.query(
-            "select error_type, error, count(*) as n from judgments where status = 'failed' "
-            "group by error_type order by n desc limit 1"), None)
+        row = next(
+            self.store.db.query(
+                "select error_type, error, count(*) as n from judgments where status = 'failed' group by error_type order by n desc limit 1"
+            ),
+            None,
+        )
         if row is None:
             return "no call was made"
         error = " ".join((row["error"] or "").split("Traceback (most recent call last)")[0].split())
@@ -300,14 +314,16 @@ class RunEngine:
         if self._ok == 0:
             # nothing to rank: say so, never "finished" with statistics from no data
             failed = True
-            reason = (f"no judgment succeeded: {reason}" if not reason.startswith("the first") else reason)
+            reason = f"no judgment succeeded: {reason}" if not reason.startswith("the first") else reason
             if self._failed:
                 reason += f"; typical failure: {self._typical_error()}" if "×" not in reason else ""
         if failed:
             self.store.set_status("failed", reason)
-            raise RunFailed(f"{self.store.path}: the run failed: {reason}. The run file keeps every failure "
-                            f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
-                            f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run")
+            raise RunFailed(
+                f"{self.store.path}: the run failed: {reason}. The run file keeps every failure "
+                f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
+                f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run"
+            )
         self.store.set_status("finished", reason)
         with self._cpu_work():
             summary = self.planner.summary(None)
@@ -334,8 +350,9 @@ class RunEngine:
         rows = [r for unit in kept for r in unit]
         timings["select_s"] = time.perf_counter() - started
         summary = self.planner.summary(cutoff)
-        self.store.add_round(round_no, plan.kind, plan.selected[: len(kept)], rows,
-                             {**summary, **timings, "top": json.dumps(summary["top"])})
+        self.store.add_round(
+            round_no, plan.kind, plan.selected[: len(kept)], rows, {**summary, **timings, "top": json.dumps(summary["top"])}
+        )
         self.ctx.mark_asked(rows)
         self.planner.planned(rows)
         self._event("round", round_no, planned_requests=len(rows), **summary)

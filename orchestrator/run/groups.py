@@ -20,7 +20,17 @@ from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_laplace, permutation_debias, threads_for
 from ..records import level_distribution
 
-__all__ = ["ITEMS", "ITEM_SEPARATOR", "item_name", "Group", "build_groups_for", "group_observations", "fit_group", "fit_groups", "split_by_group"]
+__all__ = [
+    "ITEMS",
+    "ITEM_SEPARATOR",
+    "item_name",
+    "Group",
+    "build_groups_for",
+    "group_observations",
+    "fit_group",
+    "fit_groups",
+    "split_by_group",
+]
 
 
 ITEM_SEPARATOR = "::"
@@ -30,6 +40,7 @@ def item_name(prompt_id: str, candidate: str) -> str:
     """The ``items`` scope's name of a response, ``prompt::candidate``, injective by construction:
     a ``:`` or ``\\`` inside either part is escaped with a backslash, so ``a::b`` + ``c`` and ``a`` +
     ``b::c`` stay two items (``a\\:\\:b::c`` and ``a::b\\:\\:c``)."""
+
     def escape(part: str) -> str:
         return part.replace("\\", "\\\\").replace(":", "\\:")
 
@@ -146,14 +157,12 @@ def group_observations(
             if sum(probs.values()) <= 0:
                 continue
             levels, weights = level_distribution(probs)
-            mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64),
-                                         torch.tensor(levels, dtype=torch.float64))
+            mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
             absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0])))
     return comparisons, absolutes
 
 
-def fit_group(group: Group, judgments: list[dict], config: PoEConfig, *, debias: str,
-              with_absolute: bool = True) -> Posterior:
+def fit_group(group: Group, judgments: list[dict], config: PoEConfig, *, debias: str, with_absolute: bool = True) -> Posterior:
     """Cold Laplace fit of one group on its judgments, taken in (round, key) order: the canonical
     posterior, the same in a live run, a resumed one, ``orchestrator rank`` and the replay of the
     run's export."""
@@ -178,5 +187,3 @@ def split_by_group(groups: list[Group], judgments: list[dict]) -> list[list[dict
         if k is not None:
             out[k].append(row)
     return out
-
-

@@ -59,8 +59,10 @@ class PlanContext:
         template = self.templates[role]
         profile = self.profiles[judge]
         prompt = self.dataset.prompts[prompt_id]
-        texts = [prompt.reference or "" if c == DATASET_ANCHOR and template.kind == "reference"
-                 else self.dataset.responses[prompt_id][c].text for c in candidates]
+        texts = [
+            prompt.reference or "" if c == DATASET_ANCHOR and template.kind == "reference" else self.dataset.responses[prompt_id][c].text
+            for c in candidates
+        ]
         values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or ""}
         if template.kind == "absolute":
             values["response"] = texts[0]
@@ -72,9 +74,18 @@ class PlanContext:
         messages = template.render(values, attribute=attribute, prefill=profile.prefill)
         tokens, usd = worst_case(messages, template, profile, self.prices[judge])
         key = request_key(self.run_name, judge, template.digest, attribute or "", prompt_id, *candidates, str(repeat))
-        return {"key": key, "judge": judge, "template": template.name, "kind": template.kind, "prompt_id": prompt_id,
-                "candidates": json.dumps(candidates), "repeat": repeat, "messages": json.dumps(messages),
-                "reserved_tokens": tokens, "reserved_usd": usd}
+        return {
+            "key": key,
+            "judge": judge,
+            "template": template.name,
+            "kind": template.kind,
+            "prompt_id": prompt_id,
+            "candidates": json.dumps(candidates),
+            "repeat": repeat,
+            "messages": json.dumps(messages),
+            "reserved_tokens": tokens,
+            "reserved_usd": usd,
+        }
 
     def mark_asked(self, rows: list[dict]) -> None:
         for r in rows:

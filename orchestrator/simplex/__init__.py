@@ -13,7 +13,18 @@ from .inference import SWEEP_BETAS, SWEEP_OMEGAS, SimplexFit, SimplexSettings, f
 from .prior import confusion_matrix, edge_concentrations, n_judge_parameters, propagation_table
 
 __all__ = [
-    "ScoreData", "build_score_data", "collapse_levels", "parse_self_map",
-    "SimplexFit", "SimplexSettings", "fit_simplex", "sensitivity_sweep", "SWEEP_OMEGAS", "SWEEP_BETAS",
-    "confusion_matrix", "edge_concentrations", "n_judge_parameters", "propagation_table",
+    "ScoreData",
+    "build_score_data",
+    "collapse_levels",
+    "parse_self_map",
+    "SimplexFit",
+    "SimplexSettings",
+    "fit_simplex",
+    "sensitivity_sweep",
+    "SWEEP_OMEGAS",
+    "SWEEP_BETAS",
+    "confusion_matrix",
+    "edge_concentrations",
+    "n_judge_parameters",
+    "propagation_table",
 ]

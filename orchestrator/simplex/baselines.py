@@ -24,8 +24,17 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.stats import rankdata, spearmanr
 
-__all__ = ["MethodResult", "judge_means", "simple_average", "bootstrap_average", "score_pairs", "rao_kupper",
-           "bradley_terry", "ranks", "evaluate"]
+__all__ = [
+    "MethodResult",
+    "judge_means",
+    "simple_average",
+    "bootstrap_average",
+    "score_pairs",
+    "rao_kupper",
+    "bradley_terry",
+    "ranks",
+    "evaluate",
+]
 
 
 @dataclass
@@ -105,8 +114,8 @@ def rao_kupper(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, float]:
         grad_s = g.sum(axis=0) - g.sum(axis=1) + 2e-6 * s
         grad_t = float(g.sum()) * (1.0 - 1.0 / theta)  # dc/dt = eᵗ/θ
         if n_ties > 0:
-            value -= n_ties * math.log(theta ** 2 - 1.0)
-            grad_t -= n_ties * 2.0 * theta * math.exp(t) / (theta ** 2 - 1.0)
+            value -= n_ties * math.log(theta**2 - 1.0)
+            grad_t -= n_ties * 2.0 * theta * math.exp(t) / (theta**2 - 1.0)
         return value, np.append(grad_s, grad_t)
 
     res = minimize(nll, np.zeros(k + 1), jac=True, method="L-BFGS-B")

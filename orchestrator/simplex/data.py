@@ -58,10 +58,18 @@ class ScoreData:
         if self.self_pairs is None or not self.self_pairs.any():
             return self
         keep = ~self.self_pairs
-        return ScoreData(self.judges, self.candidates, self.questions, self.levels,
-                         np.where(keep[:, :, None, None], self.dist, np.nan), np.where(keep[:, :, None], self.runs, 0),
-                         self.hard_counts * keep[:, :, None], self.soft_counts * keep[:, :, None],
-                         np.where(keep[:, :, None], self.hard_item_mean, np.nan), np.zeros_like(self.self_pairs))
+        return ScoreData(
+            self.judges,
+            self.candidates,
+            self.questions,
+            self.levels,
+            np.where(keep[:, :, None, None], self.dist, np.nan),
+            np.where(keep[:, :, None], self.runs, 0),
+            self.hard_counts * keep[:, :, None],
+            self.soft_counts * keep[:, :, None],
+            np.where(keep[:, :, None], self.hard_item_mean, np.nan),
+            np.zeros_like(self.self_pairs),
+        )
 
 
 def parse_self_map(spec: str | dict | None, judges: list[str], candidates: list[str]) -> dict[str, set[str]]:
@@ -105,17 +113,22 @@ def collapse_levels(data: ScoreData, mapping: list[int]) -> ScoreData:
     lookup = np.asarray(mapping, dtype=float)
     # a repeat-averaged hard score maps through its nearest level (exact for single runs)
     idx = np.clip(np.rint(np.nan_to_num(hard, nan=1.0)).astype(int), 1, data.levels) - 1
-    return ScoreData(data.judges, data.candidates, data.questions, new, data.dist @ onehot, data.runs,
-                     data.hard_counts @ onehot, data.soft_counts @ onehot,
-                     np.where(np.isnan(hard), np.nan, lookup[idx]), data.self_pairs)
+    return ScoreData(
+        data.judges,
+        data.candidates,
+        data.questions,
+        new,
+        data.dist @ onehot,
+        data.runs,
+        data.hard_counts @ onehot,
+        data.soft_counts @ onehot,
+        np.where(np.isnan(hard), np.nan, lookup[idx]),
+        data.self_pairs,
+    )
 
 
 def build_score_data(
-    records: Iterable[tuple[str, str, str, dict[str, float]]],
-    *,
-    levels: int,
-    self_map: dict[str, set[str]] | None = None,
-    source: str = "",
+    records: Iterable[tuple[str, str, str, dict[str, float]]], *, levels: int, self_map: dict[str, set[str]] | None = None, source: str = ""
 ) -> ScoreData:
     """From ``(judge, candidate, question, {level: probability})`` judgments (a hard score is
     ``{"3": 1.0}``); repeated judgments of an item count as separate observations.
@@ -139,17 +152,21 @@ def build_score_data(
                 if value > 0:
                     raise OrchestratorError(
                         f"{where}score {key!r} of judge {judge!r} on candidate {cand!r}, prompt {question!r} is outside "
-                        f"1..{levels}; pass the scale's size with --levels (scores must be the integers 1..M)")
+                        f"1..{levels}; pass the scale's size with --levels (scores must be the integers 1..M)"
+                    )
                 continue
             vec[int(level) - 1] += value
         total = vec.sum()
         if total <= 0:
-            raise OrchestratorError(f"{where}judge {judge!r} on candidate {cand!r}, prompt {question!r}: no probability "
-                                    f"on any level 1..{levels}")
+            raise OrchestratorError(
+                f"{where}judge {judge!r} on candidate {cand!r}, prompt {question!r}: no probability on any level 1..{levels}"
+            )
         rows.append((judge, cand, question, vec / total))
     if not rows:
-        raise OrchestratorError(f"{where}no absolute judgments (kind 'absolute') to fit; score the candidates with an "
-                                "absolute template first (a run with an [absolute] section, or a log)")
+        raise OrchestratorError(
+            f"{where}no absolute judgments (kind 'absolute') to fit; score the candidates with an "
+            "absolute template first (a run with an [absolute] section, or a log)"
+        )
     judges = sorted({r[0] for r in rows})
     candidates = sorted({r[1] for r in rows})
     questions = sorted({r[2] for r in rows})
@@ -177,5 +194,4 @@ def build_score_data(
             for cand in cands:
                 if cand in ki:
                     self_pairs[ji[judge], ki[cand]] = True
-    return ScoreData(judges, candidates, questions, levels, dist, runs, hard_counts, dist_sum.sum(axis=2), hard_mean,
-                     self_pairs)
+    return ScoreData(judges, candidates, questions, levels, dist, runs, hard_counts, dist_sum.sum(axis=2), hard_mean, self_pairs)

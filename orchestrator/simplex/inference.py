@@ -37,8 +37,7 @@ import numpy as np
 
 from .data import ScoreData
 
-__all__ = ["SimplexSettings", "SimplexFit", "fit_simplex", "sensitivity_sweep", "SWEEP_OMEGAS", "SWEEP_BETAS",
-           "RHAT_LIMIT"]
+__all__ = ["SimplexSettings", "SimplexFit", "fit_simplex", "sensitivity_sweep", "SWEEP_OMEGAS", "SWEEP_BETAS", "RHAT_LIMIT"]
 
 RHAT_LIMIT = 1.01
 _DEVICES_SET = False
@@ -168,9 +167,15 @@ class _Sampler:
         omega_mode, beta_mode, shift = structure
         model = make_model(levels, omega_mode=omega_mode, beta_mode=beta_mode, shift=shift)
         method = "parallel" if jax.local_device_count() >= settings.chains else "sequential"
-        self.mcmc = MCMC(NUTS(model, target_accept_prob=settings.target_accept), num_warmup=settings.warmup,
-                         num_samples=settings.draws, num_chains=settings.chains, chain_method=method,
-                         progress_bar=progress, jit_model_args=True)
+        self.mcmc = MCMC(
+            NUTS(model, target_accept_prob=settings.target_accept),
+            num_warmup=settings.warmup,
+            num_samples=settings.draws,
+            num_chains=settings.chains,
+            chain_method=method,
+            progress_bar=progress,
+            jit_model_args=True,
+        )
 
     def run(self, data: ScoreData, settings: SimplexSettings) -> tuple[dict, int]:
         numpyro, jax = _jax()
@@ -180,10 +185,15 @@ class _Sampler:
         if settings.self_preference == "exclude":
             counts = counts * ~data.self_pairs[:, :, None]
         delta = jnp.asarray(settings.delta if settings.delta is not None else np.ones(data.levels), dtype=jnp.float32)
-        self.mcmc.run(jax.random.PRNGKey(settings.seed), jnp.asarray(counts, dtype=jnp.float32),
-                      jnp.asarray(data.self_pairs), jnp.asarray(settings.omega or 0.0, dtype=jnp.float32),
-                      jnp.asarray(settings.beta_max or 0.0, dtype=jnp.float32), delta,
-                      extra_fields=("diverging", "potential_energy"))
+        self.mcmc.run(
+            jax.random.PRNGKey(settings.seed),
+            jnp.asarray(counts, dtype=jnp.float32),
+            jnp.asarray(data.self_pairs),
+            jnp.asarray(settings.omega or 0.0, dtype=jnp.float32),
+            jnp.asarray(settings.beta_max or 0.0, dtype=jnp.float32),
+            delta,
+            extra_fields=("diverging", "potential_energy"),
+        )
         samples = {k: np.asarray(v) for k, v in self.mcmc.get_samples(group_by_chain=True).items()}
         extra = self.mcmc.get_extra_fields(group_by_chain=True)
         samples["potential_energy"] = np.asarray(extra["potential_energy"])
@@ -209,22 +219,25 @@ def _check(data: ScoreData, settings: SimplexSettings) -> list[str]:
         raise OrchestratorError("no scores left to fit (every judgment is self-judging and excluded)")
     unscored = [c for k, c in enumerate(data.candidates) if counts[:, k].sum() == 0]
     if unscored:
-        warnings.append(f"{len(unscored)} candidate(s) have no (non-self) scores: {', '.join(unscored[:8])}; their "
-                        "expected score is the prior's")
+        warnings.append(
+            f"{len(unscored)} candidate(s) have no (non-self) scores: {', '.join(unscored[:8])}; their expected score is the prior's"
+        )
     if len(data.candidates) == 1:
-        warnings.append("one candidate: its rank is 1 by definition; the expected true score still depends on the "
-                        "judge-quality prior")
+        warnings.append("one candidate: its rank is 1 by definition; the expected true score still depends on the judge-quality prior")
     used = np.flatnonzero(counts.sum(axis=(0, 1)))
     if used.size == 1:
-        warnings.append(f"every score is {used[0] + 1}: the data cannot separate the candidates (rank intervals span "
-                        "every rank) and the expected scores come from the priors")
+        warnings.append(
+            f"every score is {used[0] + 1}: the data cannot separate the candidates (rank intervals span "
+            "every rank) and the expected scores come from the priors"
+        )
     if settings.chains < 2:
         warnings.append("one chain: R-hat cannot be computed; run ≥ 2 chains to check convergence")
     return warnings
 
 
-def fit_simplex(data: ScoreData, settings: SimplexSettings = SimplexSettings(), *, progress: bool = False,
-                _sampler: _Sampler | None = None) -> SimplexFit:
+def fit_simplex(
+    data: ScoreData, settings: SimplexSettings = SimplexSettings(), *, progress: bool = False, _sampler: _Sampler | None = None
+) -> SimplexFit:
     """Sample the posterior of the simplex model (module docstring of :mod:`.model`) with NUTS.
 
     Raises:
@@ -241,25 +254,43 @@ def fit_simplex(data: ScoreData, settings: SimplexSettings = SimplexSettings(), 
     samples["expected_centred"] = expected - expected.mean(axis=-1, keepdims=True)
     rhat, ess = _diagnostics(samples, settings.chains)
     del samples["expected_centred"]
-    fit = SimplexFit(settings, list(data.candidates), list(data.judges), data.levels,
-                     {k: v for k, v in samples.items() if k in ("expected", "pi_bar", "theta", "rho", "omega", "beta_max", "tau")},
-                     rhat, ess, divergences, seconds, _chain_report(samples, energy), warnings)
+    fit = SimplexFit(
+        settings,
+        list(data.candidates),
+        list(data.judges),
+        data.levels,
+        {k: v for k, v in samples.items() if k in ("expected", "pi_bar", "theta", "rho", "omega", "beta_max", "tau")},
+        rhat,
+        ess,
+        divergences,
+        seconds,
+        _chain_report(samples, energy),
+        warnings,
+    )
     if settings.chains >= 2:
         centred = rhat.get("expected_centred", 1.0)
         if centred > RHAT_LIMIT:
-            modes = ", ".join(f"chain {c['chain']}: Spearman {c['spearman_vs_pooled']:+.2f} with the pooled ranking"
-                              + (f", ω ≈ {c['omega']:.2f}" if "omega" in c else "") for c in fit.chains)
-            fit.warnings.append(f"R-hat of the centred expected scores is {centred:.3f} > {RHAT_LIMIT}: the chains "
-                                f"disagree on the ranking ({modes}). Run more warm-up/draws, or — when the chains sit at "
-                                "different ω — compare fixed ω values with --sweep rather than trusting the pooled draws")
+            modes = ", ".join(
+                f"chain {c['chain']}: Spearman {c['spearman_vs_pooled']:+.2f} with the pooled ranking"
+                + (f", ω ≈ {c['omega']:.2f}" if "omega" in c else "")
+                for c in fit.chains
+            )
+            fit.warnings.append(
+                f"R-hat of the centred expected scores is {centred:.3f} > {RHAT_LIMIT}: the chains "
+                f"disagree on the ranking ({modes}). Run more warm-up/draws, or — when the chains sit at "
+                "different ω — compare fixed ω values with --sweep rather than trusting the pooled draws"
+            )
         level = max((rhat[k] for k in rhat if k != "expected_centred"), default=1.0)
         if level > RHAT_LIMIT and centred <= RHAT_LIMIT:
-            fit.warnings.append(f"max R-hat {level:.3f} > {RHAT_LIMIT} outside the ranked quantity: the absolute level "
-                                "of the latent scale is weakly identified (simplex paper, Theorem 2); the ranking's "
-                                f"R-hat is {centred:.3f}, read the ranking, not the absolute expected scores")
+            fit.warnings.append(
+                f"max R-hat {level:.3f} > {RHAT_LIMIT} outside the ranked quantity: the absolute level "
+                "of the latent scale is weakly identified (simplex paper, Theorem 2); the ranking's "
+                f"R-hat is {centred:.3f}, read the ranking, not the absolute expected scores"
+            )
     if divergences:
-        fit.warnings.append(f"{divergences} divergent transitions: the posterior has regions the sampler could not "
-                            "explore; treat intervals with care")
+        fit.warnings.append(
+            f"{divergences} divergent transitions: the posterior has regions the sampler could not explore; treat intervals with care"
+        )
     if ess.get("expected_centred", math.inf) < 100 * settings.chains / 4:
         fit.warnings.append(f"effective sample size of the centred expected scores is only {ess['expected_centred']:.0f}")
     return fit
@@ -352,6 +383,9 @@ def sensitivity_sweep(
                 progress(f"{'ω' if parameter == 'omega' else 'β_max'} = {value:g}")
             fit = run(settings)
         rho = spearmanr(fit.expected_mean, base_fit.expected_mean).statistic if len(data.candidates) > 2 else math.nan
-        results.append(SweepResult(parameter, value, fit.expected_mean, float(rho), fit.rhat.get("expected_centred", math.nan),
-                                   fit.max_rhat, fit.seconds))
+        results.append(
+            SweepResult(
+                parameter, value, fit.expected_mean, float(rho), fit.rhat.get("expected_centred", math.nan), fit.max_rhat, fit.seconds
+            )
+        )
     return base_fit, results

@@ -39,13 +39,7 @@ OMEGA_RANGE = (0.1, 8.0)
 BETA_RANGE = (0.0, 20.0)
 
 
-def make_model(
-    levels: int,
-    *,
-    omega_mode: Literal["off", "fixed", "prior"],
-    beta_mode: Literal["fixed", "prior"],
-    shift: bool,
-):
+def make_model(levels: int, *, omega_mode: Literal["off", "fixed", "prior"], beta_mode: Literal["fixed", "prior"], shift: bool):
     """A numpyro model ``model(counts, self_mask, omega, beta_max, delta)`` of the given structure.
 
     The structure (random effects on/off, hyperpriors or fixed values, self-preference shift) is
@@ -60,8 +54,10 @@ def make_model(
             omega = numpyro.sample("omega", dist.Uniform(*OMEGA_RANGE))
         rho = numpyro.sample("rho", dist.Beta(1.0, 1.0).expand([n_judges]).to_event(1))
         root = numpyro.sample("root", dist.Dirichlet(jnp.ones((n_judges, levels))).to_event(1))
-        steps = [numpyro.sample(f"edges{s}", dist.Dirichlet(conc).to_event(2))
-                 for s, conc in enumerate(edge_concentrations(levels, rho * beta_max, xp=jnp))]
+        steps = [
+            numpyro.sample(f"edges{s}", dist.Dirichlet(conc).to_event(2))
+            for s, conc in enumerate(edge_concentrations(levels, rho * beta_max, xp=jnp))
+        ]
         theta = numpyro.deterministic("theta", confusion_matrix(root, steps, xp=jnp))  # (J, M, M)
         pi_bar = numpyro.sample("pi_bar", dist.Dirichlet(jnp.ones((n_cands, levels))).to_event(1))
         if omega_mode == "off":

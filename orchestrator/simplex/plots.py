@@ -28,8 +28,6 @@ DEFAULT_COLLAPSE = {3: [1, 2, 3], 5: [1, 1, 2, 2, 3]}
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])
 
 
-
-
 def rank_plot(report, path: str | Path) -> Path:
     """Rank intervals of a :class:`~orchestrator.offline.fit_simplex.SimplexReport`, best at the top."""
     plt = pyplot()
@@ -42,8 +40,9 @@ def rank_plot(report, path: str | Path) -> Path:
         if r.true_rank is not None:
             ax.plot(r.true_rank, yy, "x", color="tab:red", ms=7, mew=2)
     ax.set_yticks(y, [r.candidate for r in rows])
-    ax.set_xlabel(f"rank (1 = best): {report.level:.0%} credible interval, mean rank"
-                  + (" ; × true rank" if any(r.true_rank for r in rows) else ""))
+    ax.set_xlabel(
+        f"rank (1 = best): {report.level:.0%} credible interval, mean rank" + (" ; × true rank" if any(r.true_rank for r in rows) else "")
+    )
     ax.set_xlim(0.5, len(rows) + 0.5)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"Bayesian simplex model: {report.label}", fontsize=9)
@@ -54,8 +53,9 @@ def sensitivity_plot(report, path: str | Path) -> Path:
     """Spearman with the base fit against ω (β_max = 5) and β_max (ω = 0)."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
-    for ax, (param, name) in zip(axes, (("omega", "ω (random-effect strength), β_max = 5"),
-                                         ("beta_max", "β_max (judge discrimination prior), ω = 0"))):
+    for ax, (param, name) in zip(
+        axes, (("omega", "ω (random-effect strength), β_max = 5"), ("beta_max", "β_max (judge discrimination prior), ω = 0"))
+    ):
         rows = [s for s in report.sensitivity or [] if s.parameter == param]
         xs = [s.value for s in rows]
         ys = [np.nan if s.spearman_vs_base is None else s.spearman_vs_base for s in rows]
@@ -75,16 +75,17 @@ def _xy(p: np.ndarray) -> np.ndarray:
     return p @ _CORNERS
 
 
-def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = None, n_draws: int = 60,
-                 seed: int = 0) -> Path:
+def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = None, n_draws: int = 60, seed: int = 0) -> Path:
     """Judges' vertex configurations from posterior draws and the candidates on the triangle."""
     from ..errors import OrchestratorError
 
     plt = pyplot()
     mapping = collapse or DEFAULT_COLLAPSE.get(data.levels)
     if mapping is None:
-        raise OrchestratorError(f"a simplex plot of {data.levels} levels needs --collapse (e.g. "
-                                f"{','.join(str(1 + (3 * s) // data.levels) for s in range(data.levels))})")
+        raise OrchestratorError(
+            f"a simplex plot of {data.levels} levels needs --collapse (e.g. "
+            f"{','.join(str(1 + (3 * s) // data.levels) for s in range(data.levels))})"
+        )
     if len(mapping) != data.levels or max(mapping) != 3:
         raise OrchestratorError("--collapse must map every level to 1, 2 or 3 (three levels for the triangle)")
     onehot = np.zeros((data.levels, 3))
@@ -103,8 +104,7 @@ def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = No
         ax.plot(*np.vstack([_CORNERS, _CORNERS[:1]]).T, color="black", lw=0.8)
         for s in pick:
             path_xy = _xy(theta[s, j])
-            ax.plot(*(np.vstack([path_xy, path_xy[:1]]) if data.levels == 3 else path_xy).T, color="tab:blue",
-                    lw=0.5, alpha=0.15)
+            ax.plot(*(np.vstack([path_xy, path_xy[:1]]) if data.levels == 3 else path_xy).T, color="tab:blue", lw=0.5, alpha=0.15)
         mean_xy = _xy(theta[:, j].mean(0))
         ax.plot(*(np.vstack([mean_xy, mean_xy[:1]]) if data.levels == 3 else mean_xy).T, "-", color="navy", lw=1.5)
         for m, (x, yv) in enumerate(mean_xy):
@@ -123,6 +123,9 @@ def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = No
         ax.set_title(fit.judges[j], fontsize=9)
         ax.set_aspect("equal")
         ax.axis("off")
-    fig.suptitle("Judges' vertices (posterior draws) and candidates on the simplex"
-                 + (f" — {data.levels} levels collapsed {','.join(map(str, mapping))}" if data.levels != 3 else ""), fontsize=10)
+    fig.suptitle(
+        "Judges' vertices (posterior draws) and candidates on the simplex"
+        + (f" — {data.levels} levels collapsed {','.join(map(str, mapping))}" if data.levels != 3 else ""),
+        fontsize=10,
+    )
     return save(fig, path)

@@ -71,8 +71,7 @@ def confusion_matrix(root: Any, steps: list[Any], xp: Any = np) -> Any:
         raise ValueError(f"need {levels - 1} edge-weight arrays for M = {levels}, got {len(steps)}")
     lead = root.shape[:-1]
     rows = [root]
-    last = xp.broadcast_to(xp.asarray([1.0 if i == levels - 1 else 0.0 for i in range(levels)], dtype=root.dtype),
-                           tuple(lead) + (levels,))
+    last = xp.broadcast_to(xp.asarray([1.0 if i == levels - 1 else 0.0 for i in range(levels)], dtype=root.dtype), tuple(lead) + (levels,))
     for m in range(levels - 1):
         trans = []
         for s in range(levels - 1):

@@ -28,18 +28,24 @@ def sample_confusion(n_judges: int, levels: int, beta_max: float, rng: np.random
     """``(J, M, M)`` confusion matrices drawn from the weight-propagation prior (ρ_j ~ U(0, 1))."""
     rho = rng.uniform(size=n_judges)
     root = rng.dirichlet(np.ones(levels), size=n_judges)
-    steps = [np.stack([[rng.dirichlet(row) for row in conc[j]] for j in range(n_judges)])
-             for conc in edge_concentrations(levels, rho * beta_max)]
+    steps = [
+        np.stack([[rng.dirichlet(row) for row in conc[j]] for j in range(n_judges)]) for conc in edge_concentrations(levels, rho * beta_max)
+    ]
     return confusion_matrix(root, steps)
 
 
 def _records(scores: np.ndarray, judges: list[str], candidates: list[str]) -> list[tuple[str, str, str, dict]]:
-    return [(judges[j], candidates[k], f"q{i:04d}", {str(int(scores[j, k, i])): 1.0})
-            for j in range(scores.shape[0]) for k in range(scores.shape[1]) for i in range(scores.shape[2])]
+    return [
+        (judges[j], candidates[k], f"q{i:04d}", {str(int(scores[j, k, i])): 1.0})
+        for j in range(scores.shape[0])
+        for k in range(scores.shape[1])
+        for i in range(scores.shape[2])
+    ]
 
 
-def from_model(n_judges: int, n_candidates: int, levels: int, questions: int, *, beta_max: float = 5.0,
-               omega: float = 0.0, seed: int = 0) -> tuple[ScoreData, np.ndarray]:
+def from_model(
+    n_judges: int, n_candidates: int, levels: int, questions: int, *, beta_max: float = 5.0, omega: float = 0.0, seed: int = 0
+) -> tuple[ScoreData, np.ndarray]:
     """Data drawn from the simplex model; the truth is ``Σ_m m·π̄_{k,m}``."""
     rng = np.random.default_rng(seed)
     theta = sample_confusion(n_judges, levels, beta_max, rng)
@@ -63,9 +69,17 @@ def from_model(n_judges: int, n_candidates: int, levels: int, questions: int, *,
     return build_score_data(_records(scores, judges, cands), levels=levels), pi_bar @ np.arange(1, levels + 1)
 
 
-def misspecified(n_judges: int, n_candidates: int, levels: int, questions: int, *, seed: int = 0,
-                 judge_noise: tuple[float, float] = (0.4, 1.5), leniency_sd: float = 0.3, item_sd: float = 0.4
-                 ) -> tuple[ScoreData, np.ndarray]:
+def misspecified(
+    n_judges: int,
+    n_candidates: int,
+    levels: int,
+    questions: int,
+    *,
+    seed: int = 0,
+    judge_noise: tuple[float, float] = (0.4, 1.5),
+    leniency_sd: float = 0.3,
+    item_sd: float = 0.4,
+) -> tuple[ScoreData, np.ndarray]:
     """An ordinal-probit world the model does not assume (module docstring); the truth is the
     exact ``E[S*_k]`` under the latent-quality model."""
     rng = np.random.default_rng(seed)

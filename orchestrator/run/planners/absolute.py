@@ -40,11 +40,11 @@ class AbsolutePlanner:
     def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
         template = templates["absolute"]
         if template.kind != "absolute":
-            raise OrchestratorError(f"absolute.template: {template.name!r} is a {template.kind} template, not an "
-                                    "absolute one")
+            raise OrchestratorError(f"absolute.template: {template.name!r} is a {template.kind} template, not an absolute one")
         if template.options != [str(m) for m in range(1, len(template.options) + 1)]:
-            raise OrchestratorError(f"absolute.template: {template.name!r} has options {template.options}; the simplex "
-                                    "model needs the levels 1..M")
+            raise OrchestratorError(
+                f"absolute.template: {template.name!r} has options {template.options}; the simplex model needs the levels 1..M"
+            )
 
     @staticmethod
     def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
@@ -71,8 +71,7 @@ class AbsolutePlanner:
             if not todo:
                 continue
             for cand in todo:
-                units.append([ctx.request(jn, "absolute", prompt, [cand], r)
-                              for jn in ctx.profiles for r in range(self.section.repeats)])
+                units.append([ctx.request(jn, "absolute", prompt, [cand], r) for jn in ctx.profiles for r in range(self.section.repeats)])
                 selected.append([prompt, prompt, cand])
             taken += 1
             if taken == ctx.config.selection.batch:

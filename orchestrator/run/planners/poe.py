@@ -68,11 +68,9 @@ class PoEPlanner:
     @staticmethod
     def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
         if templates["pairwise"].kind != "pairwise":
-            raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a "
-                                    f"{templates['pairwise'].kind} template")
+            raise OrchestratorError(f"judging.pairwise_template: {templates['pairwise'].name!r} is a {templates['pairwise'].kind} template")
         if "absolute" in templates and templates["absolute"].kind != "absolute":
-            raise OrchestratorError(f"judging.absolute_template: {templates['absolute'].name!r} is a "
-                                    f"{templates['absolute'].kind} template")
+            raise OrchestratorError(f"judging.absolute_template: {templates['absolute'].name!r} is a {templates['absolute'].kind} template")
         build_groups_for(dataset, config.data.scope)
 
     @staticmethod
@@ -207,8 +205,15 @@ class PoEPlanner:
         if self._avail is None:
             self._avail = [self._available(g) for g in self.groups]
         generator = torch.Generator().manual_seed(ctx.seed * 1_000_003 + round_no)
-        picks = select_across(posteriors, self.strategy, self._avail, ctx.config.selection.batch,
-                              ordered=self.ordered, generator=generator, expert=self.poe.expert)
+        picks = select_across(
+            posteriors,
+            self.strategy,
+            self._avail,
+            ctx.config.selection.batch,
+            ordered=self.ordered,
+            generator=generator,
+            expert=self.poe.expert,
+        )
         judge0 = ctx.first_judge
         units, selected = [], []
         scores: dict[int, torch.Tensor] = {}

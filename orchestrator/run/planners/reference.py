@@ -33,17 +33,18 @@ def reference_items(dataset: Dataset, anchor: str, seed: int) -> tuple[str, list
         name = DATASET_ANCHOR
         prompts = [p for p, row in dataset.prompts.items() if row.reference]
         if not prompts:
-            raise OrchestratorError("reference.anchor = \"dataset\" but no prompt has a \"reference\" text; "
-                                    "add one to prompts.jsonl or name a candidate as the anchor")
+            raise OrchestratorError(
+                'reference.anchor = "dataset" but no prompt has a "reference" text; '
+                "add one to prompts.jsonl or name a candidate as the anchor"
+            )
         cands = sorted({c for p in prompts for c in dataset.responses.get(p, {})})
         if DATASET_ANCHOR in cands:
-            raise OrchestratorError(f"a candidate is named {DATASET_ANCHOR!r}, the name of the dataset's reference "
-                                    "anchor; rename it")
+            raise OrchestratorError(f"a candidate is named {DATASET_ANCHOR!r}, the name of the dataset's reference anchor; rename it")
     else:
         name = anchor
         prompts = [p for p, by in dataset.responses.items() if anchor in by]
         if not prompts:
-            raise OrchestratorError(f"reference.anchor: {anchor!r} is neither \"dataset\" nor a candidate with responses")
+            raise OrchestratorError(f'reference.anchor: {anchor!r} is neither "dataset" nor a candidate with responses')
         cands = sorted({c for p in prompts for c in dataset.responses[p]} - {anchor})
     if not cands:
         raise OrchestratorError("reference campaign: no candidate answered a prompt that has an anchor text")
@@ -75,8 +76,7 @@ class ReferencePlanner:
         assert config.reference is not None
         template = templates["reference"]
         if template.kind != "reference":
-            raise OrchestratorError(f"reference.template: {template.name!r} is a {template.kind} template, not a "
-                                    "reference-anchored one")
+            raise OrchestratorError(f"reference.template: {template.name!r} is a {template.kind} template, not a reference-anchored one")
         reference_items(dataset, config.reference.anchor, config.seed)
 
     @staticmethod
@@ -112,7 +112,7 @@ class ReferencePlanner:
                 continue
             s = float(outcomes(np.array([win]), np.array([tie]), np.array([loss]), soft=soft)[0])
             items[cand][row["prompt_id"]].append(s)
-        out = {}
+        out: dict[str, dict[str, float]] = {}
         if not items:
             return out
         names = sorted(items)
@@ -120,8 +120,7 @@ class ReferencePlanner:
         total = np.array([sum(np.mean(v) for v in items[c].values()) for c in names])
         est = raee_arrays(total, n)
         for k, c in enumerate(names):
-            out[c] = {"n": float(n[k]), "elo": float(est["elo"][k]), "low": float(est["elo_low"][k]),
-                      "high": float(est["elo_high"][k])}
+            out[c] = {"n": float(n[k]), "elo": float(est["elo"][k]), "low": float(est["elo_low"][k]), "high": float(est["elo_high"][k])}
         return out
 
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
@@ -129,20 +128,18 @@ class ReferencePlanner:
         (with ``both_orders``) order; units are planned and budgeted whole."""
         ref, ctx = self.section, self.ctx
         judge0 = ctx.first_judge
-        asked = {(p, cands[1]) for jn, p, cands in ctx.asked
-                 if jn == judge0 and len(cands) == 2 and cands[0] == self.anchor}
+        asked = {(p, cands[1]) for jn, p, cands in ctx.asked if jn == judge0 and len(cands) == 2 and cands[0] == self.anchor}
 
         def unit(prompt: str, cand: str) -> list[dict]:
             orders = ([self.anchor, cand], [cand, self.anchor]) if ref.both_orders else ([self.anchor, cand],)
-            return [ctx.request(jn, "reference", prompt, shown, r)
-                    for jn in ctx.profiles for r in range(ref.repeats) for shown in orders]
+            return [ctx.request(jn, "reference", prompt, shown, r) for jn in ctx.profiles for r in range(ref.repeats) for shown in orders]
 
-        units, selected = [], []
+        units: list[list[dict]] = []
+        selected: list[list] = []
         if ref.allocation == "all":
             taken = 0
             for prompt in self.order:
-                todo = [c for c in self.candidates
-                        if c in ctx.dataset.responses.get(prompt, {}) and (prompt, c) not in asked]
+                todo = [c for c in self.candidates if c in ctx.dataset.responses.get(prompt, {}) and (prompt, c) not in asked]
                 if not todo:
                     continue
                 for c in todo:
@@ -167,16 +164,16 @@ class ReferencePlanner:
         for k, c in enumerate(ranked):
             lo, hi = est[c]["low"], est[c]["high"]
             width = max(hi - lo, 1e-12)
-            overlap[c] = sum(max(0.0, min(hi, est[o]["high"]) - max(lo, est[o]["low"])) / width
-                             for o in ranked[max(0, k - 1): k] + ranked[k + 1: k + 2])
+            overlap[c] = sum(
+                max(0.0, min(hi, est[o]["high"]) - max(lo, est[o]["low"])) / width
+                for o in ranked[max(0, k - 1) : k] + ranked[k + 1 : k + 2]
+            )
         open_ = [c for c in self.candidates if left[c]]
         # a candidate without a committed judgment yet counts as overlapping everything
         score = {c: overlap.get(c, math.inf) for c in open_}
         if open_ and all(score[c] == 0.0 for c in open_):
             return "every candidate's Elo interval is separated from its neighbours'"
-        for c in sorted(open_, key=lambda c: (-score[c], done[c], seeded_hash(ctx.seed, round_no, c)))[
-                : ctx.config.selection.batch]:
+        for c in sorted(open_, key=lambda c: (-score[c], done[c], seeded_hash(ctx.seed, round_no, c)))[: ctx.config.selection.batch]:
             units.append(unit(left[c][0], c))
             selected.append([self.anchor, left[c][0], c, round(score[c], 6) if math.isfinite(score[c]) else None])
         return Plan("reference", units, selected) if units else self.done
-

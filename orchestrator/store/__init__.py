@@ -23,7 +23,6 @@ leaves a consistent file (SQLite's journal) that :func:`open_run` resumes.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sqlite3
@@ -32,18 +31,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import quote
 
 import sqlite_utils
-from filelock import FileLock, Timeout
 
-from .dataset import Dataset, PromptRow, ResponseText
-from .errors import OrchestratorError
-from .failpoints import failpoint
-from .judging.client import Judgment
-from .judging.templates import Template
-from .records import prob_first
-from .secrets import redact, redact_json
+from ..dataset import Dataset, PromptRow, ResponseText
+from ..errors import OrchestratorError
+from ..failpoints import failpoint
+from ..judging.client import Judgment
+from ..judging.templates import Template
+from ..records import prob_first
+from ..secrets import lazy_secrets, redact, redact_json
+from .locks import RunLock, creation_lock, readonly
+from .schema import create_schema
 
 __all__ = ["SCHEMA_VERSION", "RunStore", "Spend", "create_run", "open_run"]
 
@@ -69,42 +68,18 @@ def _connect(path: Path, *, wal: bool = True) -> sqlite_utils.Database:
         db.execute("PRAGMA foreign_keys=ON")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if "readonly" in str(exc) or "read-only" in str(exc) or not os.access(path, os.W_OK) \
-                or not os.access(path.resolve().parent, os.W_OK):
-            raise OrchestratorError(f"{path}: the run file is on read-only storage ({exc}); status, rank and export "
-                                    "read it there, and a copy on writable storage can be resumed") from None
+        if (
+            "readonly" in str(exc)
+            or "read-only" in str(exc)
+            or not os.access(path, os.W_OK)
+            or not os.access(path.resolve().parent, os.W_OK)
+        ):
+            raise OrchestratorError(
+                f"{path}: the run file is on read-only storage ({exc}); status, rank and export "
+                "read it there, and a copy on writable storage can be resumed"
+            ) from None
         raise OrchestratorError(f"{path}: not a run file ({exc})") from None
     return db
-
-
-def _create_schema(db: sqlite_utils.Database) -> None:
-    db["runs"].create({
-        "id": int, "name": str, "config": str, "seed": int, "dataset_fingerprint": str, "schema_version": int,
-        "status": str, "stop_reason": str, "templates": str, "created_at": float, "updated_at": float,
-    }, pk="id")
-    db["prompts"].create({"id": str, "position": int, "text": str, "reference": str}, pk="id")
-    db["responses"].create({"prompt_id": str, "candidate": str, "text": str, "human": str},
-                           pk=("prompt_id", "candidate"), foreign_keys=[("prompt_id", "prompts", "id")])
-    db["requests"].create({
-        "key": str, "round": int, "judge": str, "template": str, "kind": str, "prompt_id": str,
-        "candidates": str, "repeat": int, "messages": str, "status": str, "reserved_tokens": int, "reserved_usd": float,
-        "created_at": float,
-    }, pk="key")
-    db["requests"].create_index(["status"])
-    db["requests"].create_index(["round"])
-    db["judgments"].create({
-        "key": str, "judge": str, "template": str, "kind": str, "prompt_id": str, "candidates": str,
-        "repeat": int, "status": str, "probs": str, "p_first": float, "method": str, "capped": str, "unresolved": str,
-        "top_logprobs": str, "text": str, "raw": str, "prompt_tokens": int, "completion_tokens": int,
-        "cost_usd": float, "latency_s": float, "attempts": int, "error": str, "error_type": str, "note": str,
-        "round": int, "created_at": float,
-    }, pk="key", foreign_keys=[("key", "requests", "key")])
-    db["rounds"].create({
-        "round": int, "kind": str, "selected": str, "n_requests": int, "entropy": float,
-        "max_adjacent_reorder": float, "top": str, "fit_s": float, "select_s": float, "dispatch_s": float,
-        "calls": int, "tokens": int, "usd": float, "started_at": float, "finished_at": float,
-    }, pk="round")
-    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
 def p_first(judgment: Judgment) -> float | None:
@@ -138,8 +113,7 @@ class RunStore:
         if not rows:
             return
         columns = list(rows[0])
-        sql = (f"INSERT OR {on_conflict} INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
-               f"VALUES ({', '.join('?' for _ in columns)})")
+        sql = f"INSERT OR {on_conflict} INTO [{table}] ({', '.join(f'[{c}]' for c in columns)}) VALUES ({', '.join('?' for _ in columns)})"
         self.db.conn.executemany(sql, [[r[c] for c in columns] for r in rows])
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -170,17 +144,19 @@ class RunStore:
 
     def set_status(self, status: str, reason: str = "") -> None:
         with self._transaction():
-            self.db.execute("update runs set status = ?, stop_reason = ?, updated_at = ? where id = 1",
-                            [status, reason, time.time()])
+            self.db.execute("update runs set status = ?, stop_reason = ?, updated_at = ? where id = 1", [status, reason, time.time()])
 
     # -- dataset snapshot --------------------------------------------------------------------
     def dataset(self) -> Dataset:
-        prompts = {r["id"]: PromptRow(id=r["id"], text=r["text"], reference=r["reference"])
-                   for r in self.db.query("select * from prompts order by position")}
+        prompts = {
+            r["id"]: PromptRow(id=r["id"], text=r["text"], reference=r["reference"])
+            for r in self.db.query("select * from prompts order by position")
+        }
         responses: dict[str, dict[str, ResponseText]] = {p: {} for p in prompts}
         for r in self.db.query("select * from responses order by rowid"):
             responses[r["prompt_id"]][r["candidate"]] = ResponseText(
-                prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"]))
+                prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"])
+            )
         return Dataset(prompts, responses)
 
     # -- requests and judgments --------------------------------------------------------------
@@ -188,38 +164,68 @@ class RunStore:
         """Write a round's selection and its planned (pending) requests in one transaction."""
         now = time.time()
         with self._transaction():
-            self._insert("rounds", [{"round": round_no, "kind": kind, "selected": json.dumps(selected),
-                                     "n_requests": len(requests), "started_at": now, **info}])
+            self._insert(
+                "rounds",
+                [
+                    {
+                        "round": round_no,
+                        "kind": kind,
+                        "selected": json.dumps(selected),
+                        "n_requests": len(requests),
+                        "started_at": now,
+                        **info,
+                    }
+                ],
+            )
             failpoint("add_round")
-            self._insert("requests", [{**r, "round": round_no, "status": "pending", "created_at": now}
-                                      for r in requests], on_conflict="IGNORE")
+            self._insert(
+                "requests", [{**r, "round": round_no, "status": "pending", "created_at": now} for r in requests], on_conflict="IGNORE"
+            )
 
     def finish_round(self, round_no: int, info: dict) -> None:
         info = {**info, "finished_at": time.time()}
         with self._transaction():
-            self.db.execute(f"update rounds set {', '.join(f'[{k}] = ?' for k in info)} where round = ?",
-                            [*info.values(), round_no])
+            self.db.execute(f"update rounds set {', '.join(f'[{k}] = ?' for k in info)} where round = ?", [*info.values(), round_no])
 
     def pending_requests(self) -> list[dict]:
         """Planned requests without a committed judgment, in planning order."""
-        return list(self.db.query(
-            "select r.* from requests r left join judgments j on j.key = r.key "
-            "where r.status = 'pending' and j.key is null order by r.round, r.key"))
+        return list(
+            self.db.query(
+                "select r.* from requests r left join judgments j on j.key = r.key "
+                "where r.status = 'pending' and j.key is null order by r.round, r.key"
+            )
+        )
 
     def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int, repeat: int = 0) -> dict:
         """Store one finished request (its judgment or permanent failure) atomically."""
+        secrets = lazy_secrets()  # the environment, read at most once for every field
         row = {
-            "key": judgment.key, "judge": judgment.judge, "template": judgment.template, "kind": judgment.kind,
-            "prompt_id": judgment.prompt_id, "candidates": json.dumps(judgment.candidates), "repeat": repeat,
+            "key": judgment.key,
+            "judge": judgment.judge,
+            "template": judgment.template,
+            "kind": judgment.kind,
+            "prompt_id": judgment.prompt_id,
+            "candidates": json.dumps(judgment.candidates),
+            "repeat": repeat,
             "status": judgment.status,
-            "probs": json.dumps(judgment.probs), "p_first": p_first(judgment) if judgment.status == "ok" else None,
-            "method": judgment.method, "capped": json.dumps(judgment.capped), "unresolved": json.dumps(judgment.unresolved),
-            "top_logprobs": json.dumps(redact_json(judgment.top_logprobs)), "text": redact(judgment.text),
-            "raw": json.dumps(redact_json(judgment.raw)) if judgment.raw is not None else None,
-            "prompt_tokens": judgment.prompt_tokens, "completion_tokens": judgment.completion_tokens,
-            "cost_usd": judgment.cost_usd, "latency_s": judgment.latency_s, "attempts": attempts,
-            "error": redact(judgment.error), "error_type": judgment.error_type, "note": redact(judgment.note),
-            "round": round_no, "created_at": time.time(),
+            "probs": json.dumps(judgment.probs),
+            "p_first": p_first(judgment) if judgment.status == "ok" else None,
+            "method": judgment.method,
+            "capped": json.dumps(judgment.capped),
+            "unresolved": json.dumps(judgment.unresolved),
+            "top_logprobs": json.dumps(redact_json(judgment.top_logprobs, values=secrets)),
+            "text": redact(judgment.text, values=secrets),
+            "raw": json.dumps(redact_json(judgment.raw, values=secrets)) if judgment.raw is not None else None,
+            "prompt_tokens": judgment.prompt_tokens,
+            "completion_tokens": judgment.completion_tokens,
+            "cost_usd": judgment.cost_usd,
+            "latency_s": judgment.latency_s,
+            "attempts": attempts,
+            "error": redact(judgment.error, values=secrets),
+            "error_type": judgment.error_type,
+            "note": redact(judgment.note, values=secrets),
+            "round": round_no,
+            "created_at": time.time(),
         }
         status = "done" if judgment.status == "ok" else "failed"
         with self._transaction():
@@ -233,27 +239,40 @@ class RunStore:
         return self.db.query(f"select * from judgments {where} order by round, key")
 
     def spend(self) -> Spend:
-        row = next(self.db.query(
-            "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
-            "coalesce(sum(cost_usd), 0.0) as usd from judgments"))
+        row = next(
+            self.db.query(
+                "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+                "coalesce(sum(cost_usd), 0.0) as usd from judgments"
+            )
+        )
         return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]))
 
     def planning_spend(self, cutoff: int) -> Spend:
         """What planning may assume is spent: actual spend of rounds ``<= cutoff`` (all committed)
         plus the reservations of later rounds, whatever has arrived of them. An upper bound on the
         final spend of what is planned, and independent of arrival timing (so resumes agree)."""
-        done = next(self.db.query(
-            "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
-            "coalesce(sum(cost_usd), 0.0) as usd from judgments where round <= ?", [cutoff]))
-        later = next(self.db.query(
-            "select count(*) as calls, coalesce(sum(reserved_tokens), 0) as tokens, coalesce(sum(reserved_usd), 0.0) as usd "
-            "from requests where round > ?", [cutoff]))
+        done = next(
+            self.db.query(
+                "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+                "coalesce(sum(cost_usd), 0.0) as usd from judgments where round <= ?",
+                [cutoff],
+            )
+        )
+        later = next(
+            self.db.query(
+                "select count(*) as calls, coalesce(sum(reserved_tokens), 0) as tokens, coalesce(sum(reserved_usd), 0.0) as usd "
+                "from requests where round > ?",
+                [cutoff],
+            )
+        )
         return Spend(int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]), float(done["usd"] + later["usd"]))
 
     def asked(self) -> set[tuple[str, str, tuple[str, ...]]]:
         """``(judge, prompt, candidates)`` of every planned request (asked or pending)."""
-        return {(r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"])))
-                for r in self.db.query("select judge, prompt_id, candidates from requests")}
+        return {
+            (r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"])))
+            for r in self.db.query("select judge, prompt_id, candidates from requests")
+        }
 
     def last_round(self) -> int:
         row = next(self.db.query("select coalesce(max(round), -1) as r from rounds"))
@@ -261,63 +280,6 @@ class RunStore:
 
     def rounds(self) -> list[dict]:
         return list(self.db.query("select * from rounds order by round"))
-
-
-class RunLock:
-    """The one-writer lock of a run: an exclusive ``flock`` on the run file itself, so it follows
-    the file (its inode), not a name: a resume through a symlink or a hard link, or after a lock
-    file was deleted, meets the same lock. The kernel drops it when the process dies, so a
-    ``kill -9`` leaves no stale lock. (SQLite's own locks are POSIX byte-range locks, which are
-    independent of ``flock`` on Linux.)"""
-
-    def __init__(self, path: Path):
-        self.path = path
-        try:
-            self._fd: int | None = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            raise OrchestratorError(f"{path}: cannot open the run file ({exc.strerror})") from None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._fd)
-            self._fd = None
-            raise OrchestratorError(f"{path} is in use by another orchestrator process; "
-                                    "wait for it to finish or stop it first") from None
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-
-def _creation_lock(path: Path) -> FileLock:
-    """Serialises two processes creating the same run name (the file does not exist yet)."""
-    lock = FileLock(str(path) + ".lock")
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise OrchestratorError(f"{path} is in use by another orchestrator process; "
-                                "wait for it to finish or stop it first") from None
-    return lock
-
-
-def _readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection. On read-only storage a WAL database whose ``-shm`` cannot be created
-    is opened as immutable, which is safe there: nothing can write it (and a leftover ``-wal``
-    with content rules that out, so then the ordinary error is reported)."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=30.0)
-    try:
-        conn.execute("select count(*) from sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError:
-        conn.close()
-        wal = Path(f"{path}-wal")
-        if (wal.exists() and wal.stat().st_size > 0) or os.access(path.resolve().parent, os.W_OK):
-            raise
-        conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30.0)
-        return conn
 
 
 def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset: Dataset, templates: dict[str, Template]) -> RunStore:
@@ -328,17 +290,15 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
     """
     path = Path(path)
     if path.exists() or path.is_symlink():
-        raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` "
-                                "or give the run another name")
+        raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` or give the run another name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OrchestratorError(f"{path.parent}: cannot create the runs directory ({exc.strerror})") from None
-    creating = _creation_lock(path)
+    creating = creation_lock(path)
     if path.exists():
         creating.release()
-        raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` "
-                                "or give the run another name")
+        raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` or give the run another name")
     partial = path.with_name(path.name + ".creating")
     try:
         partial.unlink(missing_ok=True)
@@ -352,16 +312,32 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
         now = time.time()
         # Written to a side file (rollback journal) and renamed below, so no transaction is needed
         # for atomicity; the run switches to WAL when it is opened for writing.
-        _create_schema(db)
-        db["runs"].insert({"id": 1, "name": name, "config": json.dumps(config), "seed": seed,
-                           "dataset_fingerprint": dataset.fingerprint(), "schema_version": SCHEMA_VERSION,
-                           "status": "created", "stop_reason": "", "created_at": now, "updated_at": now,
-                           "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()})})
-        db["prompts"].insert_all([{"id": p.id, "position": k, "text": p.text, "reference": p.reference}
-                                  for k, p in enumerate(dataset.prompts.values())])
-        db["responses"].insert_all([{"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text,
-                                     "human": json.dumps(r.human)}
-                                    for by_cand in dataset.responses.values() for r in by_cand.values()])
+        create_schema(db, SCHEMA_VERSION)
+        db.table("runs").insert(
+            {
+                "id": 1,
+                "name": name,
+                "config": json.dumps(config),
+                "seed": seed,
+                "dataset_fingerprint": dataset.fingerprint(),
+                "schema_version": SCHEMA_VERSION,
+                "status": "created",
+                "stop_reason": "",
+                "created_at": now,
+                "updated_at": now,
+                "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()}),
+            }
+        )
+        db.table("prompts").insert_all(
+            [{"id": p.id, "position": k, "text": p.text, "reference": p.reference} for k, p in enumerate(dataset.prompts.values())]
+        )
+        db.table("responses").insert_all(
+            [
+                {"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text, "human": json.dumps(r.human)}
+                for by_cand in dataset.responses.values()
+                for r in by_cand.values()
+            ]
+        )
         db.conn.close()
         # The run file appears complete or not at all.
         partial.replace(path)
@@ -387,7 +363,7 @@ def _check_run_file(path: Path) -> None:
         if fh.read(16) != b"SQLite format 3\x00":
             raise OrchestratorError(f"{path}: not a run file (not an SQLite database)")
     try:
-        conn = _readonly(path)
+        conn = readonly(path)
     except sqlite3.DatabaseError as exc:
         raise OrchestratorError(f"{path}: cannot open the run file ({exc})") from None
     try:
@@ -398,8 +374,10 @@ def _check_run_file(path: Path) -> None:
     finally:
         conn.close()
     if version > SCHEMA_VERSION:
-        raise OrchestratorError(f"{path}: written by a newer orchestrator (schema {version}, this one reads "
-                                f"up to {SCHEMA_VERSION}); upgrade llm-judge-orchestrator")
+        raise OrchestratorError(
+            f"{path}: written by a newer orchestrator (schema {version}, this one reads "
+            f"up to {SCHEMA_VERSION}); upgrade llm-judge-orchestrator"
+        )
     missing = {"runs", "prompts", "responses", "requests", "judgments", "rounds"} - tables
     if version < 1 or missing:
         raise OrchestratorError(f"{path}: not a run file (missing tables: {', '.join(sorted(missing)) or 'none'})")
@@ -428,7 +406,7 @@ def open_run(path: str | Path, *, write: bool = True) -> RunStore:
     _check_run_file(path)
     lock = RunLock(path) if write else None
     try:
-        store = RunStore(path, _connect(path) if write else sqlite_utils.Database(_readonly(path)), lock)
+        store = RunStore(path, _connect(path) if write else sqlite_utils.Database(readonly(path)), lock)
         if write:
             _migrate(store)
         if store.dataset().fingerprint() != store.run["dataset_fingerprint"]:
