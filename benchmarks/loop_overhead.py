@@ -21,7 +21,7 @@ from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeProfile, JudgeRequest, Judgment
 from orchestrator.judging.templates import get_template
 from orchestrator.run.engine import RunEngine
-from orchestrator.store import create_run
+from orchestrator.store import PlannedRequest, create_run
 
 
 class InstantJudge:
@@ -98,7 +98,7 @@ def main() -> None:
         rounds = store.rounds()
         fit = sum(r["fit_s"] or 0 for r in rounds)
         select = sum(r["select_s"] or 0 for r in rounds)
-        rows = list(store.db.query("select * from judgments"))
+        rows = list(store.judgments(ok_only=False))
         store.close()
 
         # The floor: committing the same judgments one transaction each, nothing else.
@@ -109,23 +109,32 @@ def main() -> None:
             "pairwise",
             [],
             [
-                {k: r[k] for k in ("key", "judge", "template", "kind", "prompt_id", "candidates")}
-                | {"messages": "[]", "reserved_tokens": 0, "reserved_usd": 0.0}
+                PlannedRequest(
+                    key=r.key,
+                    judge=r.judge,
+                    template=r.template,
+                    kind=r.kind,
+                    prompt_id=r.prompt_id,
+                    candidates=r.candidates,
+                    messages=[],
+                    reserved_tokens=0,
+                    reserved_usd=0.0,
+                )
                 for r in rows
             ],
             {},
         )
         judgments = [
             Judgment(
-                key=r["key"],
+                key=r.key,
                 judge="instant",
                 template="poe-pairwise",
                 kind="pairwise",
-                prompt_id=r["prompt_id"],
-                candidates=json.loads(r["candidates"]),
+                prompt_id=r.prompt_id,
+                candidates=r.candidates,
                 status="ok",
-                probs=json.loads(r["probs"]),
-                top_logprobs=json.loads(r["top_logprobs"]),
+                probs=r.probs,
+                top_logprobs=r.top_logprobs,
             )
             for r in rows
         ]

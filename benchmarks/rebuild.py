@@ -19,7 +19,7 @@ from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeProfile
 from orchestrator.judging.templates import get_template
 from orchestrator.run.engine import RunEngine
-from orchestrator.store import create_run, open_run
+from orchestrator.store import PlannedRequest, create_run, open_run
 
 
 def main() -> None:
@@ -63,17 +63,17 @@ def main() -> None:
                     cands = json.dumps([f"M{a}", f"M{b}"])
                     prob = 1 / (1 + pow(2.718281828, -(quality[a] - quality[b])))
                     requests.append(
-                        {
-                            "key": key,
-                            "judge": "synthetic",
-                            "template": "poe-pairwise",
-                            "kind": "pairwise",
-                            "prompt_id": f"p{p}",
-                            "candidates": cands,
-                            "messages": "[]",
-                            "reserved_tokens": 0,
-                            "reserved_usd": 0.0,
-                        }
+                        PlannedRequest(
+                            key=key,
+                            judge="synthetic",
+                            template="poe-pairwise",
+                            kind="pairwise",
+                            prompt_id=f"p{p}",
+                            candidates=[f"M{a}", f"M{b}"],
+                            messages=[],
+                            reserved_tokens=0,
+                            reserved_usd=0.0,
+                        )
                     )
                     judgments.append(
                         {

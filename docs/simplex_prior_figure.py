@@ -1,6 +1,6 @@
 """Draw docs/simplex-prior.png: the weight-propagation graph for M = 4 and what β_max does to the prior.
 
-    python docs/simplex_prior_figure.py
+python docs/simplex_prior_figure.py
 """
 
 from pathlib import Path
@@ -22,9 +22,12 @@ def main() -> None:
     for e in propagation_table(levels):
         (m, s), (m2, t) = e["from"], e["to"]
         boosted = e["concentration"] == "1 + ρβ_max"
-        ax.annotate("", xy=(m2, -t), xytext=(m, -s),
-                    arrowprops=dict(arrowstyle="->", lw=2.2 if boosted else 0.7,
-                                    color="tab:red" if boosted else "grey", shrinkA=9, shrinkB=9))
+        ax.annotate(
+            "",
+            xy=(m2, -t),
+            xytext=(m, -s),
+            arrowprops=dict(arrowstyle="->", lw=2.2 if boosted else 0.7, color="tab:red" if boosted else "grey", shrinkA=9, shrinkB=9),
+        )
     for m in range(1, levels + 1):
         for s in range(1, levels + 1):
             ax.scatter(m, -s, s=380, color="white", edgecolor="navy", zorder=3)
@@ -35,8 +38,10 @@ def main() -> None:
     ax.set_ylim(-levels - 0.5, -0.5)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.set_title("weight propagation, M = 4: mass moves only up (or stays);\n"
-                 "red = one-step-up edge, Dirichlet concentration 1 + ρβ_max (others 1)", fontsize=9)
+    ax.set_title(
+        "weight propagation, M = 4: mass moves only up (or stays);\nred = one-step-up edge, Dirichlet concentration 1 + ρβ_max (others 1)",
+        fontsize=9,
+    )
     rng = np.random.default_rng(0)
     for i, beta in enumerate((0.0, 5.0, 20.0)):
         mean = sample_confusion(4000, 5, beta, rng).mean(0)
@@ -44,8 +49,9 @@ def main() -> None:
         a.imshow(mean, cmap="Blues", vmin=0, vmax=1)
         for m in range(5):
             for s in range(5):
-                a.annotate(f"{mean[m, s]:.2f}", (s, m), ha="center", va="center", fontsize=6,
-                           color="white" if mean[m, s] > 0.5 else "black")
+                a.annotate(
+                    f"{mean[m, s]:.2f}", (s, m), ha="center", va="center", fontsize=6, color="white" if mean[m, s] > 0.5 else "black"
+                )
         a.set_xticks(range(5), range(1, 6))
         a.set_yticks(range(5), range(1, 6))
         a.set_xlabel("assigned score", fontsize=8)

@@ -21,9 +21,19 @@ with (out / f"{aspect}.log.jsonl").open("w") as fh:
         probs = {"A": 0.0, "B": 0.0, "C": 0.0}
         probs[row["verdict"]] = 1.0
         systems |= {row["first"], row["second"]}
-        fh.write(json.dumps({"kind": "pairwise", "judge": row["judge"], "prompt_id": row["prompt_id"],
-                             "candidates": [row["first"], row["second"]], "probs": probs,
-                             "source": "verdict"}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "kind": "pairwise",
+                    "judge": row["judge"],
+                    "prompt_id": row["prompt_id"],
+                    "candidates": [row["first"], row["second"]],
+                    "probs": probs,
+                    "source": "verdict",
+                }
+            )
+            + "\n"
+        )
 with (out / "responses.jsonl").open("w") as fh:
     for line in (shared / "responses.jsonl").open():
         row = json.loads(line)

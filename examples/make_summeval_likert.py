@@ -42,8 +42,19 @@ def convert(shared: Path, aspect: str, out: Path, style: str = "rts") -> tuple[i
                     dropped += 1
                     continue
                 recovered += 1
-            fh.write(json.dumps({"kind": "absolute", "judge": row["judge"], "prompt_id": row["prompt_id"],
-                                 "candidates": [row["candidate"]], "probs": {str(score): 1.0}}, separators=(",", ":")) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "kind": "absolute",
+                        "judge": row["judge"],
+                        "prompt_id": row["prompt_id"],
+                        "candidates": [row["candidate"]],
+                        "probs": {str(score): 1.0},
+                    },
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
             written += 1
     return written, recovered, dropped
 

@@ -6,7 +6,6 @@ fit, format a table, draw plots.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ __all__ = ["load_reference_judgments", "fit_raee", "format_raee", "plot_raee", "
 def _from_store(path: Path) -> tuple[ReferenceJudgments, dict]:
     with open_run(path, write=False) as store:
         config = RunConfig.model_validate(store.config)
-        rows = list(store.db.query("select * from judgments where status = 'ok' and kind = 'reference' order by round, key"))
+        rows = list(store.judgments(kind="reference"))
         dataset = store.dataset()
     info: dict = {"population": len(dataset.prompts), "candidates": None}
     anchor = None
@@ -35,11 +34,11 @@ def _from_store(path: Path) -> tuple[ReferenceJudgments, dict]:
         info = {"population": len(order), "candidates": cands}
     out = []
     for row in rows:
-        cands = json.loads(row["candidates"])
+        cands = row.candidates
         this_anchor = anchor if anchor in cands else cands[0]
-        cand, w, t, lo, swapped = reference_wtl(cands, this_anchor, json.loads(row["probs"])[0])
+        cand, w, t, lo, swapped = reference_wtl(cands, this_anchor, row.probs[0])
         if w + t + lo > 0:
-            out.append((this_anchor, row["judge"], cand, row["prompt_id"], int(row.get("repeat") or 0), w, t, lo, swapped))
+            out.append((this_anchor, row.judge, cand, row.prompt_id, row.repeat, w, t, lo, swapped))
     return ReferenceJudgments.from_rows(out), info
 
 

@@ -290,7 +290,7 @@ def test_a_version_1_run_file_is_migrated_when_opened_for_writing(tmp_path, two_
     db.close()
     assert len(list(runs.ranking(path)["groups"])) == 2  # read-only use of a version-1 file works
     with open_run(path) as store:
-        assert {r["repeat"] for r in store.judgments()} == {0}
+        assert {r.repeat for r in store.judgments()} == {0}
     db = sqlite3.connect(path)
     assert db.execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("pragma integrity_check").fetchone()[0] == "ok"

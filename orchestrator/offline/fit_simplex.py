@@ -7,7 +7,6 @@ scores, summarise as a :class:`SimplexReport`, format a table.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Callable
@@ -34,18 +33,14 @@ def load_absolute_judgments(source: str | Path, *, log: bool) -> tuple[list[tupl
         return [(rec.judge, rec.candidates[0], rec.prompt_id, rec.probs) for _, rec in load_log(path) if rec.kind == "absolute"], info
     with open_run(path, write=False) as store:
         config = RunConfig.model_validate(store.config)
-        rows = list(
-            store.db.query(
-                "select judge, prompt_id, candidates, probs from judgments where status = 'ok' and kind = 'absolute' order by round, key"
-            )
-        )
+        rows = list(store.judgments(kind="absolute"))
         dataset = store.dataset()
     if config.data.truth:
         info = {
             "truth": _mean_truth(((r.candidate, r.human.get(config.data.truth)) for by in dataset.responses.values() for r in by.values())),
             "truth_field": config.data.truth,
         }
-    return [(r["judge"], json.loads(r["candidates"])[0], r["prompt_id"], json.loads(r["probs"])[0]) for r in rows], info
+    return [(r.judge, r.candidates[0], r.prompt_id, r.probs[0]) for r in rows], info
 
 
 def _mean_truth(pairs) -> dict[str, float]:

@@ -14,6 +14,7 @@ from ..errors import OrchestratorError
 from ..poe import absolute_moments
 from ..records import LogRecord, ResponseRow
 from ..run.groups import item_name
+from ..store import JudgmentRecord
 
 __all__ = ["SCOPES", "Group", "build_groups"]
 
@@ -35,7 +36,7 @@ class Group:
     """Ordered pair ``(first, second)`` → ``(prompt_id, P(first better))`` judgments."""
     absolute: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
     """Candidate → moment-matched ``(mean, variance)`` absolute judgments."""
-    rows: list[dict] = field(default_factory=list)
+    rows: list[JudgmentRecord] = field(default_factory=list)
     """Every judgment of the group as a run-file row: the all-pairs posterior is fitted from these
     with the run's own code (:func:`orchestrator.run.groups.fit_group`), so a replay of a run's
     export reproduces the run's ranking exactly (every judge, both orders, every absolute score)."""
@@ -141,16 +142,16 @@ def build_groups(
         ids = [index[item_key(rec.prompt_id, c)[1]] for c in rec.candidates]
         # the judgment as a run file row, for the posterior on everything (the run's own fit)
         group.rows.append(
-            {
-                "kind": rec.kind,
-                "judge": rec.judge,
-                "prompt_id": rec.prompt_id,
-                "candidates": list(rec.candidates),
-                "probs": [rec.probs],
-                "round": rec.round,
-                "key": rec.key if rec.key is not None else f"line:{number:012d}",
-                "p_first": rec.prob_first() if rec.kind == "pairwise" else None,
-            }
+            JudgmentRecord(
+                key=rec.key if rec.key is not None else f"line:{number:012d}",
+                judge=rec.judge,
+                kind=rec.kind,
+                prompt_id=rec.prompt_id,
+                candidates=list(rec.candidates),
+                probs=[rec.probs],
+                round=rec.round,
+                p_first=rec.prob_first() if rec.kind == "pairwise" else None,
+            )
         )
         if rec.kind == "pairwise":
             group.pairwise.setdefault((ids[0], ids[1]), []).append((rec.prompt_id, rec.prob_first()))

@@ -15,7 +15,7 @@ from ..poe import PoEConfig, get_expert, rank_intervals, ranking_order
 from ..poe.uncertainty import adjacent_reorder_probabilities, entropy
 from ..run.groups import build_groups_for, fit_groups
 from ..run.planners import reference_items
-from ..store import open_run
+from ..store import JudgmentRecord, open_run
 
 __all__ = ["EXPORT_FORMATS", "ranking", "status", "export"]
 
@@ -203,11 +203,8 @@ def status(path: str | Path) -> dict:
         run = store.run
         config = RunConfig.model_validate(store.config)
         spend = store.spend()
-        counts = {r["status"]: r["n"] for r in store.db.query("select status, count(*) as n from requests group by status")}
-        failures = {
-            r["error_type"] or "unknown": r["n"]
-            for r in store.db.query("select error_type, count(*) as n from judgments where status = 'failed' group by error_type")
-        }
+        counts = store.request_counts()
+        failures = store.failure_counts()
         rounds = store.last_round() + 1
     b = config.budget
     poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
@@ -234,36 +231,31 @@ def status(path: str | Path) -> dict:
     return summary
 
 
-def _log_line(row: dict, anchor: str | None = None) -> dict:
-    probs = json.loads(row["probs"])
-    capped = json.loads(row["capped"])
-    unresolved = json.loads(row["unresolved"])
+def _log_line(row: JudgmentRecord, anchor: str | None = None) -> dict:
+    """One line of the judgment log (what ``orchestrator replay`` and the fits read)."""
+    one = lambda values: values[0] if len(values) == 1 else values  # noqa: E731
     return {
-        "kind": row["kind"],
-        "judge": row["judge"],
-        "prompt_id": row["prompt_id"],
-        "candidates": json.loads(row["candidates"]),
-        "probs": probs[0] if len(probs) == 1 else probs,
-        **(
-            {"reference": anchor if anchor in json.loads(row["candidates"]) else json.loads(row["candidates"])[0]}
-            if row["kind"] == "reference"
-            else {}
-        ),
-        "repeat": row.get("repeat", 0),
-        "key": row["key"],
-        "template": row["template"],
-        "method": row["method"],
-        "capped": capped[0] if len(capped) == 1 else capped,
-        "unresolved": unresolved[0] if len(unresolved) == 1 else unresolved,
-        "text": row["text"],
-        "top_logprobs": json.loads(row["top_logprobs"]),
-        "round": row["round"],
-        "prompt_tokens": row["prompt_tokens"],
-        "completion_tokens": row["completion_tokens"],
-        "cost_usd": row["cost_usd"],
-        "latency_s": row["latency_s"],
-        "attempts": row["attempts"],
-        "note": row["note"],
+        "kind": row.kind,
+        "judge": row.judge,
+        "prompt_id": row.prompt_id,
+        "candidates": row.candidates,
+        "probs": one(row.probs),
+        **({"reference": anchor if anchor in row.candidates else row.candidates[0]} if row.kind == "reference" else {}),
+        "repeat": row.repeat,
+        "key": row.key,
+        "template": row.template,
+        "method": row.method,
+        "capped": one(row.capped),
+        "unresolved": one(row.unresolved),
+        "text": row.text,
+        "top_logprobs": row.top_logprobs,
+        "round": row.round,
+        "prompt_tokens": row.prompt_tokens,
+        "completion_tokens": row.completion_tokens,
+        "cost_usd": row.cost_usd,
+        "latency_s": row.latency_s,
+        "attempts": row.attempts,
+        "note": row.note,
     }
 
 
@@ -294,13 +286,11 @@ CSV_COLUMNS = [
 ]
 
 
-def _flat(row: dict) -> dict:
-    cands = json.loads(row["candidates"])
-    return {
-        **{c: row.get(c) for c in CSV_COLUMNS if c in row},
-        "candidate_a": cands[0],
-        "candidate_b": cands[1] if len(cands) > 1 else None,
-    }
+def _flat(row: JudgmentRecord) -> dict:
+    """One CSV/Parquet row: scalar columns, the JSON ones (probs, capped, unresolved) as JSON text."""
+    as_json = {"probs", "capped", "unresolved"}
+    flat = {c: (json.dumps(getattr(row, c)) if c in as_json else getattr(row, c)) for c in CSV_COLUMNS if hasattr(row, c)}
+    return {**flat, "candidate_a": row.candidates[0], "candidate_b": row.candidates[1] if len(row.candidates) > 1 else None}
 
 
 def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False) -> int:
@@ -322,7 +312,7 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
     with open_output(out, option="--out", inputs=[path], binary=binary) as fh:
         if fmt == "jsonl":
             for row in rows:
-                if row["status"] == "ok":
+                if row.status == "ok":
                     fh.write(json.dumps(_log_line(row, anchor)) + "\n")
         elif fmt == "csv":
             writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)

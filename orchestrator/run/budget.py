@@ -13,7 +13,7 @@ from ..config import BudgetConfig
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile
 from ..judging.templates import Template
-from ..store import Spend
+from ..store import PlannedRequest, Spend
 
 __all__ = ["MESSAGE_OVERHEAD_TOKENS", "judge_price", "judge_prices", "worst_case", "fit_budget"]
 
@@ -76,17 +76,17 @@ def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, 
     return tokens, usd
 
 
-def fit_budget(units: list[list[dict]], spend: Spend, budget: BudgetConfig) -> tuple[list[list[dict]], str]:
+def fit_budget(units: list[list[PlannedRequest]], spend: Spend, budget: BudgetConfig) -> tuple[list[list[PlannedRequest]], str]:
     """Keep units (a comparison's requests) in priority order while their reservations fit in what
     ``budget`` leaves after ``spend``; the reason when one did not fit."""
     calls = math.inf if budget.max_calls is None else budget.max_calls - spend.calls
     tokens = math.inf if budget.max_tokens is None else budget.max_tokens - spend.tokens
     usd = math.inf if budget.max_usd is None else budget.max_usd - spend.usd
-    kept: list[list[dict]] = []
+    kept: list[list[PlannedRequest]] = []
     for unit in units:
         need_calls = len(unit)
-        need_tokens = sum(r["reserved_tokens"] for r in unit)
-        need_usd = sum(r["reserved_usd"] for r in unit)
+        need_tokens = sum(r.reserved_tokens for r in unit)
+        need_usd = sum(r.reserved_usd for r in unit)
         if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:
             if need_calls > calls:
                 what = f"max_calls ({spend.calls} of {budget.max_calls} used)"

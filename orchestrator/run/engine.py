@@ -28,7 +28,7 @@ from ..judging.client import Judge, JudgeProfile, JudgeRequest, Judgment
 from ..judging.dispatch import RetryPolicy, call_with_retries
 from ..judging.templates import Template
 from ..poe import threads_for
-from ..store import RunStore, Spend
+from ..store import PlannedRequest, RunStore, Spend
 from .budget import fit_budget, judge_prices
 from .planners import Plan, planner_for
 from .requests import PlanContext
@@ -90,8 +90,8 @@ class RunEngine:
         self.planner = planner_for(config)(self.ctx)
         for row in store.judgments():
             self.planner.add(row)
-        self._failed = next(store.db.query("select count(*) as n from judgments where status = 'failed'"))["n"]
-        self._ok = next(store.db.query("select count(*) as n from judgments where status = 'ok'"))["n"]
+        counts = store.judgment_counts()
+        self._failed, self._ok = counts.get("failed", 0), counts.get("ok", 0)
         self._failed_at_start = self._failed
         self._hard_stop = False
         self._draining = False
@@ -107,32 +107,28 @@ class RunEngine:
         # draining: no new attempt (the request stays pending and is sent again on resume)
         return await call_with_retries(judge, request, policy, sleep=self.sleep, stop=lambda: self._draining)
 
-    async def _dispatch(self, rows: list[dict], round_no: int, semaphore: asyncio.Semaphore) -> None:
+    async def _dispatch(self, rows: list[PlannedRequest], round_no: int, semaphore: asyncio.Semaphore) -> None:
         """Ask one round's requests (under the run-wide concurrency limit), committing each as it
         arrives, then record the round's end."""
         templates = {t.name: t for t in self.templates.values()}
         started = time.perf_counter()
 
-        async def one(row: dict) -> None:
+        async def one(row: PlannedRequest) -> None:
             request = JudgeRequest(
-                key=row["key"],
-                template=templates[row["template"]],
-                messages=json.loads(row["messages"]),
-                prompt_id=row["prompt_id"],
-                candidates=json.loads(row["candidates"]),
+                key=row.key, template=templates[row.template], messages=row.messages, prompt_id=row.prompt_id, candidates=row.candidates
             )
             async with semaphore:
                 if self._draining:  # not sent yet: leave it pending for the resume
                     return
                 self._in_flight_calls += 1
                 try:
-                    judgment, attempts = await self._call(request, self.judges[row["judge"]])
+                    judgment, attempts = await self._call(request, self.judges[row.judge])
                 finally:
                     self._in_flight_calls -= 1
             if self._draining and judgment.status == "failed" and judgment.retryable:
                 return  # a retry would have followed: pending, sent again on resume
-            judgment = judgment.model_copy(update={"judge": row["judge"]})
-            committed = self.store.commit_judgment(judgment, attempts, round_no, row.get("repeat") or 0)
+            judgment = judgment.model_copy(update={"judge": row.judge})
+            committed = self.store.commit_judgment(judgment, attempts, round_no, row.repeat)
             if judgment.status == "ok":
                 self._ok += 1
                 self.planner.add(committed)
@@ -142,7 +138,7 @@ class RunEngine:
 
         # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
         # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
-        await asyncio.gather(*(one(r) for r in sorted(rows, key=lambda r: (r["prompt_id"], r["key"]))))
+        await asyncio.gather(*(one(r) for r in sorted(rows, key=lambda r: (r.prompt_id, r.key))))
         if not self._draining:
             self.store.finish_round(round_no, {**self._round_info(), "dispatch_s": time.perf_counter() - started})
 
@@ -239,16 +235,12 @@ class RunEngine:
         return ""
 
     def _typical_error(self) -> str:
-        row = next(
-            self.store.db.query(
-                "select error_type, error, count(*) as n from judgments where status = 'failed' group by error_type order by n desc limit 1"
-            ),
-            None,
-        )
-        if row is None:
+        typical = self.store.typical_failure()
+        if typical is None:
             return "no call was made"
-        error = " ".join((row["error"] or "").split("Traceback (most recent call last)")[0].split())
-        return f"{row['n']} × {row['error_type'] or 'error'}: {error[:200]}"
+        n, error_type, error = typical
+        error = " ".join(error.split("Traceback (most recent call last)")[0].split())
+        return f"{n} × {error_type}: {error[:200]}"
 
     def _set_status_safely(self, status: str, reason: str) -> None:
         """Mark the run's state on the way out of an error; a run file that cannot be written (a
@@ -271,8 +263,8 @@ class RunEngine:
         drained = False
         try:
             pending = self.store.pending_requests()
-            for r in sorted({row["round"] for row in pending}):  # interrupted rounds go first
-                rows = [row for row in pending if row["round"] == r]
+            for r in sorted({row.round for row in pending}):  # interrupted rounds go first
+                rows = [row for row in pending if row.round == r]
                 self._event("round", r, planned_requests=len(rows))
                 in_flight[r] = asyncio.create_task(self._dispatch(rows, r, semaphore))
             while True:
@@ -330,7 +322,7 @@ class RunEngine:
         self._event("stop", round_no, reason=reason, **summary)
         return reason
 
-    def _plan_round(self, round_no: int, cutoff: int) -> tuple[str, int, list[dict] | None]:
+    def _plan_round(self, round_no: int, cutoff: int) -> tuple[str, int, list[PlannedRequest] | None]:
         """Ask the planner for the next round and write it as pending requests. Returns ``(stop
         reason, round number, planned request rows or None to stop)``."""
         timings: dict[str, float] = {}

@@ -9,7 +9,6 @@ agree on every ranking.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from ..dataset import Dataset
 from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_laplace, permutation_debias, threads_for
 from ..records import level_distribution
+from ..store import JudgmentRecord
 
 __all__ = [
     "ITEMS",
@@ -122,7 +122,7 @@ def build_groups_for(dataset: Dataset, scope: str) -> list[Group]:
 
 
 def group_observations(
-    group: Group, judgments: list[dict], *, debias: str, with_absolute: bool = True
+    group: Group, judgments: list[JudgmentRecord], *, debias: str, with_absolute: bool = True
 ) -> tuple[list[tuple[int, int, float]], list[tuple[int, float, float]]]:
     """Comparisons ``(first, second, P(first better))`` and absolutes ``(item, mean, var)`` of a group
     from committed judgment rows (store format), in the given order.
@@ -135,25 +135,24 @@ def group_observations(
     waiting: dict[tuple[str, str, str, str], float] = {}
     combined: dict[tuple[str, str, str, str], int] = {}
     for row in judgments:
-        shown = json.loads(row["candidates"]) if isinstance(row["candidates"], str) else row["candidates"]
-        members = [group.member(row["prompt_id"], c) for c in shown]
+        members = [group.member(row.prompt_id, c) for c in row.candidates]
         if any(m is None for m in members):
             continue
         cands: list[str] = members  # type: ignore[assignment]
-        if row["kind"] == "pairwise" and row["p_first"] is not None:
+        if row.kind == "pairwise" and row.p_first is not None:
             a, b = cands
             if debias == "permutation":
-                back = (row["judge"], row["prompt_id"], b, a)
+                back = (row.judge, row.prompt_id, b, a)
                 if back in waiting:
                     p_back = waiting.pop(back)
                     slot = combined.pop(back)
-                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row["p_first"])))
+                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row.p_first)))
                     continue
-                waiting[(row["judge"], row["prompt_id"], a, b)] = row["p_first"]
-                combined[(row["judge"], row["prompt_id"], a, b)] = len(comparisons)
-            comparisons.append((group.index[a], group.index[b], float(row["p_first"])))
-        elif row["kind"] == "absolute" and with_absolute:
-            probs = json.loads(row["probs"])[0] if isinstance(row["probs"], str) else row["probs"][0]
+                waiting[(row.judge, row.prompt_id, a, b)] = row.p_first
+                combined[(row.judge, row.prompt_id, a, b)] = len(comparisons)
+            comparisons.append((group.index[a], group.index[b], float(row.p_first)))
+        elif row.kind == "absolute" and with_absolute:
+            probs = row.probs[0]
             if sum(probs.values()) <= 0:
                 continue
             levels, weights = level_distribution(probs)
@@ -162,28 +161,28 @@ def group_observations(
     return comparisons, absolutes
 
 
-def fit_group(group: Group, judgments: list[dict], config: PoEConfig, *, debias: str, with_absolute: bool = True) -> Posterior:
+def fit_group(group: Group, judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str, with_absolute: bool = True) -> Posterior:
     """Cold Laplace fit of one group on its judgments, taken in (round, key) order: the canonical
     posterior, the same in a live run, a resumed one, ``orchestrator rank`` and the replay of the
     run's export."""
-    rows = sorted(judgments, key=lambda r: (r["round"], r["key"]))
+    rows = sorted(judgments, key=lambda r: (r.round, r.key))
     comparisons, absolutes = group_observations(group, rows, debias=debias, with_absolute=with_absolute)
     return fit_laplace(Observations.from_lists(len(group.names), comparisons, absolutes), config)
 
 
-def fit_groups(groups: list[Group], judgments: list[dict], config: PoEConfig, *, debias: str) -> list[Posterior]:
+def fit_groups(groups: list[Group], judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str) -> list[Posterior]:
     """:func:`fit_group` for every group of a run."""
     with threads_for(max(len(g.names) for g in groups)):
         return [fit_group(group, rows, config, debias=debias) for group, rows in zip(groups, split_by_group(groups, judgments))]
 
 
-def split_by_group(groups: list[Group], judgments: list[dict]) -> list[list[dict]]:
+def split_by_group(groups: list[Group], judgments: list[JudgmentRecord]) -> list[list[JudgmentRecord]]:
     if len(groups) == 1:
         return [judgments]
     where = {g.key: k for k, g in enumerate(groups)}
-    out: list[list[dict]] = [[] for _ in groups]
+    out: list[list[JudgmentRecord]] = [[] for _ in groups]
     for row in judgments:
-        k = where.get(row["prompt_id"])
+        k = where.get(row.prompt_id)
         if k is not None:
             out[k].append(row)
     return out

@@ -4,7 +4,6 @@ requests already planned, and how a request row is rendered, keyed and reserved.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +13,7 @@ from ..dataset import Dataset
 from ..judging.client import JudgeProfile
 from ..judging.templates import Template
 from ..record import request_key
+from ..store import PlannedRequest
 from .budget import worst_case
 
 __all__ = ["DATASET_ANCHOR", "PlanContext", "seeded_hash"]
@@ -54,7 +54,7 @@ class PlanContext:
         """Requests per prompt so far (derived from the log, so a resumed run sees the same)."""
         return Counter(p for _, p, _ in self.asked)
 
-    def request(self, judge: str, role: str, prompt_id: str, candidates: list[str], repeat: int = 0) -> dict:
+    def request(self, judge: str, role: str, prompt_id: str, candidates: list[str], repeat: int = 0) -> PlannedRequest:
         """A request row for the store: rendered messages, idempotency key, worst-case reservation."""
         template = self.templates[role]
         profile = self.profiles[judge]
@@ -74,19 +74,19 @@ class PlanContext:
         messages = template.render(values, attribute=attribute, prefill=profile.prefill)
         tokens, usd = worst_case(messages, template, profile, self.prices[judge])
         key = request_key(self.run_name, judge, template.digest, attribute or "", prompt_id, *candidates, str(repeat))
-        return {
-            "key": key,
-            "judge": judge,
-            "template": template.name,
-            "kind": template.kind,
-            "prompt_id": prompt_id,
-            "candidates": json.dumps(candidates),
-            "repeat": repeat,
-            "messages": json.dumps(messages),
-            "reserved_tokens": tokens,
-            "reserved_usd": usd,
-        }
+        return PlannedRequest(
+            key=key,
+            judge=judge,
+            template=template.name,
+            kind=template.kind,
+            prompt_id=prompt_id,
+            candidates=list(candidates),
+            messages=messages,
+            reserved_tokens=tokens,
+            reserved_usd=usd,
+            repeat=repeat,
+        )
 
-    def mark_asked(self, rows: list[dict]) -> None:
-        for r in rows:
-            self.asked.add((r["judge"], r["prompt_id"], tuple(json.loads(r["candidates"]))))
+    def mark_asked(self, requests: list[PlannedRequest]) -> None:
+        for r in requests:
+            self.asked.add((r.judge, r.prompt_id, tuple(r.candidates)))

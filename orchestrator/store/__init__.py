@@ -42,9 +42,10 @@ from ..judging.templates import Template
 from ..records import prob_first
 from ..secrets import lazy_secrets, redact, redact_json
 from .locks import RunLock, creation_lock, readonly
+from .records import JudgmentRecord, PlannedRequest
 from .schema import create_schema
 
-__all__ = ["SCHEMA_VERSION", "RunStore", "Spend", "create_run", "open_run"]
+__all__ = ["SCHEMA_VERSION", "JudgmentRecord", "PlannedRequest", "RunStore", "Spend", "create_run", "open_run"]
 
 SCHEMA_VERSION = 2
 
@@ -160,7 +161,7 @@ class RunStore:
         return Dataset(prompts, responses)
 
     # -- requests and judgments --------------------------------------------------------------
-    def add_round(self, round_no: int, kind: str, selected: list, requests: list[dict], info: dict) -> None:
+    def add_round(self, round_no: int, kind: str, selected: list, requests: list[PlannedRequest], info: dict) -> None:
         """Write a round's selection and its planned (pending) requests in one transaction."""
         now = time.time()
         with self._transaction():
@@ -179,7 +180,7 @@ class RunStore:
             )
             failpoint("add_round")
             self._insert(
-                "requests", [{**r, "round": round_no, "status": "pending", "created_at": now} for r in requests], on_conflict="IGNORE"
+                "requests", [{**r.row(), "round": round_no, "status": "pending", "created_at": now} for r in requests], on_conflict="IGNORE"
             )
 
     def finish_round(self, round_no: int, info: dict) -> None:
@@ -187,16 +188,17 @@ class RunStore:
         with self._transaction():
             self.db.execute(f"update rounds set {', '.join(f'[{k}] = ?' for k in info)} where round = ?", [*info.values(), round_no])
 
-    def pending_requests(self) -> list[dict]:
+    def pending_requests(self) -> list[PlannedRequest]:
         """Planned requests without a committed judgment, in planning order."""
-        return list(
-            self.db.query(
+        return [
+            PlannedRequest.from_row(r)
+            for r in self.db.query(
                 "select r.* from requests r left join judgments j on j.key = r.key "
                 "where r.status = 'pending' and j.key is null order by r.round, r.key"
             )
-        )
+        ]
 
-    def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int, repeat: int = 0) -> dict:
+    def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int, repeat: int = 0) -> JudgmentRecord:
         """Store one finished request (its judgment or permanent failure) atomically."""
         secrets = lazy_secrets()  # the environment, read at most once for every field
         row = {
@@ -232,11 +234,44 @@ class RunStore:
             self._insert("judgments", [row])
             failpoint("commit_judgment")
             self.db.execute("update requests set status = ? where key = ?", [status, judgment.key])
-        return row
+        return JudgmentRecord.from_row(row)
 
-    def judgments(self, *, ok_only: bool = True) -> Iterator[dict]:
-        where = "where status = 'ok'" if ok_only else ""
-        return self.db.query(f"select * from judgments {where} order by round, key")
+    def judgments(self, *, ok_only: bool = True, kind: str | None = None) -> Iterator[JudgmentRecord]:
+        """Committed judgments (only ``ok`` ones unless told), of one ``kind`` if given, in the
+        order every fit takes them: by round, then key."""
+        where, args = [], []
+        if ok_only:
+            where.append("status = 'ok'")
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
+        clause = f"where {' and '.join(where)}" if where else ""
+        return (JudgmentRecord.from_row(r) for r in self.db.query(f"select * from judgments {clause} order by round, key", args))
+
+    def judgment_counts(self) -> dict[str, int]:
+        """Committed judgments by status (``ok``, ``failed``)."""
+        return {r["status"]: r["n"] for r in self.db.query("select status, count(*) as n from judgments group by status")}
+
+    def request_counts(self) -> dict[str, int]:
+        """Planned requests by status (``pending``, ``done``, ``failed``)."""
+        return {r["status"]: r["n"] for r in self.db.query("select status, count(*) as n from requests group by status")}
+
+    def failure_counts(self) -> dict[str, int]:
+        """Permanent failures by error type."""
+        return {
+            r["error_type"] or "unknown": r["n"]
+            for r in self.db.query("select error_type, count(*) as n from judgments where status = 'failed' group by error_type")
+        }
+
+    def typical_failure(self) -> tuple[int, str, str] | None:
+        """``(count, error type, one of its messages)`` of the commonest failure, or None."""
+        row = next(
+            self.db.query(
+                "select error_type, error, count(*) as n from judgments where status = 'failed' group by error_type order by n desc limit 1"
+            ),
+            None,
+        )
+        return None if row is None else (int(row["n"]), row["error_type"] or "error", row["error"] or "")
 
     def spend(self) -> Spend:
         row = next(

@@ -3,7 +3,6 @@ every candidate's answer to every prompt on a 1..M scale; ``orchestrator fit sim
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import ClassVar
 
@@ -11,6 +10,7 @@ from ...config import RunConfig
 from ...dataset import Dataset
 from ...errors import OrchestratorError
 from ...records import level_distribution
+from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, no_summary
 
@@ -29,7 +29,7 @@ class AbsolutePlanner:
         self.ctx = ctx
         self.section = ctx.config.absolute
         self.order = sorted(ctx.dataset.responses, key=lambda p: seeded_hash(ctx.seed, "absolute-order", p))
-        self.rows: list[dict] = []
+        self.rows: list[JudgmentRecord] = []
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:
@@ -51,8 +51,8 @@ class AbsolutePlanner:
         assert config.absolute is not None
         return "absolute", n_judges * config.absolute.repeats
 
-    def add(self, row: dict) -> None:
-        if row["kind"] == "absolute":
+    def add(self, row: JudgmentRecord) -> None:
+        if row.kind == "absolute":
             self.rows.append(row)
 
     def planned(self, rows: list[dict]) -> None:
@@ -83,6 +83,6 @@ class AbsolutePlanner:
         the ranking is ``orchestrator fit simplex``)."""
         scores: dict[str, list[float]] = defaultdict(list)
         for row in self.rows:
-            levels, probs = level_distribution(json.loads(row["probs"])[0])
-            scores[json.loads(row["candidates"])[0]].append(sum(lv * p for lv, p in zip(levels, probs)))
+            levels, probs = level_distribution(row.probs[0])
+            scores[row.candidates[0]].append(sum(lv * p for lv, p in zip(levels, probs)))
         return no_summary(sorted(scores, key=lambda c: (-sum(scores[c]) / len(scores[c]), c))[:5])

@@ -15,6 +15,7 @@ from typing import ClassVar, Protocol
 
 from ...config import RunConfig
 from ...dataset import Dataset
+from ...store import JudgmentRecord, PlannedRequest
 from ..requests import PlanContext
 
 __all__ = ["Plan", "Planner", "no_summary"]
@@ -27,7 +28,7 @@ class Plan:
 
     kind: str
     """The round's kind in the run file (``pairwise``, ``absolute``, ``reference``)."""
-    units: list[list[dict]]
+    units: list[list[PlannedRequest]]
     selected: list[list]
 
 
@@ -61,10 +62,10 @@ class Planner(Protocol):
         """(template role, requests) of the first unit a run plans: the least a budget must pay for."""
         ...
 
-    def add(self, row: dict) -> None:
+    def add(self, row: JudgmentRecord) -> None:
         """Fold in one committed successful judgment (store row)."""
 
-    def planned(self, rows: list[dict]) -> None:
+    def planned(self, rows: list[PlannedRequest]) -> None:
         """Requests were just written (after ``ctx.asked`` was updated)."""
 
     def stop_before(self, cutoff: int) -> str:

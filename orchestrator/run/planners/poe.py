@@ -5,7 +5,6 @@ every candidate first (combined PoE, §3.2)."""
 
 from __future__ import annotations
 
-import json
 import random
 from typing import ClassVar
 
@@ -28,6 +27,7 @@ from ...poe import (
     stopping_rule,
     threads_for,
 )
+from ...store import JudgmentRecord, PlannedRequest
 from ..groups import Group, build_groups_for, fit_group
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
@@ -53,7 +53,7 @@ class PoEPlanner:
         self._dirty = set(range(len(self.groups)))
         self._fit_count = [-1] * len(self.groups)
         self._fit_cutoff: list[int | None] = [None] * len(self.groups)
-        self._judgments: list[list[dict]] = [[] for _ in self.groups]
+        self._judgments: list[list[JudgmentRecord]] = [[] for _ in self.groups]
         self._where = {g.key: k for k, g in enumerate(self.groups)}
         self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
 
@@ -80,10 +80,10 @@ class PoEPlanner:
         return "pairwise", n_judges * (2 if config.model.debias == "permutation" else 1)
 
     # -- the log ---------------------------------------------------------------------------------
-    def add(self, row: dict) -> None:
-        if row["kind"] == "reference":
+    def add(self, row: JudgmentRecord) -> None:
+        if row.kind == "reference":
             return
-        k = 0 if len(self.groups) == 1 else self._where.get(row["prompt_id"])
+        k = 0 if len(self.groups) == 1 else self._where.get(row.prompt_id)
         if k is None:
             return
         self._judgments[k].append(row)
@@ -100,7 +100,7 @@ class PoEPlanner:
             for k in range(len(self.groups)):
                 if k not in self._dirty and cutoff == self._fit_cutoff[k]:
                     continue
-                rows = [r for r in self._judgments[k] if cutoff is None or r["round"] <= cutoff]
+                rows = [r for r in self._judgments[k] if cutoff is None or r.round <= cutoff]
                 if self.posteriors[k] is not None and len(rows) == self._fit_count[k]:
                     continue  # the same judgments as the last fit
                 self.posteriors[k] = fit_group(self.groups[k], rows, self.poe, debias=self.ctx.config.model.debias)
@@ -129,22 +129,22 @@ class PoEPlanner:
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         units = self._warm_start_units() if self.ctx.config.model.absolute_warm_start else []
         if units:
-            selected = [[u[0]["prompt_id"], u[0]["prompt_id"], json.loads(u[0]["candidates"])[0]] for u in units]
+            selected = [[u[0].prompt_id, u[0].prompt_id, u[0].candidates[0]] for u in units]
             return Plan("absolute", units, selected)
         units, selected = self._comparison_units(round_no, self.posteriors)  # type: ignore[arg-type]
         return Plan("pairwise", units, selected) if units else self.done
 
-    def planned(self, rows: list[dict]) -> None:
+    def planned(self, rows: list[PlannedRequest]) -> None:
         """Update the availability of the pairs the new requests touch."""
         if self._avail is None:
             return
         for r in rows:
-            cands = json.loads(r["candidates"])
+            cands = r.candidates
             if len(cands) != 2:
                 continue
-            k = 0 if len(self.groups) == 1 else self._where[r["prompt_id"]]
+            k = 0 if len(self.groups) == 1 else self._where[r.prompt_id]
             group = self.groups[k]
-            a, b = (group.member(r["prompt_id"], c) for c in cands)
+            a, b = (group.member(r.prompt_id, c) for c in cands)
             if a is None or b is None:
                 continue
             i, j = group.index[a], group.index[b]
@@ -163,7 +163,7 @@ class PoEPlanner:
         top = [first.names[c] for c in ranking_order(posteriors[0].mean, first.names)[:5]]  # type: ignore[union-attr]
         return {"entropy": float(sum(ent) / len(ent)), "max_adjacent_reorder": worst, "top": top}
 
-    def _warm_start_units(self) -> list[list[dict]]:
+    def _warm_start_units(self) -> list[list[PlannedRequest]]:
         """One absolute request per candidate and judge, unless the warm start was planned already."""
         ctx = self.ctx
         if any(len(c) == 1 for _, _, c in ctx.asked):
@@ -200,7 +200,7 @@ class PoEPlanner:
             return False
         return self.ordered or (judge, prompt, (b, a)) not in asked
 
-    def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[dict]], list[list]]:
+    def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[PlannedRequest]], list[list]]:
         ctx = self.ctx
         if self._avail is None:
             self._avail = [self._available(g) for g in self.groups]

@@ -4,7 +4,6 @@ or adaptively where the Elo intervals still overlap (``allocation = "adaptive"``
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from typing import ClassVar
@@ -16,6 +15,7 @@ from ...dataset import Dataset
 from ...errors import OrchestratorError
 from ...raee import outcomes, raee_arrays
 from ...raee_report import reference_wtl
+from ...store import JudgmentRecord, PlannedRequest
 from ..requests import DATASET_ANCHOR, PlanContext, seeded_hash
 from .base import Plan, no_summary
 
@@ -64,7 +64,7 @@ class ReferencePlanner:
         self.ctx = ctx
         self.section = ctx.config.reference
         self.anchor, self.candidates, self.order, self.prompts = reference_items(ctx.dataset, self.section.anchor, ctx.seed)
-        self.rows: list[dict] = []
+        self.rows: list[JudgmentRecord] = []
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:
@@ -85,8 +85,8 @@ class ReferencePlanner:
         assert ref is not None
         return "reference", n_judges * ref.repeats * (2 if ref.both_orders else 1)
 
-    def add(self, row: dict) -> None:
-        if row["kind"] == "reference":
+    def add(self, row: JudgmentRecord) -> None:
+        if row.kind == "reference":
             self.rows.append(row)
 
     def planned(self, rows: list[dict]) -> None:
@@ -105,13 +105,13 @@ class ReferencePlanner:
         soft = self.section.soft
         items: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for row in self.rows:
-            if cutoff is not None and row["round"] > cutoff:
+            if cutoff is not None and row.round > cutoff:
                 continue
-            cand, win, tie, loss, _ = reference_wtl(json.loads(row["candidates"]), self.anchor, json.loads(row["probs"])[0])
+            cand, win, tie, loss, _ = reference_wtl(row.candidates, self.anchor, row.probs[0])
             if win + tie + loss <= 0:
                 continue
             s = float(outcomes(np.array([win]), np.array([tie]), np.array([loss]), soft=soft)[0])
-            items[cand][row["prompt_id"]].append(s)
+            items[cand][row.prompt_id].append(s)
         out: dict[str, dict[str, float]] = {}
         if not items:
             return out
@@ -130,11 +130,11 @@ class ReferencePlanner:
         judge0 = ctx.first_judge
         asked = {(p, cands[1]) for jn, p, cands in ctx.asked if jn == judge0 and len(cands) == 2 and cands[0] == self.anchor}
 
-        def unit(prompt: str, cand: str) -> list[dict]:
+        def unit(prompt: str, cand: str) -> list[PlannedRequest]:
             orders = ([self.anchor, cand], [cand, self.anchor]) if ref.both_orders else ([self.anchor, cand],)
             return [ctx.request(jn, "reference", prompt, shown, r) for jn in ctx.profiles for r in range(ref.repeats) for shown in orders]
 
-        units: list[list[dict]] = []
+        units: list[list[PlannedRequest]] = []
         selected: list[list] = []
         if ref.allocation == "all":
             taken = 0

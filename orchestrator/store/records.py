@@ -1,0 +1,138 @@
+"""Typed rows of the run file: what the store hands out (JSON columns parsed) and takes in.
+
+Nothing outside :mod:`orchestrator.store` reads a JSON column or writes SQL; everyone else sees
+these frozen records.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JudgmentRecord", "PlannedRequest"]
+
+
+def _load(value: Any, default: Any) -> Any:
+    if value is None:
+        return default
+    return json.loads(value) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class JudgmentRecord:
+    """One finished request: a judgment (``status = "ok"``) or a permanent failure."""
+
+    key: str
+    """The request's idempotency key."""
+    judge: str
+    kind: str
+    """``pairwise``, ``absolute``, ``reference`` or ``multi``."""
+    prompt_id: str
+    candidates: list[str]
+    """Shown candidates in order (first = option A)."""
+    probs: list[dict[str, float]] = field(default_factory=list)
+    """Option probabilities at every read position."""
+    p_first: float | None = None
+    """P(first-shown better) of a pairwise/reference judgment (a tie counts half)."""
+    round: int = 0
+    repeat: int = 0
+    status: str = "ok"
+    template: str = ""
+    method: str | None = None
+    capped: list = field(default_factory=list)
+    unresolved: list = field(default_factory=list)
+    top_logprobs: list = field(default_factory=list)
+    text: str | None = None
+    raw: Any = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+    error_type: str | None = None
+    note: str | None = None
+    created_at: float = 0.0
+
+    @classmethod
+    def from_row(cls, row: dict) -> "JudgmentRecord":
+        """From a ``judgments`` table row."""
+        return cls(
+            key=row["key"],
+            judge=row["judge"],
+            kind=row["kind"],
+            prompt_id=row["prompt_id"],
+            candidates=_load(row["candidates"], []),
+            probs=_load(row.get("probs"), []),
+            p_first=row.get("p_first"),
+            round=row.get("round") or 0,
+            repeat=row.get("repeat") or 0,
+            status=row.get("status") or "ok",
+            template=row.get("template") or "",
+            method=row.get("method"),
+            capped=_load(row.get("capped"), []),
+            unresolved=_load(row.get("unresolved"), []),
+            top_logprobs=_load(row.get("top_logprobs"), []),
+            text=row.get("text"),
+            raw=_load(row.get("raw"), None),
+            prompt_tokens=row.get("prompt_tokens") or 0,
+            completion_tokens=row.get("completion_tokens") or 0,
+            cost_usd=row.get("cost_usd") or 0.0,
+            latency_s=row.get("latency_s") or 0.0,
+            attempts=row.get("attempts") or 0,
+            error=row.get("error"),
+            error_type=row.get("error_type"),
+            note=row.get("note"),
+            created_at=row.get("created_at") or 0.0,
+        )
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """A judge call planned by a round (written as ``pending`` before it is sent)."""
+
+    key: str
+    judge: str
+    template: str
+    kind: str
+    prompt_id: str
+    candidates: list[str]
+    messages: list[dict[str, str]]
+    """The rendered chat messages, exactly as they are sent."""
+    reserved_tokens: int
+    reserved_usd: float
+    repeat: int = 0
+    round: int = -1
+    """The round that planned it (-1 until it is written)."""
+
+    def row(self) -> dict:
+        """The ``requests`` table row (without round, status and time)."""
+        return {
+            "key": self.key,
+            "judge": self.judge,
+            "template": self.template,
+            "kind": self.kind,
+            "prompt_id": self.prompt_id,
+            "candidates": json.dumps(self.candidates),
+            "repeat": self.repeat,
+            "messages": json.dumps(self.messages),
+            "reserved_tokens": self.reserved_tokens,
+            "reserved_usd": self.reserved_usd,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict) -> "PlannedRequest":
+        return cls(
+            key=row["key"],
+            judge=row["judge"],
+            template=row["template"],
+            kind=row["kind"],
+            prompt_id=row["prompt_id"],
+            candidates=_load(row["candidates"], []),
+            messages=_load(row["messages"], []),
+            reserved_tokens=row["reserved_tokens"],
+            reserved_usd=row["reserved_usd"],
+            repeat=row.get("repeat") or 0,
+            round=row["round"] if row.get("round") is not None else -1,
+        )
