@@ -59,7 +59,7 @@ def between_judge_correlation(item_mean, item_a, item_j, item_c, item_p, kept, n
 
 def leaderboard(rows: list[RaeeRow], anchor: str) -> dict[str, float]:
     """Candidate → Elo gap under an anchor: the pooled row when there is one, else the mean over judges."""
-    pooled = {r.candidate: r.elo for r in rows if r.anchor == anchor and r.judge == "pooled"}
+    pooled = {r.candidate: r.elo for r in rows if r.anchor == anchor and r.judge == "pooled" and r.elo is not None}
     per_judge: dict[str, list[float]] = {}
     for r in rows:
         if r.anchor == anchor and r.judge not in ("pooled", "-") and r.elo is not None:

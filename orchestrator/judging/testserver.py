@@ -21,7 +21,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Callable, cast
 
 __all__ = ["FakeOpenAIServer", "FaultPlan", "FAULT_KINDS", "BILLABLE", "completion", "logprob_entry"]
 
@@ -203,6 +203,7 @@ class FakeOpenAIServer:
             def _inject(self, kind: str, body: dict) -> bool:
                 """Answer with the fault ``kind``; False when the behaviour should answer (slow_stream)."""
                 plan = server.plan
+                assert plan is not None  # (a fault kind is only drawn from a plan)
                 error = lambda status, message, headers=None: self._send(  # noqa: E731
                     status, headers or {}, json.dumps({"error": {"message": message, "type": kind}}).encode()
                 )
@@ -248,7 +249,7 @@ class FakeOpenAIServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{cast(str, host)}:{port}/v1"
 
     def key_counts(self) -> Counter:
         with self.lock:

@@ -258,7 +258,9 @@ def summarise(
     if truth and len(scored) > 2:
         report.truth_field = truth_field
         report.spearman_vs_truth = round(float(spearmanr([r.expected for r in scored], [r.truth for r in scored]).statistic), 4)
-        report.coverage_vs_truth = round(float(np.mean([r.rank_low <= r.true_rank <= r.rank_high for r in scored])), 4)
+        report.coverage_vs_truth = round(
+            float(np.mean([r.true_rank is not None and r.rank_low <= r.true_rank <= r.rank_high for r in scored])), 4
+        )
     if sweep is not None:
         report.sensitivity = [
             SweepRow(

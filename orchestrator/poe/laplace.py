@@ -97,7 +97,7 @@ def newton_map(
         value, grad = objective.value_and_grad(theta)
         for _ in range(12):
             if float(grad.abs().max()) < tol:
-                return theta, objective.evaluate(theta)[2], it, True
+                return theta, _hessian(objective, theta), it, True
             candidate = _armijo(objective, theta, value, grad, inverse_hessian_guess @ grad)
             if candidate is None:
                 break
@@ -105,6 +105,7 @@ def newton_map(
             it += 1
             value, grad = objective.value_and_grad(theta)
     value, grad, hess = objective.evaluate(theta)
+    assert hess is not None  # (evaluate returns the Hessian unless told not to)
     converged = False
     start = it
     for it in range(start + 1, start + max_iter + 1):
@@ -121,11 +122,18 @@ def newton_map(
             break
         theta = candidate
         value, grad, hess = objective.evaluate(theta)
+        assert hess is not None
         if not torch.isfinite(value):
             raise FloatingPointError("PoE objective became non-finite; check the judge probabilities")
     else:
         converged = float(grad.abs().max()) < tol
     return theta, hess, it, converged
+
+
+def _hessian(objective: NegLogPosterior, theta: Tensor) -> Tensor:
+    hess = objective.evaluate(theta)[2]
+    assert hess is not None
+    return hess
 
 
 def _damped_cholesky(hess: Tensor) -> tuple[Tensor, float]:

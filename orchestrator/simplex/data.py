@@ -90,10 +90,10 @@ def parse_self_map(spec: str | dict | None, judges: list[str], candidates: list[
             out.setdefault(judge.strip(), set()).update(c.strip() for c in cands.split(",") if c.strip())
     else:
         out = {str(j): set(map(str, cs if isinstance(cs, (list, tuple, set)) else [cs])) for j, cs in spec.items()}
-    for judge, cands in out.items():
+    for judge, shown in out.items():
         if judge not in judges:
             raise OrchestratorError(f"--self-judging: unknown judge {judge!r} (judges: {', '.join(judges)})")
-        unknown = sorted(cands - set(candidates))
+        unknown = sorted(shown - set(candidates))
         if unknown:
             raise OrchestratorError(f"--self-judging: unknown candidate {unknown[0]!r} for judge {judge!r}")
     return out
