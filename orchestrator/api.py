@@ -24,12 +24,18 @@ def _config(config: str | Path | Any, runs_dir: str | Path | None):
 
 
 def start(
-    config: str | Path | Any, *, runs_dir: str | Path | None = None, progress: Callable | None = None, judges: dict | None = None
+    config: str | Path | Any,
+    *,
+    runs_dir: str | Path | None = None,
+    progress: Callable | None = None,
+    judges: dict | None = None,
+    from_log: str | Path | None = None,
 ) -> tuple[Path, str]:
     """Create a run from a config (a TOML path or a loaded ``RunConfig``) and run it to its end.
 
     Returns ``(run file, stop reason)``. ``judges`` injects judges by profile name (tests, custom
-    providers); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects.
+    providers); ``from_log`` answers every request from a judgment log instead (the same engine,
+    no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget (nothing is written).
@@ -37,7 +43,7 @@ def start(
     """
     from . import runs
 
-    return runs.start(_config(config, runs_dir), progress=progress, judges=judges)
+    return runs.start(_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log)
 
 
 def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None) -> dict:

@@ -71,6 +71,10 @@ class LogRecord(BaseModel):
     """The request's idempotency key (exports and ``record`` logs carry it)."""
     round: int = Field(default=0, ge=0)
     """The run's round (exports): with ``key``, the order in which a run fits its judgments."""
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """What the judgment cost (exports): a re-run from the log spends, and budgets, the same."""
 
     @field_validator("judge", "prompt_id", "reference")
     @classmethod

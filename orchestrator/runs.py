@@ -49,7 +49,7 @@ def _select_prompts(config: RunConfig, dataset: Dataset) -> Dataset:
     return dataset
 
 
-def prepare(config: RunConfig) -> Prepared:
+def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     """Load and check everything a run needs before anything is written or sent."""
     dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses))
     if config.data.truth is not None:
@@ -69,7 +69,7 @@ def prepare(config: RunConfig) -> Prepared:
                 f"(choose one of {', '.join(template.attributes)})"
             )
     profiles = {name: get_profile(name) for name in config.judging.judges}
-    check_judges(profiles, templates, api_base=config.dispatch.api_base)
+    check_judges(profiles, templates, api_base=config.dispatch.api_base, need_keys=need_keys)
     prepared = Prepared(config, dataset, templates, profiles)
     check_budget_fits(prepared)
     return prepared
@@ -134,7 +134,9 @@ def check_budget_fits(prepared: Prepared) -> None:
         )
 
 
-def check_judges(profiles: dict[str, JudgeProfile], templates: dict[str, Template], *, api_base: str | None) -> None:
+def check_judges(
+    profiles: dict[str, JudgeProfile], templates: dict[str, Template], *, api_base: str | None, need_keys: bool = True
+) -> None:
     """Refuse combinations that would only produce failed (but counted) calls."""
     import os
 
@@ -145,7 +147,7 @@ def check_judges(profiles: dict[str, JudgeProfile], templates: dict[str, Templat
                     f"judge {name!r} does not continue an assistant prefix, which template {template.name!r} reads its "
                     f"answer after; use {template.name}-noprefill (or a judge with prefill = true)"
                 )
-        if profile.api_key_env and not os.environ.get(profile.api_key_env) and not api_base:
+        if need_keys and profile.api_key_env and not os.environ.get(profile.api_key_env) and not api_base:
             raise OrchestratorError(f"judge {name!r} needs its API key in the environment variable {profile.api_key_env}")
 
 
@@ -270,6 +272,7 @@ def start(
     progress: Callable[[RunEvent], None] | None = None,
     judges: dict[str, Judge] | None = None,
     runs_dir: Path | None = None,
+    from_log: str | Path | None = None,
 ) -> tuple[Path, str]:
     """Create the run file from a config (a TOML path or a loaded one) and run it; returns
     (run file, stop reason).
@@ -277,6 +280,10 @@ def start(
     Everything is checked before the file is created (:func:`prepare`, the same checks as a dry
     run); should the run still fail before its first request is written (an embedded judge that
     does not start), the file is removed again, so the same command can simply be repeated.
+
+    ``from_log``: answer every request from this judgment log (:class:`LogJudge`) instead of the
+    judges' providers — the same engine, no network; a run's config on its own export asks the
+    same requests in the same rounds and ends with the same ranking.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget; nothing is written.
@@ -286,7 +293,9 @@ def start(
         config = load_config(config)
     if runs_dir is not None:
         config = config.model_copy(update={"runs_dir": runs_dir})
-    prepared = prepare(config)
+    prepared = prepare(config, need_keys=from_log is None)
+    if from_log is not None:
+        judges = log_judges(from_log, config.judging.judges)
     # credentials in URLs (dispatch.api_base) are not stored: resume asks for them again
     store = create_run(
         config.run_path,
@@ -305,6 +314,24 @@ def start(
         _remove_if_empty(config.run_path)
         raise
     return config.run_path, reason
+
+
+def log_judges(log: str | Path, names: list[str]) -> dict[str, Judge]:
+    """A :class:`LogJudge` per judge name, answering from ``log``.
+
+    Raises:
+        OrchestratorError: the log is unreadable, or holds no judgment by one of the judges.
+    """
+    from .judging.log_judge import LogJudge
+    from .records import load_log
+
+    records = [record for _, record in load_log(log)]
+    judges = {name: LogJudge(name, records) for name in names}
+    empty = [name for name, judge in judges.items() if not len(judge)]
+    if empty:
+        found = sorted({r.judge for r in records})
+        raise OrchestratorError(f"--from-log {log}: no judgment by judge {empty[0]!r} (the log has {', '.join(found)})")
+    return judges  # type: ignore[return-value]
 
 
 def _remove_if_empty(path: Path) -> None:

@@ -78,3 +78,49 @@ def test_replaying_an_export_reproduces_the_run(world, scope, debias, warm, judg
     report = replay_files(log, responses, "coherence", strategy, scope=scope, debias=debias, with_absolute=warm)
     replayed = report.to_json()["rankings"]
     assert {k: replayed[k] for k in run_rankings} == run_rankings
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "scope, debias, warm, judges", [("per_prompt", "none", False, 1), ("global", "permutation", True, 3), ("items", "home", True, 3)]
+)
+def test_the_engine_rerun_on_its_own_export_asks_the_same_and_ranks_the_same(world, scope, debias, warm, judges):
+    """Live runs and offline re-runs are one code path: ``run --from-log`` drives the real engine
+    with a judge that answers from the export, and asks exactly what the run asked, round by round."""
+    import sqlite3
+
+    from orchestrator.cli import main
+
+    root, (prompts, responses), server = world
+    name = f"live-{scope}-{debias}-{judges}"
+    config = write_config(
+        root,
+        server.url,
+        name=name,
+        prompts=prompts,
+        responses=responses,
+        scope=scope,
+        debias=debias,
+        warm_start=warm,
+        judges=JUDGES[judges],
+        max_calls=48,
+        batch=3,
+    )
+    path, _ = runs.start(config)
+    log = root / f"{name}.jsonl"
+    runs.export(path, "jsonl", log)
+    sent = len(server.requests)
+    try:
+        main(["run", str(config), "--from-log", str(log), "--runs-dir", str(root / "rerun")])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    assert len(server.requests) == sent  # nothing went to the judges
+    rerun = root / "rerun" / f"{name}.sqlite"
+
+    def asked(file):
+        db = sqlite3.connect(file)
+        return sorted(db.execute("select round, judge, prompt_id, candidates, status from judgments"))
+
+    assert asked(rerun) == asked(path)
+    ranked = lambda p: {g["group"]: [r["candidate"] for r in g["ranking"]] for g in runs.ranking(p)["groups"]}  # noqa: E731
+    assert ranked(rerun) == ranked(path)

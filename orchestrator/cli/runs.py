@@ -88,6 +88,11 @@ def run_cmd(
     config: Path = typer.Argument(..., help="Run config (TOML)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated calls, tokens and cost; send nothing."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
+    from_log: Optional[Path] = typer.Option(
+        None,
+        "--from-log",
+        help="Answer every request from this judgment log (e.g. an export) instead of the judges: same engine, no network.",
+    ),
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
@@ -108,7 +113,7 @@ def run_cmd(
     display, on_event = _run_display(cfg.budget.max_calls)
     try:
         with display:
-            path, reason = api.start(cfg, progress=on_event)
+            path, reason = api.start(cfg, progress=on_event, from_log=from_log)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
         raise typer.Exit(130)

@@ -85,6 +85,8 @@ class JudgeRequest(BaseModel):
     prompt_id: str = ""
     candidates: list[str] = Field(default_factory=list)
     """Shown candidates in order (first = option A)."""
+    repeat: int = 0
+    """Index of a repeated run of the same item (a log judge answers with that run's judgment)."""
 
 
 class Judgment(BaseModel):
@@ -99,7 +101,7 @@ class Judgment(BaseModel):
     status: Literal["ok", "failed"]
     probs: list[dict[str, float]] = Field(default_factory=list)
     """Option probabilities at each read position (one for single-verdict templates)."""
-    method: Literal["logprobs", "verdict", "samples"] | None = None
+    method: Literal["logprobs", "verdict", "samples", "log"] | None = None
     capped: list[list[str]] = Field(default_factory=list)
     unresolved: list[list[str]] = Field(default_factory=list)
     top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)

@@ -115,7 +115,12 @@ class RunEngine:
 
         async def one(row: PlannedRequest) -> None:
             request = JudgeRequest(
-                key=row.key, template=templates[row.template], messages=row.messages, prompt_id=row.prompt_id, candidates=row.candidates
+                key=row.key,
+                template=templates[row.template],
+                messages=row.messages,
+                prompt_id=row.prompt_id,
+                candidates=row.candidates,
+                repeat=row.repeat,
             )
             async with semaphore:
                 if self._draining:  # not sent yet: leave it pending for the resume

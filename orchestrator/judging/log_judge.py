@@ -1,0 +1,65 @@
+"""A judge that answers from a judgment log: the same engine, no network.
+
+``orchestrator run CONFIG --from-log LOG.jsonl`` runs a live config's real engine — grouping,
+debiasing, warm start, selection, budgets, stopping — with every request answered from a log (an
+export of an earlier run, a ``record`` log): live runs and offline re-runs are one code path.
+Because selection depends only on the log and the seed, re-running a run's config on its own
+export asks exactly the requests the run asked, in the same rounds, and ends with its ranking.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..records import LogRecord
+from .client import JudgeRequest, Judgment
+
+__all__ = ["LogJudge"]
+
+
+class LogJudge:
+    """Answers a request with the logged judgment of the same judge, prompt, shown candidates (in
+    order), kind and repeat; a request the log does not hold is a permanent ``not_in_log`` failure."""
+
+    def __init__(self, name: str, records: list[LogRecord]):
+        self.name = name
+        self._answers: dict[tuple[str, tuple[str, ...], str, int], list[LogRecord]] = defaultdict(list)
+        for record in records:
+            if record.judge == name:
+                self._answers[(record.prompt_id, tuple(record.candidates), record.kind, record.repeat)].append(record)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._answers.values())
+
+    async def judge(self, request: JudgeRequest) -> Judgment:
+        kind = request.template.kind
+        base: dict[str, Any] = dict(
+            key=request.key,
+            judge=self.name,
+            template=request.template.name,
+            kind=kind,
+            prompt_id=request.prompt_id,
+            candidates=list(request.candidates),
+        )
+        found = self._answers.get((request.prompt_id, tuple(request.candidates), kind, request.repeat))
+        if not found:
+            return Judgment(
+                **base,
+                status="failed",
+                error_type="not_in_log",
+                retryable=False,
+                error=f"the log has no {kind} judgment by {self.name!r} of {list(request.candidates)} on "
+                f"prompt {request.prompt_id!r} (repeat {request.repeat})",
+            )
+        record = found[0]
+        return Judgment(
+            **base,
+            status="ok",
+            probs=[dict(record.probs)],
+            method="log",
+            prompt_tokens=record.prompt_tokens,
+            completion_tokens=record.completion_tokens,
+            cost_usd=record.cost_usd,
+            note="answered from a judgment log",
+        )
