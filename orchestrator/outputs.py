@@ -24,7 +24,7 @@ from typing import IO, Iterable, Iterator
 
 from .errors import OrchestratorError
 
-__all__ = ["check_output", "open_output", "write_text_output", "same_file", "is_stdout"]
+__all__ = ["check_output", "open_output", "same_file", "is_stdout"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -153,9 +153,3 @@ def open_output(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-def write_text_output(path: str | Path, text: str, *, option: str, inputs: Iterable[str | Path | None] = ()) -> None:
-    """Write ``text`` to an output in one go (atomically for a regular file)."""
-    with open_output(path, option=option, inputs=inputs) as fh:
-        fh.write(text)

@@ -45,6 +45,16 @@ def world(tmp_path_factory):
         yield root, data, server
 
 
+def run_and_export(world, name: str, **settings):
+    """A live run of ``settings`` against the world's server, exported: ``(run file, log, config)``."""
+    root, (prompts, responses), server = world
+    config = write_config(root, server.url, name=name, prompts=prompts, responses=responses, batch=3, **settings)
+    path, _ = runs.start(config)
+    log = root / f"{name}.jsonl"
+    runs.export(path, "jsonl", log)
+    return path, log, config
+
+
 MATRIX = list(
     itertools.product(["per_prompt", "global", "items"], ["none", "permutation", "home"], [False, True], [1, 3], ["reorder", "random"])
 )
@@ -53,28 +63,14 @@ MATRIX = list(
 @pytest.mark.slow
 @pytest.mark.parametrize("scope, debias, warm, judges, strategy", MATRIX)
 def test_replaying_an_export_reproduces_the_run(world, scope, debias, warm, judges, strategy):
-    root, (prompts, responses), server = world
+    _, (_, responses), _ = world
     name = f"m-{scope}-{debias}-{int(warm)}-{judges}-{strategy}"
-    config = write_config(
-        root,
-        server.url,
-        name=name,
-        prompts=prompts,
-        responses=responses,
-        scope=scope,
-        debias=debias,
-        warm_start=warm,
-        judges=JUDGES[judges],
-        strategy=strategy,
-        max_calls=60,
-        batch=3,
+    path, log, _ = run_and_export(
+        world, name, scope=scope, debias=debias, warm_start=warm, judges=JUDGES[judges], strategy=strategy, max_calls=60
     )
-    path, _ = runs.start(config)
     board = runs.ranking(path)
     run_rankings = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"] if g["comparisons"] > 0}
     assert run_rankings  # something was compared
-    log = root / f"{name}.jsonl"
-    runs.export(path, "jsonl", log)
     report = replay_files(log, responses, "coherence", strategy, scope=scope, debias=debias, with_absolute=warm)
     replayed = report.to_json()["rankings"]
     assert {k: replayed[k] for k in run_rankings} == run_rankings
@@ -91,24 +87,9 @@ def test_the_engine_rerun_on_its_own_export_asks_the_same_and_ranks_the_same(wor
 
     from orchestrator.cli import main
 
-    root, (prompts, responses), server = world
+    root, _, server = world
     name = f"live-{scope}-{debias}-{judges}"
-    config = write_config(
-        root,
-        server.url,
-        name=name,
-        prompts=prompts,
-        responses=responses,
-        scope=scope,
-        debias=debias,
-        warm_start=warm,
-        judges=JUDGES[judges],
-        max_calls=48,
-        batch=3,
-    )
-    path, _ = runs.start(config)
-    log = root / f"{name}.jsonl"
-    runs.export(path, "jsonl", log)
+    path, log, config = run_and_export(world, name, scope=scope, debias=debias, warm_start=warm, judges=JUDGES[judges], max_calls=48)
     sent = len(server.requests)
     try:
         main(["run", str(config), "--from-log", str(log), "--runs-dir", str(root / "rerun")])
