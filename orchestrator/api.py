@@ -97,6 +97,7 @@ def replay(
     debias: str = "none",
     batch: int = 1,
     seeds: int = 1,
+    seed: int = 0,
     budget: int | None = None,
     judge: str | None = None,
     with_absolute: bool = False,
@@ -118,6 +119,7 @@ def replay(
         batch=batch,
         budget=budget,
         seeds=seeds,
+        seed=seed,
         with_absolute=with_absolute,
         progress=progress,
     )

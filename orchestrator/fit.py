@@ -6,6 +6,7 @@ fit, format a table, draw plots.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from .config import RunConfig
 from .errors import OrchestratorError
 from .plotting import pyplot, save
 from .raee import SE_CURVE_SIZES, se_calibration
-from .raee_report import MID_REGION, RaeeReport, RaeeRow, ReferenceJudgments, item_outcomes, leaderboard, raee_report, reference_wtl
+from .raee_report import MID_REGION, RaeeReport, RaeeRow, ReferenceJudgments, item_outcomes, known, leaderboard, raee_report, reference_wtl
 from .records import load_log
 from .run.planners import reference_items
 from .store import open_run
@@ -134,7 +135,7 @@ def format_raee(report: RaeeReport) -> str:
         rows = [r for r in report.rows if r.anchor == anchor]
         judges = sorted({r.judge for r in rows} - {"pooled", "-"}) + (["pooled"] if any(r.judge == "pooled" for r in rows) else [])
         for judge in judges:
-            for r in sorted((r for r in rows if r.judge == judge), key=lambda r: -r.elo):
+            for r in sorted((r for r in rows if r.judge == judge), key=lambda r: math.inf if r.elo is None else -r.elo):
                 lines.append(
                     f"{judge:<18.18} {r.candidate:<22.22} {r.n:>5} {r.wins:>5} {r.ties:>4} {r.losses:>5} "
                     f"{_fmt(r.p_hat, '.3f'):>6} {_fmt(r.p_bar, '.3f'):>6} "
@@ -186,11 +187,13 @@ def plot_raee(report: RaeeReport, out_dir: str | Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 0.35 * len(order) + 1.5))
         offsets = np.linspace(-0.3, 0.3, len(judges)) if len(judges) > 1 else [0.0]
         for off, judge in zip(offsets, judges):
-            mine = {r.candidate: r for r in rows if r.judge == judge}
+            # rows without judgments (no Elo) are not drawn
+            mine = {r.candidate: r for r in rows if r.judge == judge and r.elo is not None}
             ys = [k + off for k, c in enumerate(order) if c in mine]
-            xs = [mine[c].elo for c in order if c in mine]
-            lo = [mine[c].elo - mine[c].elo_low for c in order if c in mine]
-            hi = [mine[c].elo_high - mine[c].elo for c in order if c in mine]
+            elo = {c: (known(r.elo_low), known(r.elo), known(r.elo_high)) for c, r in mine.items()}
+            xs = [elo[c][1] for c in order if c in mine]
+            lo = [elo[c][1] - elo[c][0] for c in order if c in mine]
+            hi = [elo[c][2] - elo[c][1] for c in order if c in mine]
             ax.errorbar(
                 xs,
                 ys,

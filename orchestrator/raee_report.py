@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -45,6 +46,17 @@ __all__ = [
 ]
 
 from .raee_parts import anchor_swaps, between_judge_correlation, item_outcomes, leaderboard  # noqa: E402,F401  (re-exported)
+
+
+def known(value: float | None) -> float:
+    """A row statistic that is set wherever it is used (rows with judgments)."""
+    assert value is not None
+    return value
+
+
+def _se_p(row: "RaeeRow") -> float:
+    return known(row.se_p_fpc if row.se_p_fpc is not None else row.se_p_raw)
+
 
 MID_REGION = (0.2, 0.8)
 MID_REGION_TARGET = 0.95
@@ -75,26 +87,19 @@ class ReferenceJudgments:
     @classmethod
     def from_rows(cls, rows: list[tuple]) -> "ReferenceJudgments":
         """From ``(anchor, judge, candidate, prompt, repeat, win, tie, loss[, swapped])`` tuples."""
-        if not rows:
-            return cls(
-                *(np.array([], dtype=object) for _ in range(4)),
-                np.array([], dtype=np.int64),
-                *(np.array([], dtype=float) for _ in range(3)),
-            )
-        cols = list(zip(*rows))
+        cols: list[tuple] = list(zip(*rows)) if rows else [()] * 8
+        names, numbers = (np.array(c, dtype=object) for c in cols[:4]), (np.array(c, dtype=float) for c in cols[5:8])
+        anchor, judge, candidate, prompt = names
+        win, tie, loss = numbers
         swapped = np.array(cols[8], dtype=bool) if len(cols) > 8 and any(cols[8]) else None
-        return cls(
-            *(np.array(c, dtype=object) for c in cols[:4]),
-            np.array(cols[4], dtype=np.int64),
-            *(np.array(c, dtype=float) for c in cols[5:8]),
-            swapped,
-        )
+        return cls(anchor, judge, candidate, prompt, np.array(cols[4], dtype=np.int64), win, tie, loss, swapped)
 
     def __len__(self) -> int:
         return int(self.win.size)
 
     def select(self, mask: np.ndarray) -> "ReferenceJudgments":
-        return ReferenceJudgments(*(None if getattr(self, f) is None else getattr(self, f)[mask] for f in self.__dataclass_fields__))
+        columns: dict[str, Any] = {f: None if getattr(self, f) is None else getattr(self, f)[mask] for f in self.__dataclass_fields__}
+        return ReferenceJudgments(**columns)
 
     def run_index(self) -> np.ndarray:
         """Index of a judgment among the runs of its item: ``2·repeat + swapped`` when both orders
@@ -227,10 +232,10 @@ def raee_report(
             "`orchestrator record --template raee-...`)"
         )
     if judges:
-        known = set(data.judge.astype(str))
-        unknown = [j for j in judges if j not in known]
+        present = set(data.judge.astype(str))
+        unknown = [j for j in judges if j not in present]
         if unknown:
-            raise OrchestratorError(f"judge {unknown[0]!r} has no reference-anchored judgments here (judges: {', '.join(sorted(known))})")
+            raise OrchestratorError(f"judge {unknown[0]!r} has no reference-anchored judgments here (judges: {', '.join(sorted(present))})")
         data = data.select(np.isin(data.judge.astype(str), judges))
     s = outcomes(data.win, data.tie, data.loss, soft=soft)
     hard = s if not soft else outcomes(data.win, data.tie, data.loss, soft=False)
@@ -389,10 +394,8 @@ def raee_report(
         if not members:
             continue
         gaps = np.array([r.elo for r in members])
-        sigma2 = float(
-            np.mean([(GAMMA * (r.se_p_fpc if r.se_p_fpc is not None else r.se_p_raw) / (r.p_bar * (1 - r.p_bar))) ** 2 for r in members])
-        )
-        sigma2_raw = float(np.mean([r.se_elo_raw**2 for r in members]))
+        sigma2 = float(np.mean([(GAMMA * _se_p(r) / (known(r.p_bar) * (1 - known(r.p_bar)))) ** 2 for r in members]))
+        sigma2_raw = float(np.mean([known(r.se_elo_raw) ** 2 for r in members]))
         var = pooled_variance(sigma2, rho, len(members))
         gap, se = float(gaps.mean()), math.sqrt(var)
         inv = lambda e: 1.0 / (1.0 + math.exp(-e / GAMMA))  # noqa: E731
@@ -432,13 +435,13 @@ def raee_report(
                 rows.extend(RaeeRow(anchor=anchor, judge="-", candidate=cn, n=0) for cn in missing)
 
     # mid-region coverage per anchor (App. E.1)
-    coverage: dict[str, float] = {}
+    mid_region: dict[str, float] = {}
     for anchor in anchors:
         p_bars = np.array([r.p_bar for r in rows if r.anchor == anchor and r.judge not in ("pooled", "-")])
-        coverage[anchor] = float(np.mean((p_bars >= MID_REGION[0]) & (p_bars <= MID_REGION[1])))
-        if coverage[anchor] < MID_REGION_TARGET:
+        mid_region[anchor] = float(np.mean((p_bars >= MID_REGION[0]) & (p_bars <= MID_REGION[1])))
+        if mid_region[anchor] < MID_REGION_TARGET:
             warnings.append(
-                f"anchor {anchor}: only {coverage[anchor]:.0%} of the p̄ lie in [0.2, 0.8] (want ≥ 95%); "
+                f"anchor {anchor}: only {mid_region[anchor]:.0%} of the p̄ lie in [0.2, 0.8] (want ≥ 95%); "
                 "the anchor may be too weak or too strong to discriminate"
             )
 
@@ -457,7 +460,7 @@ def raee_report(
         rows=rows,
         judges=screens,
         kappa_factor=kappa,
-        mid_region_coverage=coverage,
+        mid_region_coverage=mid_region,
         anchor_swaps=swaps,
         warnings=warnings,
     )

@@ -18,8 +18,7 @@ from .judging.templates import Template, get_template
 from .run.budget import judge_price, judge_prices, worst_case
 from .run.engine import RunEngine, RunEvent
 from .run.groups import build_groups_for
-from .run.planners import planner_for, reference_items
-from .run.requests import DATASET_ANCHOR
+from .run.planners import planner_for
 from .secrets import redact_json
 from .store import RunStore, create_run, open_run
 
@@ -160,48 +159,23 @@ def dry_run(prepared: Prepared) -> dict:
     """What the run would ask at most, and its worst-case tokens and cost, without sending anything."""
     config, dataset = prepared.config, prepared.dataset
     groups = build_groups_for(dataset, config.data.scope)
-    per_judge_pairs = 0
-    for group in groups:
-        if group.key == "global":
-            per_judge_pairs += sum(len(ps) * 2 for ps in group.prompts.values())
-        else:  # per prompt, and items (compared only within their prompt)
-            per_judge_pairs += sum(
-                len(by) * (len(by) - 1) for p, by in dataset.responses.items() if group.member(p, next(iter(by))) is not None
-            )
-    n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
-    n_judges = len(prepared.profiles)
-    possible = n_judges * (per_judge_pairs + n_abs)
-    ref = config.reference
-    if ref is not None:
-        anchor, _, _, per_candidate = reference_items(dataset, ref.anchor, config.seed)
-        possible = n_judges * ref.repeats * (2 if ref.both_orders else 1) * sum(len(ps) for ps in per_candidate.values())
-    if config.absolute is not None:
-        possible = n_judges * config.absolute.repeats * dataset.n_responses
+    planner = planner_for(config)
+    possible = planner.possible_requests(config, dataset, len(prepared.profiles))
     calls = possible if config.budget.max_calls is None else min(possible, config.budget.max_calls)
-    # Mean worst case of a request, from the first prompts' pairs.
+    # Mean worst case of a request, from the first prompts' typical requests.
     rows = []
-    template = prepared.templates["reference" if ref is not None else "absolute" if config.absolute is not None else "pairwise"]
+    template = prepared.templates[planner.role]
     for name, profile in prepared.profiles.items():
         price = judge_price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
-        for pid, by_cand in list(dataset.responses.items())[:3]:
+        for pid in list(dataset.responses)[:3]:
             prompt = dataset.prompts[pid]
-            cands = sorted(by_cand)
-            if ref is not None:
-                anchor_text = prompt.reference if anchor == DATASET_ANCHOR else getattr(by_cand.get(anchor), "text", None)
-                if not anchor_text:
-                    continue
-                pairs = [(anchor_text, by_cand[c].text) for c in cands if c != anchor]
-            elif config.absolute is not None:
-                pairs = [("", by_cand[c].text) for c in cands]
-            else:
-                pairs = [(by_cand[a].text, by_cand[b].text) for a, b in zip(cands, cands[1:])]
-            for text_a, text_b in pairs:
+            for text_a, text_b in planner.shown_texts(config, dataset, pid):
                 values = {
                     "context": prompt.text,
                     "question": prompt.text,
                     "A": text_a,
                     "B": text_b,
-                    "reference": text_a if ref is not None else prompt.reference or "",
+                    "reference": text_a if planner.role == "reference" else prompt.reference or "",
                     "response": text_b,
                 }
                 messages = template.render(values, attribute=config.judging.attribute, prefill=profile.prefill)

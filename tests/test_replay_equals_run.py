@@ -105,3 +105,50 @@ def test_the_engine_rerun_on_its_own_export_asks_the_same_and_ranks_the_same(wor
     assert asked(rerun) == asked(path)
     ranked = lambda p: {g["group"]: [r["candidate"] for r in g["ranking"]] for g in runs.ranking(p)["groups"]}  # noqa: E731
     assert ranked(rerun) == ranked(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "scope, debias, warm, judges", [("global", "permutation", True, 3), ("items", "none", True, 1), ("global", "home", False, 3)]
+)
+def test_replay_with_the_runs_seed_and_budget_asks_what_the_run_asked(world, scope, debias, warm, judges):
+    """`orchestrator replay` is a run whose judges answer from the log: with the run's seed, batch,
+    budget and settings (one group, fully adaptive) it asks the run's requests round by round —
+    its learning curve steps at the run's cumulative calls — and ends with the run's ranking."""
+    import sqlite3
+
+    _, (_, responses), _ = world
+    name = f"asks-{scope}-{debias}-{int(warm)}-{judges}"
+    path, log, _ = run_and_export(
+        world, name, scope=scope, debias=debias, warm_start=warm, judges=JUDGES[judges], max_calls=42, extra="pipeline_depth = 1"
+    )
+    db = sqlite3.connect(path)
+    per_round = dict(db.execute("select round, count(*) from judgments group by round order by round"))
+    cumulative = [sum(n for r, n in per_round.items() if r <= last) for last in sorted(per_round)]
+    report = replay_files(
+        log, responses, "coherence", "reorder", scope=scope, debias=debias, with_absolute=warm, batch=3, budget=42, seed=7
+    )
+    (group,) = report.groups
+    assert [k for k, _, _ in group.curve] == ([] if warm else [0]) + cumulative
+    run_ranking = [r["candidate"] for r in runs.ranking(path)["groups"][0]["ranking"]]
+    assert report.to_json()["rankings"][group.key] == run_ranking
+
+
+@pytest.mark.slow
+def test_replay_asks_only_what_the_log_holds(tmp_path):
+    """A log with a third of the ordered pairs: the planner never selects a pair the log cannot
+    answer (no failed call is spent), and with no budget every logged judgment is used."""
+    from orchestrator.records import load_log
+    from orchestrator.simulate import JUDGE_PRESETS, simulate_dataset
+
+    from conftest import write_jsonl
+
+    records, responses = simulate_dataset(2, 7, JUDGE_PRESETS["llm"], seed=5)
+    kept = [r for k, r in enumerate(records) if r["kind"] == "pairwise" and k % 3 == 0]
+    log = write_jsonl(tmp_path / "partial.jsonl", kept)
+    answers = write_jsonl(tmp_path / "responses.jsonl", responses)
+    report = replay_files(log, answers, "quality", "reorder", batch=2)
+    per_prompt = {p: sum(r.prompt_id == p for _, r in load_log(log)) for p in {r["prompt_id"] for r in kept}}
+    for group in report.groups:
+        assert group.curve[-1][0] == per_prompt[group.key]  # every call answered, none wasted
+        assert group.curve[-1][2] == pytest.approx(1.0)  # ends on the all-logged posterior

@@ -24,6 +24,7 @@ def replay(
     debias: str = typer.Option("none", "--debias", help="none | permutation | home"),
     batch: int = typer.Option(1, "--batch", help="Comparisons selected per posterior update."),
     seeds: int = typer.Option(1, "--seeds", help="Number of seeds to average (tie-breaks, random)."),
+    seed: int = typer.Option(0, "--seed", help="First seed (a run's seed replays the run's choices)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Judge calls per group (default: all logged)."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Only use judgments by this judge."),
     with_absolute: bool = typer.Option(
@@ -35,6 +36,8 @@ def replay(
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
     from ..api import replay as replay_api
     from ..outputs import check_output
+
+    _check_range(seed, "--seed", 0, 2**32 - 1)
 
     if plot is not None:
         check_output(plot, option="--plot", inputs=[log, responses])
@@ -53,6 +56,7 @@ def replay(
             batch=batch,
             budget=budget,
             seeds=seeds,
+            seed=seed,
             with_absolute=with_absolute,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )

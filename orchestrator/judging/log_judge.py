@@ -32,6 +32,10 @@ class LogJudge:
     def __len__(self) -> int:
         return sum(len(v) for v in self._answers.values())
 
+    def holds(self, prompt_id: str, candidates: tuple[str, ...], kind: str, repeat: int = 0) -> bool:
+        """Whether the log can answer this request (planners ask only what it can, in replay)."""
+        return (prompt_id, tuple(candidates), kind, repeat) in self._answers
+
     async def judge(self, request: JudgeRequest) -> Judgment:
         kind = request.template.kind
         base: dict[str, Any] = dict(

@@ -36,6 +36,10 @@ class Group:
     """Ordered pair ``(first, second)`` → ``(prompt_id, P(first better))`` judgments."""
     absolute: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
     """Candidate → moment-matched ``(mean, variance)`` absolute judgments."""
+    members: list[tuple[str, str]] = field(default_factory=list)
+    """``(prompt, candidate)`` of every response the group ranks (a replay builds its dataset from them)."""
+    records: list[LogRecord] = field(default_factory=list)
+    """The group's logged judgments (what a replay's log judges answer from)."""
     rows: list[JudgmentRecord] = field(default_factory=list)
     """Every judgment of the group as a run-file row: the all-pairs posterior is fitted from these
     with the run's own code (:func:`orchestrator.run.groups.fit_group`), so a replay of a run's
@@ -134,12 +138,19 @@ def build_groups(
             truth = [truth_by_key[origin[name]] for name in names]
         else:
             truth = [truth_by_key[(gkey, name)] for name in names]
-        groups[gkey] = Group(gkey, names, np.asarray(truth, dtype=float))
+        if scope == "global":
+            shown = [(p, c) for p, cands in sorted(by_prompt.items()) for c in sorted(cands) if c in index and (p, c) in truth_by_key]
+        elif scope == "items":
+            shown = [origin[name] for name in names]
+        else:
+            shown = [(gkey, name) for name in names]
+        groups[gkey] = Group(gkey, names, np.asarray(truth, dtype=float), members=shown)
     for number, rec in used:
         gkey, _ = item_key(rec.prompt_id, rec.candidates[0])
         group = groups[gkey]
         index = members[gkey]
         ids = [index[item_key(rec.prompt_id, c)[1]] for c in rec.candidates]
+        group.records.append(rec)
         # the judgment as a run file row, for the posterior on everything (the run's own fit)
         group.rows.append(
             JudgmentRecord(

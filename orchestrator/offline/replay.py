@@ -18,35 +18,30 @@ Scopes (DESIGN.md "Domain model"):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
 import math
-import random
-from collections import Counter
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
-from scipy.stats import spearmanr
+from scipy.stats import rankdata
 
-from ..errors import OrchestratorError
-from ..poe import (
-    DEBIAS_MODES,
-    Observations,
-    PoEConfig,
-    Posterior,
-    Strategy,
-    fit_laplace,
-    get_expert,
-    parse_strategy,
-    permutation_debias,
-    ranking_order,
-    select_pairs,
-    threads_for,
-)
+from ..config import RunConfig
+from ..dataset import Dataset, PromptRow, ResponseText
+from ..errors import OrchestratorError, RunFailed
+from ..judging.client import JudgeProfile
+from ..judging.log_judge import LogJudge
+from ..judging.templates import get_template
+from ..poe import DEBIAS_MODES, PoEConfig, Posterior, Strategy, get_expert, parse_strategy, ranking_order, threads_for
 from ..records import ResponseRow, load_log, load_responses
-from ..run.groups import Group as RunGroup
-from ..run.groups import fit_group, item_name
+from ..run.engine import RunEngine, RunEvent
+from ..run.groups import build_groups_for, fit_group, item_name
+from ..store import create_run
 from .log_groups import SCOPES, Group, build_groups
 
 __all__ = ["SCOPES", "Group", "item_name", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
@@ -86,6 +81,8 @@ class ReplayReport:
     batch: int
     budget: int | None
     seeds: int
+    seed: int
+    """The first seed."""
     n_groups: int
     full_spearman: float
     k90: float | None
@@ -106,6 +103,7 @@ class ReplayReport:
             "batch": self.batch,
             "budget": self.budget,
             "seeds": self.seeds,
+            "seed": self.seed,
             "n_groups": self.n_groups,
             "full_spearman": _round(self.full_spearman),
             "k90": _round(self.k90),
@@ -126,87 +124,137 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman rank correlation; 0 when either side is constant (no ranking yet)."""
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
-    value = spearmanr(a, b).statistic
+    # Pearson correlation of average ranks: scipy's spearmanr, without its per-call overhead
+    # (two per replayed round)
+    value = np.corrcoef(rankdata(a), rankdata(b))[0, 1]
     return 0.0 if math.isnan(value) else float(value)
 
 
 def replay_group(
     group: Group,
-    strategy: Strategy,
+    strategy: Strategy | str,
     config: PoEConfig,
     *,
+    scope: str = "per_prompt",
     debias: str = "none",
     batch: int = 1,
     budget: int | None = None,
     seed: int = 0,
     with_absolute: bool = False,
     tick: Callable[[int], None] | None = None,
+    workdir: Path | None = None,
 ) -> GroupReplay:
-    """Run ``strategy`` on one group, answering each selected pair from the log.
+    """Run ``strategy`` on one group with the run engine, every request answered from the log.
 
-    ``budget`` counts judge calls for this group (a permutation-debiased pair costs two, an
-    absolute warm start one per candidate). ``tick(calls)`` is called after every batch with the
-    calls it used (progress of long replays).
+    This is a run (:class:`~orchestrator.run.engine.RunEngine`, the PoE planner, a run file in a
+    temporary directory) whose judges are :class:`~orchestrator.judging.log_judge.LogJudge` s over
+    the group's logged judgments: grouping, debiasing, warm start, panels (every judge of the log
+    asked each selected comparison) and selection are a live run's. The planner asks only what the
+    log can answer. ``budget`` counts judge calls for this group (a permutation-debiased pair costs
+    two per judge, an absolute warm start one per candidate and judge); ``tick(calls)`` is called
+    as judgments arrive (progress of long replays).
     """
-    n = len(group.names)
-    rng = random.Random(seed)
-    generator = torch.Generator().manual_seed(seed)
-    pools = {key: rng.sample(entries, len(entries)) for key, entries in group.pairwise.items()}
-    counts = torch.zeros(n, n, dtype=torch.long)
-    for (i, j), entries in pools.items():
-        counts[i, j] = len(entries)
-    prompt_usage: Counter[str] = Counter()
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orchestrator-replay-")))
+        return _replay_group(group, str(strategy), config, scope, debias, batch, budget, seed, with_absolute, tick, workdir)
 
-    def take(i: int, j: int) -> float:
-        entries = pools[(i, j)]
-        # least-used prompt first (matters in the global scope; a no-op elsewhere)
-        best = min(range(len(entries)), key=lambda t: prompt_usage[entries[t][0]])
-        prompt, p = entries.pop(best)
-        prompt_usage[prompt] += 1
-        counts[i, j] -= 1
-        return p
 
-    absolutes: list[tuple[int, float, float]] = []
+def _replay_group(
+    group: Group,
+    strategy: str,
+    poe: PoEConfig,
+    scope: str,
+    debias: str,
+    batch: int,
+    budget: int | None,
+    seed: int,
+    with_absolute: bool,
+    tick: Callable[[int], None] | None,
+    workdir: Path,
+) -> GroupReplay:
+    names = list(dict.fromkeys(r.judge for r in group.records))
+    config = RunConfig.model_validate(
+        {
+            "name": "replay",
+            "seed": seed,
+            "data": {"prompts": "(log)", "responses": "(log)", "scope": scope},
+            "judging": {"judges": names},
+            "model": {"expert": poe.expert.name, "debias": debias, "absolute_warm_start": with_absolute},
+            "selection": {"strategy": strategy, "batch": batch},
+            "budget": {"max_calls": budget},
+            # fully adaptive (each round planned on everything before it), every answer at once
+            "dispatch": {"pipeline_depth": 1, "concurrency": 256, "max_attempts": 1},
+        }
+    )
+    dataset = _dataset(group)
+    run_group = build_groups_for(dataset, scope)[0]
+    truth_of = dict(zip(group.names, group.truth))
+    truth = np.asarray([truth_of[name] for name in run_group.names], dtype=float)
+    relevant = [r for r in group.rows if r.kind == "pairwise" or (with_absolute and r.kind == "absolute")]
+    full = fit_group(run_group, relevant, poe, debias=debias, with_absolute=with_absolute).mean.numpy()
+    judges = {name: LogJudge(name, group.records) for name in names}
+    profiles = {name: JudgeProfile(name=name, model=f"log/{name}") for name in names}
+    templates = {"pairwise": get_template("poe-pairwise")}
     if with_absolute:
-        absolutes = [(i, *entries[0]) for i, entries in sorted(group.absolute.items())]
-    members = RunGroup(group.key, group.names, {name: k for k, name in enumerate(group.names)})
-    full = fit_group(members, group.rows, config, debias=debias, with_absolute=with_absolute)
-    full_spearman = spearman(full.mean.numpy(), group.truth)
+        templates["absolute"] = get_template("poe-absolute")
 
-    comparisons: list[tuple[int, int, float]] = []
-    calls = len(absolutes)
-    posterior = fit_laplace(Observations.from_lists(n, comparisons, absolutes), config)
-    curve = [(calls, spearman(posterior.mean.numpy(), group.truth), spearman(posterior.mean.numpy(), full.mean.numpy()))]
-    ordered = debias != "permutation"
-    cost = 1 if ordered else 2
-    while True:
-        picks = batch if budget is None else min(batch, (budget - calls) // cost)
-        if picks <= 0:
-            break
-        pairs = select_pairs(posterior, strategy, counts > 0, picks, ordered=ordered, generator=generator, expert=config.expert)
-        if not pairs:
-            break
-        for i, j in pairs:
-            if ordered:
-                comparisons.append((i, j, take(i, j)))
-            else:
-                comparisons.append((i, j, float(permutation_debias(take(i, j), take(j, i)))))
-            calls += cost
-        posterior = fit_laplace(Observations.from_lists(n, comparisons, absolutes), config, warm_start=posterior)
-        if tick is not None:
-            tick(len(pairs) * cost)
-        mean = posterior.mean.numpy()
-        curve.append((calls, spearman(mean, group.truth), spearman(mean, full.mean.numpy())))
+    curve: list[tuple[int, float, float]] = []
 
-    if budget is None and int(counts.sum()) == 0:
-        # Every logged judgment was used: report the canonical (cold) fit on all of them, which is
+    def observe(calls: int, planner) -> None:
+        mean = planner.posteriors[0].mean.numpy()
+        curve.append((calls, spearman(mean, truth), spearman(mean, full)))
+
+    def progress(event: RunEvent) -> None:
+        if event.kind == "judgment" and tick is not None:
+            tick(1)
+
+    path = workdir / f"{seed}-{hashlib.sha256(group.key.encode()).hexdigest()[:16]}.db"
+    store = create_run(path, name="replay", config=config.to_json(), seed=seed, dataset=dataset, templates=templates)
+    with store:
+        engine = RunEngine(
+            store,
+            config,
+            judges,  # type: ignore[arg-type]
+            profiles,
+            templates,
+            local=set(names),  # a log judge costs nothing (and needs no price lookup)
+            progress=progress if tick is not None else None,
+            answerable=lambda judge, prompt, cands, kind: judges[judge].holds(prompt, cands, kind),
+            observe=observe,
+        )
+        try:
+            asyncio.run(engine.run())
+        except RunFailed as exc:
+            raise OrchestratorError(f"replay of group {group.key!r}: {exc}") from None
+        posterior = engine.planner.posteriors[0]
+        used = store.judgment_counts().get("ok", 0)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    if with_absolute and len(curve) > 1 and curve[0][0] == 0:
+        curve = curve[1:]  # the curve starts once the warm start's scores are in (PoE §3.2)
+    if budget is None and used == len(relevant):
+        # Every logged judgment was asked: report the fit on them in the log's order, which is
         # what `orchestrator rank` computes for a run, so a replay of an export reproduces it.
-        posterior = full
+        posterior = fit_group(run_group, relevant, poe, debias=debias, with_absolute=with_absolute)
+    full_spearman = spearman(full, truth)
     k90 = None
     if full_spearman > 0:
         k90 = next((k for k, sp, _ in curve if sp >= 0.9 * full_spearman), None)
     k_self90 = next((k for k, _, self_sp in curve if self_sp >= 0.9), None)
-    return GroupReplay(group.key, group.names, group.truth, curve, full_spearman, k90, k_self90, posterior)
+    return GroupReplay(group.key, run_group.names, truth, curve, full_spearman, k90, k_self90, posterior)
+
+
+def _dataset(group: Group) -> Dataset:
+    """The responses a group ranks, as a run's dataset (texts are not needed: the log answers)."""
+    prompts: dict[str, PromptRow] = {}
+    responses: dict[str, dict[str, ResponseText]] = {}
+    for prompt, candidate in group.members:
+        if prompt not in prompts:
+            prompts[prompt] = PromptRow(id=prompt, text=f"(prompt {prompt}: answers come from the log)")
+            responses[prompt] = {}
+        responses[prompt][candidate] = ResponseText(prompt_id=prompt, candidate=candidate, text=f"(response of {candidate})")
+    return Dataset(prompts, responses)
 
 
 def _average_curves(curves: list[list[tuple[int, float, float]]]) -> list[tuple[int, float, float]]:
@@ -243,10 +291,13 @@ def replay(
     batch: int = 1,
     budget: int | None = None,
     seeds: int = 1,
+    seed: int = 0,
     with_absolute: bool = False,
     progress=None,
 ) -> ReplayReport:
-    """Replay ``strategy`` on every group for ``seeds`` seeds and average (see module docstring).
+    """Replay ``strategy`` on every group for ``seeds`` seeds (``seed``, ``seed + 1``, …) and
+    average (see module docstring). With a run's seed, batch and settings (and, for a single
+    group, its budget) a replay of the run's export asks what the run asked.
 
     ``k90`` per seed is the mean over groups with a defined k90; the report gives the mean and
     sd of that over seeds. ``progress`` is an optional callable ``(done, total)`` counting judge
@@ -268,6 +319,8 @@ def replay(
         raise OrchestratorError(f"--budget must be >= 1 (got {budget})")
     if seeds < 1:
         raise OrchestratorError(f"--seeds must be >= 1 (got {seeds})")
+    if not 0 <= seed < 2**32 - seeds:
+        raise OrchestratorError(f"--seed must be in [0, 2^32 - seeds) (got {seed})")
     curves, full_values = [], []
     k90_per_seed, kself_per_seed = [], []
     first_seed: list[GroupReplay] = []
@@ -287,26 +340,41 @@ def replay(
         if progress is not None:
             progress(min(done, total), total)
 
-    for seed in range(seeds):
-        results = []
-        for group in groups:
-            with threads_for(len(group.names)):
-                results.append(
-                    replay_group(
-                        group, strat, config, debias=debias, batch=batch, budget=budget, seed=seed, with_absolute=with_absolute, tick=tick
+    workdir = Path(tempfile.mkdtemp(prefix="orchestrator-replay-"))
+    try:
+        for offset in range(seeds):
+            results = []
+            for group in groups:
+                with threads_for(len(group.names)):
+                    results.append(
+                        replay_group(
+                            group,
+                            strat,
+                            config,
+                            scope=scope,
+                            debias=debias,
+                            batch=batch,
+                            budget=budget,
+                            seed=seed + offset,
+                            with_absolute=with_absolute,
+                            tick=tick if progress is not None else None,
+                            workdir=workdir,
+                        )
                     )
-                )
-        if seed == 0:
-            first_seed = results
-            full_values = [r.full_spearman for r in results]
-            undefined = sum(r.k90 is None for r in results)
-        curves.append(_average_curves([r.curve for r in results]))
-        k90s = [r.k90 for r in results if r.k90 is not None]
-        kselfs = [r.k_self90 for r in results if r.k_self90 is not None]
-        if k90s:
-            k90_per_seed.append(float(np.mean(k90s)))
-        if kselfs:
-            kself_per_seed.append(float(np.mean(kselfs)))
+
+            if offset == 0:
+                first_seed = results
+                full_values = [r.full_spearman for r in results]
+                undefined = sum(r.k90 is None for r in results)
+            curves.append(_average_curves([r.curve for r in results]))
+            k90s = [r.k90 for r in results if r.k90 is not None]
+            kselfs = [r.k_self90 for r in results if r.k_self90 is not None]
+            if k90s:
+                k90_per_seed.append(float(np.mean(k90s)))
+            if kselfs:
+                kself_per_seed.append(float(np.mean(kselfs)))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     k90, k90_sd = _mean_sd(k90_per_seed)
     kself, kself_sd = _mean_sd(kself_per_seed)
     return ReplayReport(
@@ -317,6 +385,7 @@ def replay(
         batch=batch,
         budget=budget,
         seeds=seeds,
+        seed=seed,
         n_groups=len(groups),
         full_spearman=float(np.mean(full_values)),
         k90=k90,

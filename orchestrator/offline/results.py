@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 from ..config import RunConfig
 from ..dataset import Dataset
@@ -42,7 +43,7 @@ def _campaign_group(
     intervals = rank_intervals_from_draws(np.asarray(draws), level=level)
     entries = []
     for k, c in enumerate(names):
-        row = {
+        row: dict[str, Any] = {
             "rank": k + 1,
             "candidate": c,
             "score": round(score[c], 3),
@@ -51,11 +52,10 @@ def _campaign_group(
             "rank_high": int(intervals.upper[k]),
         }
         if truth:
-            values = [by[c].human.get(truth) for by in dataset.responses.values() if c in by]
-            values = [v for v in values if v is not None]
-            row["truth"] = round(sum(values) / len(values), 6) if values else None
+            scores = [v for by in dataset.responses.values() if c in by for v in [by[c].human.get(truth)] if v is not None]
+            row["truth"] = round(sum(scores) / len(scores), 6) if scores else None
         entries.append(row)
-    entry = {"group": title, "comparisons": n, "entropy": None, "max_adjacent_reorder": None, "ranking": entries}
+    entry: dict[str, Any] = {"group": title, "comparisons": n, "entropy": None, "max_adjacent_reorder": None, "ranking": entries}
     values = [r.get("truth") for r in entries]
     if truth and len(entries) > 2 and None not in values and len(set(values)) > 1:
         from scipy.stats import spearmanr
@@ -71,7 +71,7 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
     import numpy as np
 
     from ..fit import fit_raee, load_reference_judgments
-    from ..raee_report import leaderboard
+    from ..raee_report import known, leaderboard
 
     data, _ = load_reference_judgments(path, log=False)
     if len(data) == 0:
@@ -81,13 +81,13 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
     for anchor in dict.fromkeys(r.anchor for r in report.rows):
         board = leaderboard(report.rows, anchor)
         names = sorted(board, key=lambda c: (-board[c], c))
-        se = {}
+        se: dict[str, float] = {}
         for c in names:
             # the superpopulation SE: with every prompt of the pool judged the FPC one is 0
             rows = [r for r in report.rows if r.anchor == anchor and r.candidate == c and r.se_elo_raw is not None]
             pooled = [r for r in rows if r.judge == "pooled"]
             # unscreened judges may agree perfectly: Eq. (9) with ρ = 1, no 1/J shrinkage
-            se[c] = pooled[0].se_elo_raw if pooled else float(np.sqrt(np.mean([r.se_elo_raw**2 for r in rows])))
+            se[c] = known(pooled[0].se_elo_raw) if pooled else float(np.sqrt(np.mean([known(r.se_elo_raw) ** 2 for r in rows])))
         draws = np.random.default_rng(0).normal([board[c] for c in names], [se[c] for c in names], size=(4000, len(names)))
         out.append(
             _campaign_group(
@@ -160,7 +160,7 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
         _, adj = adjacent_reorder_probabilities(post)
         rows = []
         for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
-            row = {
+            row: dict[str, Any] = {
                 "rank": rank,
                 "candidate": group.names[c],
                 "score": round(float(post.mean[c]), 6),
@@ -170,15 +170,16 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
             }
             if truth:
                 name = group.names[c]
-                values = [
-                    by[group.candidate(name)].human.get(truth)
+                scores = [
+                    v
                     for p, by in dataset.responses.items()
                     if group.member(p, group.candidate(name)) == name
+                    for v in [by[group.candidate(name)].human.get(truth)]
+                    if v is not None
                 ]
-                values = [v for v in values if v is not None]
-                row["truth"] = round(sum(values) / len(values), 6) if values else None
+                row["truth"] = round(sum(scores) / len(scores), 6) if scores else None
             rows.append(row)
-        entry = {
+        entry: dict[str, Any] = {
             "group": group.key,
             "comparisons": post.n_comparisons,
             "entropy": round(entropy(post.cov), 4),
@@ -299,7 +300,7 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
     if fmt not in EXPORT_FORMATS:
         raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     with open_run(path, write=False) as store:
-        rows = list(store.judgments(ok_only=not include_failed))
+        rows = list(store.judgments(ok_only=not include_failed, full=True))
         config = RunConfig.model_validate(store.config)
         anchor = reference_items(store.dataset(), config.reference.anchor, config.seed)[0] if config.reference is not None else None
     binary = fmt == "parquet"

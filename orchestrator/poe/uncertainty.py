@@ -84,7 +84,7 @@ def rank_intervals(
     return rank_intervals_from_draws(posterior.mean + z @ chol.T, level=level)
 
 
-def rank_intervals_from_draws(draws: Tensor, *, level: float = 0.95) -> RankIntervals:
+def rank_intervals_from_draws(draws: Tensor | np.ndarray, *, level: float = 0.95) -> RankIntervals:
     """Rank credible intervals from posterior draws of the scores ``(S, N)`` (rank 1 = highest):
     mean rank, shortest intervals holding ``level`` of each candidate's rank mass, rank probabilities.
     Serves the Laplace posterior, the simplex model's MCMC draws and RAEE's normal approximation."""

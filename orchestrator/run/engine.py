@@ -71,7 +71,12 @@ class RunEngine:
         local: set[str] | None = None,
         progress: Callable[[RunEvent], None] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None,
+        observe: Callable[[int, Any], None] | None = None,
     ):
+        """``answerable``: which requests a judge can answer at all (see :class:`PlanContext`);
+        ``observe(calls, planner)``: called whenever the planner has fitted the committed log,
+        before it plans the next round (replay draws its learning curves from it)."""
         self.store = store
         self.config = config
         self.judges = judges
@@ -86,7 +91,9 @@ class RunEngine:
             templates=templates,
             prices=judge_prices(profiles, local or set(), max_usd=config.budget.max_usd),
             asked=store.asked(),
+            answerable=answerable,
         )
+        self.observe = observe
         self.planner = planner_for(config)(self.ctx)
         for row in store.judgments():
             self.planner.add(row)
@@ -333,6 +340,8 @@ class RunEngine:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         reason = self.planner.stop_before(cutoff)
+        if self.observe is not None:
+            self.observe(self.store.planning_spend(cutoff).calls, self.planner)
         if reason:
             return reason, round_no, None
         timings["fit_s"] = time.perf_counter() - started

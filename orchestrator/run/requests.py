@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..config import RunConfig
 from ..dataset import Dataset
@@ -40,6 +40,9 @@ class PlanContext:
     prices: dict[str, tuple[float, float]]
     asked: set[tuple[str, str, tuple[str, ...]]] = field(default_factory=set)
     """``(judge, prompt, shown candidates)`` of every planned request (asked or pending)."""
+    answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None
+    """``(judge, prompt, shown candidates, kind) → bool``: whether a judge can answer a request at
+    all (a judge replaying a log answers only what the log holds); None: every judge, anything."""
 
     @property
     def seed(self) -> int:
@@ -49,6 +52,12 @@ class PlanContext:
     def first_judge(self) -> str:
         """Requests are planned for every judge at once; availability is tracked on the first."""
         return next(iter(self.profiles))
+
+    def judges_for(self, prompt_id: str, candidates: tuple[str, ...], kind: str) -> list[str]:
+        """The judges (in config order) that can answer this request."""
+        if self.answerable is None:
+            return list(self.profiles)
+        return [j for j in self.profiles if self.answerable(j, prompt_id, candidates, kind)]
 
     def prompt_use(self) -> Counter[str]:
         """Requests per prompt so far (derived from the log, so a resumed run sees the same)."""

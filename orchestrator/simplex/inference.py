@@ -373,9 +373,9 @@ def sensitivity_sweep(
         progress(f"base fit ω = 0, β_max = {base_beta:g}")
     base_fit = run(base_settings)
     results = []
-    grid = [("omega", w) for w in omegas] + [("beta_max", b) for b in betas]
+    grid: list[tuple[Literal["omega", "beta_max"], float]] = [("omega", w) for w in omegas] + [("beta_max", b) for b in betas]
     for parameter, value in grid:
-        settings = replace(base_settings, **{parameter: value})
+        settings = replace(base_settings, omega=value) if parameter == "omega" else replace(base_settings, beta_max=value)
         if settings == base_settings:
             fit = base_fit
         else:

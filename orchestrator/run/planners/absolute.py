@@ -22,6 +22,7 @@ class AbsolutePlanner:
     for every judge and repeat."""
 
     kind: ClassVar[str] = "absolute"
+    role: ClassVar[str] = "absolute"
     done: ClassVar[str] = "every candidate has been judged on every prompt"
 
     def __init__(self, ctx: PlanContext):
@@ -50,6 +51,16 @@ class AbsolutePlanner:
     def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
         assert config.absolute is not None
         return "absolute", n_judges * config.absolute.repeats
+
+    @staticmethod
+    def possible_requests(config: RunConfig, dataset: Dataset, n_judges: int) -> int:
+        assert config.absolute is not None
+        return n_judges * config.absolute.repeats * dataset.n_responses
+
+    @staticmethod
+    def shown_texts(config: RunConfig, dataset: Dataset, prompt_id: str) -> list[tuple[str, str]]:
+        by = dataset.responses[prompt_id]
+        return [("", by[c].text) for c in sorted(by)]
 
     def add(self, row: JudgmentRecord) -> None:
         if row.kind == "absolute":

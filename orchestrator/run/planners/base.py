@@ -42,6 +42,8 @@ class Planner(Protocol):
 
     kind: ClassVar[str]
     """The campaign's name (``poe``, ``reference``, ``absolute``)."""
+    role: ClassVar[str]
+    """The template role of most of its requests (a dry run's cost estimate)."""
     done: ClassVar[str]
     """The stop reason when a round finds nothing left to ask."""
 
@@ -60,6 +62,17 @@ class Planner(Protocol):
     @staticmethod
     def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
         """(template role, requests) of the first unit a run plans: the least a budget must pay for."""
+        ...
+
+    @staticmethod
+    def possible_requests(config: RunConfig, dataset: Dataset, n_judges: int) -> int:
+        """How many requests the campaign could ask at most (a dry run's upper bound)."""
+        ...
+
+    @staticmethod
+    def shown_texts(config: RunConfig, dataset: Dataset, prompt_id: str) -> list[tuple[str, str]]:
+        """Typical ``(A, B)`` texts its requests show on a prompt (``A`` empty for absolute
+        requests): a dry run's mean worst case per request."""
         ...
 
     def add(self, row: JudgmentRecord) -> None:

@@ -40,6 +40,7 @@ class PoEPlanner:
     one absolute score for every judge during the warm start."""
 
     kind: ClassVar[str] = "poe"
+    role: ClassVar[str] = "pairwise"
     done: ClassVar[str] = "every comparison has been asked"
 
     def __init__(self, ctx: PlanContext):
@@ -78,6 +79,24 @@ class PoEPlanner:
         if config.model.absolute_warm_start:
             return "absolute", n_judges
         return "pairwise", n_judges * (2 if config.model.debias == "permutation" else 1)
+
+    @staticmethod
+    def possible_requests(config: RunConfig, dataset: Dataset, n_judges: int) -> int:
+        groups = build_groups_for(dataset, config.data.scope)
+        pairs = 0
+        for group in groups:
+            if group.key == "global":
+                pairs += sum(len(ps) * 2 for ps in group.prompts.values())
+            else:  # per prompt, and items (compared only within their prompt)
+                pairs += sum(len(by) * (len(by) - 1) for p, by in dataset.responses.items() if group.member(p, next(iter(by))) is not None)
+        n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
+        return n_judges * (pairs + n_abs)
+
+    @staticmethod
+    def shown_texts(config: RunConfig, dataset: Dataset, prompt_id: str) -> list[tuple[str, str]]:
+        by = dataset.responses[prompt_id]
+        cands = sorted(by)
+        return [(by[a].text, by[b].text) for a, b in zip(cands, cands[1:])]
 
     # -- the log ---------------------------------------------------------------------------------
     def add(self, row: JudgmentRecord) -> None:
@@ -172,10 +191,13 @@ class PoEPlanner:
         units = []
         for group in self.groups:
             for name in group.names:
-                prompts = group.absolute_prompts(name, ctx.dataset)
+                candidate = group.candidate(name)
+                prompts = [p for p in group.absolute_prompts(name, ctx.dataset) if ctx.judges_for(p, (candidate,), "absolute")]
+                if not prompts:  # no judge can score it (a replayed log without its absolute judgment)
+                    continue
                 prompt = min(prompts, key=lambda p: (use[p], seeded_hash(ctx.seed, p, name)))
                 use[prompt] += 1
-                units.append([ctx.request(j, "absolute", prompt, [group.candidate(name)]) for j in ctx.profiles])
+                units.append([ctx.request(j, "absolute", prompt, [candidate]) for j in ctx.judges_for(prompt, (candidate,), "absolute")])
         random.Random(ctx.seed).shuffle(units)  # a budget too small for all spreads over groups
         return units
 
@@ -192,13 +214,23 @@ class PoEPlanner:
     def _pair_open(self, group: Group, i: int, j: int) -> bool:
         a, b = group.names[i], group.names[j]
         ca, cb = group.candidate(a), group.candidate(b)
-        return any(self._open(self.ctx.first_judge, p, ca, cb) for p in group.pair_prompts(a, b))
+        return any(self._askable(p, ca, cb) for p in group.pair_prompts(a, b))
 
-    def _open(self, judge: str, prompt: str, a: str, b: str) -> bool:
-        asked = self.ctx.asked
-        if (judge, prompt, (a, b)) in asked:
-            return False
-        return self.ordered or (judge, prompt, (b, a)) not in asked
+    def _askable(self, prompt: str, a: str, b: str) -> list[str]:
+        """The judges that can still be asked to compare ``a`` and ``b`` on ``prompt`` (in this
+        order; in both orders with permutation debiasing)."""
+        ctx = self.ctx
+        asked = ctx.asked
+        out = []
+        for judge in ctx.judges_for(prompt, (a, b), "pairwise"):
+            if (judge, prompt, (a, b)) in asked:
+                continue
+            if not self.ordered and (
+                (judge, prompt, (b, a)) in asked or (ctx.answerable is not None and not ctx.answerable(judge, prompt, (b, a), "pairwise"))
+            ):
+                continue
+            out.append(judge)
+        return out
 
     def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[PlannedRequest]], list[list]]:
         ctx = self.ctx
@@ -214,7 +246,6 @@ class PoEPlanner:
             generator=generator,
             expert=self.poe.expert,
         )
-        judge0 = ctx.first_judge
         units, selected = [], []
         scores: dict[int, torch.Tensor] = {}
         use = ctx.prompt_use()
@@ -222,11 +253,11 @@ class PoEPlanner:
             group = self.groups[g]
             a, b = group.names[i], group.names[j]
             ca, cb = group.candidate(a), group.candidate(b)
-            options = [p for p in group.pair_prompts(a, b) if self._open(judge0, p, ca, cb)]
+            options = [p for p in group.pair_prompts(a, b) if self._askable(p, ca, cb)]
             prompt = min(options, key=lambda p: (use[p], seeded_hash(ctx.seed, p, a, b)))
             use[prompt] += 1
             orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
-            units.append([ctx.request(jn, "pairwise", prompt, list(o)) for jn in ctx.profiles for o in orders])
+            units.append([ctx.request(jn, "pairwise", prompt, list(o)) for jn in self._askable(prompt, ca, cb) for o in orders])
             if g not in scores:
                 scores[g] = selection_scores(posteriors[g], self.strategy)
             selected.append([group.key, prompt, a, b, round(float(scores[g][i, j]), 6)])

@@ -57,6 +57,7 @@ class ReferencePlanner:
     """A unit is one (prompt, candidate) for every judge, repeat and (with ``both_orders``) order."""
 
     kind: ClassVar[str] = "reference"
+    role: ClassVar[str] = "reference"
     done: ClassVar[str] = "every candidate has been judged on every prompt"
 
     def __init__(self, ctx: PlanContext):
@@ -84,6 +85,21 @@ class ReferencePlanner:
         ref = config.reference
         assert ref is not None
         return "reference", n_judges * ref.repeats * (2 if ref.both_orders else 1)
+
+    @staticmethod
+    def possible_requests(config: RunConfig, dataset: Dataset, n_judges: int) -> int:
+        ref = config.reference
+        assert ref is not None
+        _, _, _, per_candidate = reference_items(dataset, ref.anchor, config.seed)
+        return n_judges * ref.repeats * (2 if ref.both_orders else 1) * sum(len(ps) for ps in per_candidate.values())
+
+    @staticmethod
+    def shown_texts(config: RunConfig, dataset: Dataset, prompt_id: str) -> list[tuple[str, str]]:
+        assert config.reference is not None
+        anchor = reference_items(dataset, config.reference.anchor, config.seed)[0]
+        by = dataset.responses[prompt_id]
+        text = dataset.prompts[prompt_id].reference if anchor == DATASET_ANCHOR else getattr(by.get(anchor), "text", None)
+        return [(text, by[c].text) for c in sorted(by) if c != anchor] if text else []
 
     def add(self, row: JudgmentRecord) -> None:
         if row.kind == "reference":
