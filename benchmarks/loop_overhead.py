@@ -71,6 +71,7 @@ def main() -> None:
     ap.add_argument("--candidates", type=int, default=16)
     ap.add_argument("--calls", type=int, default=3200)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--no-reliability", action="store_true", help="shared judge parameters (before issue #17)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -83,6 +84,8 @@ def main() -> None:
                 "judging": {"judges": ["instant"]},
                 "selection": {"batch": args.batch},
                 "budget": {"max_calls": args.calls},
+                "stopping": {"rule": "budget"},  # measure the same work whatever the stopping rule
+                "model": {"judge_reliability": not args.no_reliability},
                 "dispatch": {"concurrency": args.batch},
             }
         )

@@ -25,6 +25,7 @@ from orchestrator.store import PlannedRequest, create_run, open_run
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--prompts", type=int, default=420)
+    ap.add_argument("--no-reliability", action="store_true", help="shared judge parameters (before issue #17)")
     ap.add_argument("--candidates", type=int, default=16)
     args = ap.parse_args()
     rng = random.Random(0)
@@ -41,6 +42,7 @@ def main() -> None:
                 "runs_dir": str(folder),
                 "data": {"prompts": str(folder / "p.jsonl"), "responses": str(folder / "r.jsonl")},
                 "judging": {"judges": ["synthetic"]},
+                "model": {"judge_reliability": not args.no_reliability},
             }
         )
         templates = {"pairwise": get_template("poe-pairwise")}

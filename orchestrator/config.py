@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import OrchestratorError
 from .judging.datafiles import load_toml_model
@@ -75,6 +75,11 @@ class ModelConfig(_Section):
     """``permutation`` asks both orders of every pair; ``home`` fits the position bias Δ."""
     absolute_warm_start: bool = False
     """Score every candidate with the absolute template before any comparison (combined PoE)."""
+    judge_reliability: bool = True
+    """Learn how far each judge is to be believed: its sharpness ``t_j`` (a calibration fitted with
+    the scores: a random judge's weight goes to zero) and its precision ``κ_j`` (how closely its
+    probabilities follow the fit: a reproducible judge counts for more). Every judge also gets its
+    own position bias (``debias = "home"``) and absolute link whatever this says."""
 
     @field_validator("expert")
     @classmethod
@@ -109,10 +114,29 @@ class BudgetConfig(_Section):
 
 
 class StoppingConfig(_Section):
+    """When a run stops before its budget (``orchestrator.poe.stopping``): by default when every
+    neighbour pair of every ranking is in the right order up to ``tie_delta`` (indifference-zone
+    error below ``max_error``) or a practical tie more calls would not settle."""
+
+    rule: Literal["indifference", "budget"] = "indifference"
+    """``indifference``: stop when every neighbour pair is settled (below); ``budget``: spend the
+    budget (only the optional rules further down may stop earlier)."""
+    max_error: float = Field(default=0.05, gt=0, lt=1)
+    """A neighbour pair is resolved when P(misordered by more than ``tie_delta``) is below this."""
+    tie_delta: float = Field(default=0.5, ge=0, le=10)
+    """The indifference zone δ on the score scale: σ(δ) is the better candidate's win rate, so 0.5
+    treats candidates as tied when the better one would win at most 62% of comparisons."""
+    min_gain: float = Field(default=0.01, ge=0, lt=1)
+    """A near pair (gap < δ) whose next comparison would lower its error by less than this is a
+    practical tie: not worth another call."""
+    top_k: int | None = Field(default=None, ge=1)
+    """Only find the best k: the order within the top k and the boundary with rank k + 1."""
+    stable_rounds: int | None = Field(default=None, ge=1)
+    """Also stop once the ranking has not changed for this many rounds (rank stability)."""
     max_adjacent_reorder: float | None = Field(default=None, gt=0, lt=1)
-    """Stop when every neighbour pair of every ranking is reordered with lower probability."""
+    """Also stop when every neighbour pair is reordered with lower probability (PoE §4.3)."""
     entropy_target: float | None = None
-    """Stop when the posterior entropy of every ranking is below this."""
+    """Also stop when the posterior entropy of every ranking is below this."""
 
 
 class DispatchConfig(_Section):
@@ -206,6 +230,25 @@ class RunConfig(_Section):
 
     def to_json(self) -> dict:
         return self.model_dump(mode="json")
+
+    @classmethod
+    def from_stored(cls, stored: dict) -> "RunConfig":
+        """The config a run file holds. A run made before a model or stopping feature existed keeps
+        the behaviour it was made with (no per-judge reliability, spend the budget), so resuming it
+        plans what it would have planned.
+
+        Raises:
+            OrchestratorError: the stored config is not one this version can read.
+        """
+        data = {key: dict(value) if isinstance(value, dict) else value for key, value in stored.items()}
+        data.setdefault("model", {}).setdefault("judge_reliability", False)
+        data.setdefault("stopping", {}).setdefault("rule", "budget")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise OrchestratorError(f"the run file's config cannot be read by this version ({where}: {first['msg']})") from None
 
 
 def load_config(path: str | Path) -> RunConfig:

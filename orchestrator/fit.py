@@ -25,7 +25,7 @@ __all__ = ["load_reference_judgments", "fit_raee", "format_raee", "plot_raee", "
 
 def _from_store(path: Path) -> tuple[ReferenceJudgments, dict]:
     with open_run(path, write=False) as store:
-        config = RunConfig.model_validate(store.config)
+        config = RunConfig.from_stored(store.config)
         rows = list(store.judgments(kind="reference"))
         dataset = store.dataset()
     info: dict = {"population": len(dataset.prompts), "candidates": None}

@@ -342,7 +342,7 @@ def resume(
         run = store.run
         if run["status"] == "finished":
             return None
-        config = RunConfig.model_validate(store.config)
+        config = RunConfig.from_stored(store.config)
         if api_base is not None:
             config = config.model_copy(update={"dispatch": config.dispatch.model_copy(update={"api_base": api_base})})
         elif config.dispatch.api_base and "[REDACTED" in config.dispatch.api_base:

@@ -79,8 +79,25 @@ def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
                 cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
             table.add_row(*cells)
         out_console.print(table)
+        if entry.get("ties"):
+            out_console.print("practical ties (within δ): " + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]))
+        if len(entry.get("judges") or []) > 1 or any("sharpness" in j for j in entry.get("judges") or []):
+            out_console.print(_judges_table(entry["judges"]))
     if limit_groups is not None and len(groups) > limit_groups:
         out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
+
+
+def _judges_table(judges: list[dict]) -> Table:
+    """Per-judge reliability: sharpness t (95% interval), position bias Δ, agreement with the panel."""
+    table = Table(title="judges")
+    for name in ("judge", "judgments", "sharpness t (95%)", "position bias Δ", "agreement"):
+        table.add_column(name, justify="left" if name == "judge" else "right")
+    for j in judges:
+        sharp = f"{j['sharpness']:.2f} ({j['sharpness_low']:.2f}–{j['sharpness_high']:.2f})" if "sharpness" in j else "—"
+        delta = f"{j['delta']:+.3f} ± {j['delta_sd']:.3f}" if "delta" in j else "—"
+        agreement = "—" if j["agreement"] is None else f"{j['agreement']:.0%}"
+        table.add_row(j["judge"], str(j["judgments"]), sharp, delta, agreement)
+    return table
 
 
 @app.command("run")

@@ -32,7 +32,7 @@ def load_absolute_judgments(source: str | Path, *, log: bool) -> tuple[list[tupl
     if log:
         return [(rec.judge, rec.candidates[0], rec.prompt_id, rec.probs) for _, rec in load_log(path) if rec.kind == "absolute"], info
     with open_run(path, write=False) as store:
-        config = RunConfig.model_validate(store.config)
+        config = RunConfig.from_stored(store.config)
         rows = list(store.judgments(kind="absolute"))
         dataset = store.dataset()
     if config.data.truth:

@@ -180,7 +180,14 @@ def _replay_group(
             "seed": seed,
             "data": {"prompts": "(log)", "responses": "(log)", "scope": scope},
             "judging": {"judges": names},
-            "model": {"expert": poe.expert.name, "debias": debias, "absolute_warm_start": with_absolute},
+            "model": {
+                "expert": poe.expert.name,
+                "debias": debias,
+                "absolute_warm_start": with_absolute,
+                "judge_reliability": poe.judge_sharpness,
+            },
+            # the paper's protocol spends the budget: no stopping rule
+            "stopping": {"rule": "budget"},
             "selection": {"strategy": strategy, "batch": batch},
             "budget": {"max_calls": budget},
             # fully adaptive (each round planned on everything before it), every answer at once
@@ -293,6 +300,7 @@ def replay(
     seeds: int = 1,
     seed: int = 0,
     with_absolute: bool = False,
+    judge_reliability: bool = True,
     progress=None,
 ) -> ReplayReport:
     """Replay ``strategy`` on every group for ``seeds`` seeds (``seed``, ``seed + 1``, …) and
@@ -308,7 +316,9 @@ def replay(
     """
     try:
         strat = parse_strategy(strategy) if isinstance(strategy, str) else strategy
-        config = PoEConfig(expert=get_expert(expert), home_advantage=debias == "home")
+        config = PoEConfig(
+            expert=get_expert(expert), home_advantage=debias == "home", judge_sharpness=judge_reliability, judge_precision=judge_reliability
+        )
     except ValueError as exc:
         raise OrchestratorError(str(exc)) from None
     if debias not in DEBIAS_MODES:

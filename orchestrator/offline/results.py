@@ -12,11 +12,13 @@ from ..config import RunConfig
 from ..dataset import Dataset
 from ..errors import OrchestratorError
 from ..outputs import open_output
-from ..poe import PoEConfig, get_expert, rank_intervals, ranking_order
+from ..poe import rank_intervals, ranking_order
 from ..poe.uncertainty import adjacent_reorder_probabilities, entropy
-from ..run.groups import build_groups_for, fit_groups
+from ..run.groups import build_groups_for, fit_groups, split_by_group
 from ..run.planners import reference_items
+from ..run.planners.poe import poe_config
 from ..store import JudgmentRecord, open_run
+from .panel import judge_summary, practical_ties
 
 __all__ = ["EXPORT_FORMATS", "ranking", "status", "export"]
 
@@ -141,7 +143,7 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals
     (for a reference campaign: the RAEE leaderboard per anchor)."""
     with open_run(path, write=False) as store:
-        config = RunConfig.model_validate(store.config)
+        config = RunConfig.from_stored(store.config)
         dataset = store.dataset()
         judgments = list(store.judgments()) if config.reference is None and config.absolute is None else []
         templates = store.templates()
@@ -150,11 +152,10 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
     groups = build_groups_for(dataset, config.data.scope)
-    poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
-    posteriors = fit_groups(groups, judgments, poe, debias=config.model.debias)
+    posteriors = fit_groups(groups, judgments, poe_config(config), debias=config.model.debias)
     truth = config.data.truth
     out = []
-    for group, post in zip(groups, posteriors):
+    for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
         intervals = rank_intervals(post, level=level)
         sd = post.cov.diagonal().sqrt()
         _, adj = adjacent_reorder_probabilities(post)
@@ -188,6 +189,8 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
         }
         informed = post.n_comparisons > 0 or post.link is not None  # never statistics from no data
         entry["judged"] = informed
+        entry["judges"] = judge_summary(group, rows_of_group, post) if informed else []
+        entry["ties"] = practical_ties(group, post, config.stopping.tie_delta)
         if truth and len(rows) > 2 and informed:
             from scipy.stats import spearmanr
 
@@ -202,7 +205,7 @@ def status(path: str | Path) -> dict:
     """Budget spent, rounds, state, and the uncertainty of the current ranking."""
     with open_run(path, write=False) as store:
         run = store.run
-        config = RunConfig.model_validate(store.config)
+        config = RunConfig.from_stored(store.config)
         spend = store.spend()
         counts = store.request_counts()
         failures = store.failure_counts()
@@ -301,7 +304,7 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
         raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     with open_run(path, write=False) as store:
         rows = list(store.judgments(ok_only=not include_failed, full=True))
-        config = RunConfig.model_validate(store.config)
+        config = RunConfig.from_stored(store.config)
         anchor = reference_items(store.dataset(), config.reference.anchor, config.seed)[0] if config.reference is not None else None
     binary = fmt == "parquet"
     if binary:

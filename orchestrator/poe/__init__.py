@@ -20,6 +20,7 @@ from .experts import (
 )
 from .laplace import Posterior, fit_laplace, newton_map, threads_for
 from .objective import NegLogPosterior, Observations, PoEConfig
+from .reliability import fit_with_reliability, judge_precision
 from .selection import (
     STRATEGIES,
     Strategy,
@@ -33,6 +34,7 @@ from .selection import (
     selection_scores,
     variance_metric,
 )
+from .stopping import IndifferenceDecision, NeighbourStatus, indifference_stop, neighbour_status
 from .uncertainty import (
     RankIntervals,
     StopDecision,
@@ -48,6 +50,12 @@ from .uncertainty import (
 )
 
 __all__ = [
+    "fit_with_reliability",
+    "judge_precision",
+    "IndifferenceDecision",
+    "NeighbourStatus",
+    "indifference_stop",
+    "neighbour_status",
     "DEBIAS_MODES",
     "EXPERT_NAMES",
     "MIN_ABSOLUTE_VARIANCE",

@@ -12,7 +12,7 @@ Hessian, so Δ and the link parameters are marginalised, not fixed.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import torch
@@ -54,6 +54,10 @@ class Posterior:
     """Whether the gradient norm fell below tolerance."""
     n_comparisons: int
     """Number of comparative experts in the fit."""
+    judges: dict[str, Tensor] = field(default_factory=dict)
+    """Per-judge parameters, each ``(J,)`` (judge index order): ``delta``/``delta_sd`` (position
+    bias Δ_j), ``sharpness``/``sharpness_low``/``sharpness_high`` (``t_j`` with its 95% interval
+    from the Laplace sd of ``η_j = log t_j``), ``slope``/``intercept`` (the absolute link)."""
 
     @property
     def n(self) -> int:
@@ -186,7 +190,9 @@ def fit_laplace(
         and warm_start.theta_cov.shape == (objective.dim, objective.dim)
     ):
         guess = warm_start.theta_cov
-    if isinstance(warm_start, Posterior):
+    if isinstance(warm_start, Posterior) and warm_start.theta.shape == theta0.shape and warm_start.n == obs.n:
+        theta0 = warm_start.theta.clone()  # the same layout: every parameter carries over
+    elif isinstance(warm_start, Posterior):
         m = min(warm_start.n, obs.n)
         theta0[:m] = warm_start.mean[:m]
         if objective.delta_index is not None and warm_start.delta is not None:
@@ -207,6 +213,21 @@ def fit_laplace(
     link = None
     if objective.link_index is not None:
         link = (float(theta[objective.link_index]), float(theta[objective.link_index + 1]))
+    judges: dict[str, Tensor] = {}
+    J = objective.n_judges
+    if objective.delta_index is not None:
+        block = slice(objective.delta_index, objective.delta_index + J)
+        judges["delta"] = theta[block].clone()
+        judges["delta_sd"] = full_cov.diagonal()[block].sqrt()
+    if objective.sharp_index is not None:
+        block = slice(objective.sharp_index, objective.sharp_index + J)
+        eta, eta_sd = theta[block], full_cov.diagonal()[block].sqrt()
+        judges["sharpness"] = eta.exp()
+        judges["sharpness_low"] = (eta - 1.96 * eta_sd).exp()
+        judges["sharpness_high"] = (eta + 1.96 * eta_sd).exp()
+    if objective.link_index is not None:
+        judges["slope"] = theta[objective.link_index : objective.link_index + 2 * J : 2].clone()
+        judges["intercept"] = theta[objective.link_index + 1 : objective.link_index + 2 * J : 2].clone()
     return Posterior(
         mean=theta[:n].clone(),
         cov=full_cov[:n, :n] if objective.dim > n else full_cov,
@@ -218,6 +239,7 @@ def fit_laplace(
         n_iter=n_iter,
         converged=converged,
         n_comparisons=obs.n_comparisons,
+        judges=judges,
     )
 
 

@@ -51,21 +51,39 @@ class Observations:
     """``(A,)`` moment-matched mean of the judge's score distribution (PoE §3.2)."""
     abs_var: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=DTYPE))
     """``(A,)`` moment-matched variance (floored)."""
+    judge: Tensor | None = None
+    """``(K,)`` long: the judge of each comparison (``0..n_judges-1``); None: all judge 0."""
+    abs_judge: Tensor | None = None
+    """``(A,)`` long: the judge of each absolute judgment; None: all judge 0."""
+    n_judges: int = 1
+    """Number of judges: with per-judge parameters each gets its own Δ, sharpness and link."""
+    weight: Tensor | None = None
+    """``(K,)`` weight of each comparison's log-density (a judge's precision ``κ_j``: how many
+    Bernoulli trials one of its probabilities is worth); None: 1."""
 
     @staticmethod
     def from_lists(
-        n: int, comparisons: list[tuple[int, int, float]] | None = None, absolutes: list[tuple[int, float, float]] | None = None
+        n: int, comparisons: list[tuple] | None = None, absolutes: list[tuple] | None = None, *, n_judges: int = 1
     ) -> "Observations":
-        """Build from ``(first, second, p)`` and ``(item, mean, var)`` tuples."""
+        """Build from ``(first, second, p[, judge])`` and ``(item, mean, var[, judge])`` tuples."""
         comparisons = comparisons or []
         absolutes = absolutes or []
         first = torch.tensor([c[0] for c in comparisons], dtype=torch.long)
         second = torch.tensor([c[1] for c in comparisons], dtype=torch.long)
         prob = torch.tensor([c[2] for c in comparisons], dtype=DTYPE)
+        judge = torch.tensor([c[3] if len(c) > 3 else 0 for c in comparisons], dtype=torch.long)
         abs_item = torch.tensor([a[0] for a in absolutes], dtype=torch.long)
         abs_mean = torch.tensor([a[1] for a in absolutes], dtype=DTYPE)
         abs_var = torch.tensor([a[2] for a in absolutes], dtype=DTYPE)
-        return Observations(n, first, second, prob, abs_item, abs_mean, abs_var)
+        abs_judge = torch.tensor([a[3] if len(a) > 3 else 0 for a in absolutes], dtype=torch.long)
+        used = int(max(judge.max() if judge.numel() else 0, abs_judge.max() if abs_judge.numel() else 0)) + 1
+        return Observations(n, first, second, prob, abs_item, abs_mean, abs_var, judge, abs_judge, max(n_judges, used))
+
+    def judges_of_comparisons(self) -> Tensor:
+        return self.judge if self.judge is not None else torch.zeros_like(self.first)
+
+    def judges_of_absolutes(self) -> Tensor:
+        return self.abs_judge if self.abs_judge is not None else torch.zeros_like(self.abs_item)
 
     @property
     def n_comparisons(self) -> int:
@@ -93,59 +111,101 @@ class PoEConfig:
     """Mean and sd of the prior on the link slope ``a`` (absolute = a·s + b)."""
     link_intercept_prior_sd: float = 5.0
     """Sd of the prior on the intercept ``b``, centred at the mean absolute score."""
+    judge_sharpness: bool = False
+    """Fit each judge's sharpness ``t_j = exp(η_j)`` jointly with the scores: ``d = t_j (s_i − s_j
+    − Δ_j)``, so a judge whose probabilities follow the scores closely (large ``t``) counts for more
+    and a judge answering at random (``t → 0``) for nothing (PoE App. B's temperature, per judge)."""
+    sharpness_prior_sd: float = 1.0
+    """Sd of the ``N(0, ·)`` prior on ``η_j = log t_j`` (t = 1: the judge's probabilities as given)."""
+    judge_precision: bool = False
+    """Weight each judge's comparisons by its precision κ_j (:mod:`orchestrator.poe.reliability`):
+    how many Bernoulli trials one of its probabilities is worth, from the dispersion of its
+    residuals (used by :func:`~orchestrator.poe.reliability.fit_with_reliability`)."""
 
     def __post_init__(self) -> None:
         if self.prior_precision < 0:
             raise ValueError(f"prior_precision must be >= 0 (got {self.prior_precision})")
-        if self.delta_prior_sd <= 0 or self.link_slope_prior[1] <= 0 or self.link_intercept_prior_sd <= 0:
+        if self.delta_prior_sd <= 0 or self.link_slope_prior[1] <= 0 or self.link_intercept_prior_sd <= 0 or self.sharpness_prior_sd <= 0:
             raise ValueError("prior standard deviations must be > 0")
 
 
 class NegLogPosterior:
     """``−log p(θ | C, A)`` with gradient and Hessian for a fixed set of observations.
 
-    Layout of θ: scores ``[0, n)``, then ``Δ`` at :attr:`delta_index` (if enabled), then the
-    link ``(a, b)`` at :attr:`link_index` (if absolute experts are present).
+    Layout of θ: scores ``[0, n)``; then, per judge ``j = 0..J−1``, ``Δ_j`` from
+    :attr:`delta_index` (if home advantage is fitted), ``η_j = log t_j`` from :attr:`sharp_index`
+    (if sharpness is fitted), and the link ``(a_j, b_j)`` from :attr:`link_index` (if absolute
+    experts are present; judge ``j``'s pair at ``link_index + 2j``). With one judge this is the
+    paper's ``[s, Δ?, a?, b?]``.
     """
 
     def __init__(self, obs: Observations, config: PoEConfig):
         self.obs = obs
         self.config = config
-        n = obs.n
-        self.delta_index: int | None = n if config.home_advantage else None
-        self.link_index: int | None = n + int(config.home_advantage) if obs.has_absolute else None
-        self.dim = n + int(config.home_advantage) + (2 if obs.has_absolute else 0)
+        n, J = obs.n, obs.n_judges
+        self.n_judges = J
+        at = n
+        self.delta_index: int | None = at if config.home_advantage else None
+        at += J if config.home_advantage else 0
+        self.sharp_index: int | None = at if config.judge_sharpness else None
+        at += J if config.judge_sharpness else 0
+        self.link_index: int | None = at if obs.has_absolute else None
+        at += 2 * J if obs.has_absolute else 0
+        self.dim = at
         self._intercept_mean = float(obs.abs_mean.mean()) if obs.has_absolute else 0.0
+        self._judge = obs.judges_of_comparisons()
+        self._abs_judge = obs.judges_of_absolutes()
 
     def initial(self) -> Tensor:
-        """A starting point: zero scores and Δ, the prior means of the link."""
+        """A starting point: zero scores, Δ and η, the prior means of the links."""
         theta = torch.zeros(self.dim, dtype=DTYPE)
         if self.link_index is not None:
-            theta[self.link_index] = self.config.link_slope_prior[0]
-            theta[self.link_index + 1] = self._intercept_mean
+            theta[self.link_index :: 2][: self.n_judges] = self.config.link_slope_prior[0]
+            theta[self.link_index + 1 :: 2][: self.n_judges] = self._intercept_mean
         return theta
 
-    def _differences(self, theta: Tensor) -> Tensor:
+    def _linear(self, theta: Tensor) -> Tensor:
+        """``x = s_i − s_j − Δ_j`` per comparison."""
         s = theta[: self.obs.n]
-        d = s[self.obs.first] - s[self.obs.second]
+        x = s[self.obs.first] - s[self.obs.second]
         if self.delta_index is not None:
-            d = d - theta[self.delta_index]
-        return d
+            x = x - theta[self.delta_index + self._judge]
+        return x
+
+    def _differences(self, theta: Tensor) -> Tensor:
+        """``d = t_j x`` per comparison (``t_j = 1`` without sharpness)."""
+        x = self._linear(theta)
+        if self.sharp_index is not None:
+            x = x * torch.exp(theta[self.sharp_index + self._judge])
+        return x
 
     def _prior_terms(self) -> tuple[Tensor, Tensor]:
         """Precision vector and mean vector of the independent Gaussian priors on θ."""
         cfg = self.config
+        J = self.n_judges
         precision = torch.full((self.dim,), cfg.prior_precision, dtype=DTYPE)
         mean = torch.zeros(self.dim, dtype=DTYPE)
         if self.delta_index is not None:
-            precision[self.delta_index] = cfg.delta_prior_sd**-2
+            precision[self.delta_index : self.delta_index + J] = cfg.delta_prior_sd**-2
+        if self.sharp_index is not None:
+            precision[self.sharp_index : self.sharp_index + J] = cfg.sharpness_prior_sd**-2
         if self.link_index is not None:
             li = self.link_index
-            precision[li] = cfg.link_slope_prior[1] ** -2
-            mean[li] = cfg.link_slope_prior[0]
-            precision[li + 1] = cfg.link_intercept_prior_sd**-2
-            mean[li + 1] = self._intercept_mean
+            precision[li : li + 2 * J : 2] = cfg.link_slope_prior[1] ** -2
+            mean[li : li + 2 * J : 2] = cfg.link_slope_prior[0]
+            precision[li + 1 : li + 2 * J : 2] = cfg.link_intercept_prior_sd**-2
+            mean[li + 1 : li + 2 * J : 2] = self._intercept_mean
         return precision, mean
+
+    def _absolute_residuals(self, theta: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """``(a, b, s_item, w, r)`` per absolute judgment, ``r = μ − a_j s − b_j``, ``w = 1/σ²``."""
+        assert self.link_index is not None
+        obs = self.obs
+        ka = self.link_index + 2 * self._abs_judge
+        a, b = theta[ka], theta[ka + 1]
+        s_item = theta[obs.abs_item]
+        w = 1.0 / obs.abs_var
+        return a, b, s_item, w, obs.abs_mean - a * s_item - b
 
     def value(self, theta: Tensor) -> Tensor:
         """``−log p(θ | C, A)`` up to a constant."""
@@ -153,11 +213,11 @@ class NegLogPosterior:
         precision, mean = self._prior_terms()
         value = 0.5 * (precision * (theta - mean) ** 2).sum()
         if obs.n_comparisons:
-            value = value - self.config.expert.log_density(self._differences(theta), obs.prob).sum()
+            logp = self.config.expert.log_density(self._differences(theta), obs.prob)
+            value = value - (logp if obs.weight is None else obs.weight * logp).sum()
         if self.link_index is not None:
-            a, b = theta[self.link_index], theta[self.link_index + 1]
-            r = obs.abs_mean - a * theta[obs.abs_item] - b
-            value = value + 0.5 * (r * r / obs.abs_var).sum()
+            _, _, _, w, r = self._absolute_residuals(theta)
+            value = value + 0.5 * (w * r * r).sum()
         return value
 
     def value_and_grad(self, theta: Tensor) -> tuple[Tensor, Tensor]:
@@ -168,9 +228,12 @@ class NegLogPosterior:
     def evaluate(self, theta: Tensor, hessian: bool = True) -> tuple[Tensor, Tensor, Tensor | None]:
         """Value, gradient ``(P,)`` and Hessian ``(P, P)`` of ``−log p(θ | C, A)``.
 
-        Comparative block: with per-expert derivatives ``g = ∂ log e/∂d`` and ``h = ∂² log e/∂d²``
-        from autograd, ``∇ = −Σ g u`` and ``∇² = Σ (−h) u uᵀ`` for ``u = e_i − e_j − e_Δ``.
-        Absolute block (Gaussian in ``(s_n, a, b)``, closed form): with ``r = μ_n − a s_n − b``
+        Comparative block: ``d = t x`` with ``x = u·θ``, ``u = e_i − e_j − e_Δj`` and ``t = exp(η_j)``
+        (``t = 1`` without sharpness). With per-expert derivatives ``g = ∂ log e/∂d`` and
+        ``h = ∂² log e/∂d²`` from autograd, ``∇d = (t u, d e_η)`` and the only second derivatives
+        of ``d`` are ``∂²d/∂η∂θ = t u`` and ``∂²d/∂η² = d``, so ``∇ = −Σ g ∇d`` and
+        ``∇² = Σ (−h) ∇d ∇dᵀ − g ∇²d``: without sharpness a weighted graph Laplacian.
+        Absolute block (Gaussian in ``(s_n, a_j, b_j)``, closed form): with ``r = μ_n − a_j s_n − b_j``
         and ``w = 1/σ_n²`` the terms are ``½ w r²``.
         """
         obs, P = self.obs, self.dim
@@ -182,46 +245,58 @@ class NegLogPosterior:
             hess.index_add_(0, torch.arange(P) * (P + 1), precision)
 
         if obs.n_comparisons:
-            logp, g, h = expert_derivatives(self.config.expert, self._differences(theta), obs.prob)
+            d = self._differences(theta)
+            logp, g, h = expert_derivatives(self.config.expert, d, obs.prob)
+            if obs.weight is not None:
+                logp, g, h = obs.weight * logp, obs.weight * g, obs.weight * h
             value = value - logp.sum()
             c = -h
             i, j = obs.first, obs.second
-            grad.index_add_(0, i, -g)
-            grad.index_add_(0, j, g)
-            rows = [i, j, i, j]
-            cols = [i, j, j, i]
-            vals = [c, c, -c, -c]
+            t = torch.exp(theta[self.sharp_index + self._judge]) if self.sharp_index is not None else torch.ones_like(d)
+            index = [i, j]
+            slope = [t, -t]  # ∂d/∂θ at each index
             if self.delta_index is not None:
-                k = torch.full_like(i, self.delta_index)
-                grad[self.delta_index] += g.sum()
-                # u has +1 at i, −1 at j, −1 at Δ: H[i,Δ] = −c, H[j,Δ] = +c, H[Δ,Δ] = +c.
-                rows += [i, k, j, k, k]
-                cols += [k, i, k, j, k]
-                vals += [-c, -c, c, c, c]
+                index.append(self.delta_index + self._judge)
+                slope.append(-t)
+            linear_terms = len(index)
+            if self.sharp_index is not None:
+                index.append(self.sharp_index + self._judge)
+                slope.append(d)
+            for at, v in zip(index, slope):
+                grad.index_add_(0, at, -g * v)
             if hessian:
+                rows, cols, vals = [], [], []
+                for k in range(len(index)):
+                    for m in range(len(index)):
+                        rows.append(index[k])
+                        cols.append(index[m])
+                        vals.append(c * slope[k] * slope[m])
+                if self.sharp_index is not None:
+                    eta = index[-1]
+                    for k in range(linear_terms):  # −g ∂²d/∂η∂θ_k, both orders
+                        rows += [eta, index[k]]
+                        cols += [index[k], eta]
+                        vals += [-g * slope[k], -g * slope[k]]
+                    rows.append(eta)
+                    cols.append(eta)
+                    vals.append(-g * d)
                 hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
 
         if self.link_index is not None:
-            li = self.link_index
-            a, b = theta[li], theta[li + 1]
+            a, b, s_item, w, r = self._absolute_residuals(theta)
             item = obs.abs_item
-            s_item = theta[item]
-            w = 1.0 / obs.abs_var
-            r = obs.abs_mean - a * s_item - b
+            ka = self.link_index + 2 * self._abs_judge
+            kb = ka + 1
             value = value + 0.5 * (w * r * r).sum()
             grad.index_add_(0, item, -w * r * a)
-            grad[li] += -(w * r * s_item).sum()
-            grad[li + 1] += -(w * r).sum()
+            grad.index_add_(0, ka, -w * r * s_item)
+            grad.index_add_(0, kb, -w * r)
             if not hessian:
                 return value, grad, None
-            ka = torch.full_like(item, li)
-            kb = torch.full_like(item, li + 1)
             cross_a = -w * (r - a * s_item)  # ∂²(½wr²)/∂s∂a
             cross_b = w * a
-            rows = [item, item, ka, item, kb]
-            cols = [item, ka, item, kb, item]
-            vals = [w * a * a, cross_a, cross_a, cross_b, cross_b]
+            rows = [item, item, ka, item, kb, ka, ka, kb, kb]
+            cols = [item, ka, item, kb, item, ka, kb, ka, kb]
+            vals = [w * a * a, cross_a, cross_a, cross_b, cross_b, w * s_item * s_item, w * s_item, w * s_item, w]
             hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
-            block = torch.stack([(w * s_item * s_item).sum(), (w * s_item).sum(), w.sum()])
-            hess.index_add_(0, torch.tensor([li * P + li, li * P + li + 1, (li + 1) * P + li, (li + 1) * P + li + 1]), block[[0, 1, 1, 2]])
         return value, grad, hess.view(P, P) if hessian else None

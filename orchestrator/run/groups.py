@@ -16,7 +16,7 @@ import torch
 
 from ..dataset import Dataset
 from ..errors import OrchestratorError
-from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_laplace, permutation_debias, threads_for
+from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_with_reliability, permutation_debias, threads_for
 from ..records import level_distribution
 from ..store import JudgmentRecord
 
@@ -28,6 +28,7 @@ __all__ = [
     "build_groups_for",
     "group_observations",
     "fit_group",
+    "judge_names",
     "fit_groups",
     "split_by_group",
 ]
@@ -121,17 +122,23 @@ def build_groups_for(dataset: Dataset, scope: str) -> list[Group]:
     raise OrchestratorError(f"scope {scope!r} is not supported by the loop (use per_prompt, global or items)")
 
 
+def judge_names(judgments: list[JudgmentRecord]) -> list[str]:
+    """The judges of a group's judgments, sorted: index ``j`` of the per-judge parameters."""
+    return sorted({row.judge for row in judgments})
+
+
 def group_observations(
-    group: Group, judgments: list[JudgmentRecord], *, debias: str, with_absolute: bool = True
-) -> tuple[list[tuple[int, int, float]], list[tuple[int, float, float]]]:
-    """Comparisons ``(first, second, P(first better))`` and absolutes ``(item, mean, var)`` of a group
-    from committed judgment rows (store format), in the given order.
+    group: Group, judgments: list[JudgmentRecord], *, debias: str, with_absolute: bool = True, judges: dict[str, int] | None = None
+) -> tuple[list[tuple], list[tuple]]:
+    """Comparisons ``(first, second, P(first better), judge)`` and absolutes ``(item, mean, var,
+    judge)`` of a group from committed judgment rows (store format), in the given order; ``judges``
+    maps judge names to parameter indices (None: every judge is judge 0, shared parameters).
 
     With ``permutation`` debiasing the two orders of a pair (same judge and prompt) are combined
     (PoE §3.3); an order whose partner failed permanently is used alone.
     """
-    comparisons: list[tuple[int, int, float]] = []
-    absolutes: list[tuple[int, float, float]] = []
+    comparisons: list[tuple] = []
+    absolutes: list[tuple] = []
     waiting: dict[tuple[str, str, str, str], float] = {}
     combined: dict[tuple[str, str, str, str], int] = {}
     for row in judgments:
@@ -139,6 +146,7 @@ def group_observations(
         if any(m is None for m in members):
             continue
         cands: list[str] = members  # type: ignore[assignment]
+        judge = judges[row.judge] if judges is not None else 0
         if row.kind == "pairwise" and row.p_first is not None:
             a, b = cands
             if debias == "permutation":
@@ -146,18 +154,18 @@ def group_observations(
                 if back in waiting:
                     p_back = waiting.pop(back)
                     slot = combined.pop(back)
-                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row.p_first)))
+                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row.p_first)), judge)
                     continue
                 waiting[(row.judge, row.prompt_id, a, b)] = row.p_first
                 combined[(row.judge, row.prompt_id, a, b)] = len(comparisons)
-            comparisons.append((group.index[a], group.index[b], float(row.p_first)))
+            comparisons.append((group.index[a], group.index[b], float(row.p_first), judge))
         elif row.kind == "absolute" and with_absolute:
             probs = row.probs[0]
             if sum(probs.values()) <= 0:
                 continue
             levels, weights = level_distribution(probs)
             mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
-            absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0])))
+            absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0]), judge))
     return comparisons, absolutes
 
 
@@ -166,8 +174,11 @@ def fit_group(group: Group, judgments: list[JudgmentRecord], config: PoEConfig, 
     posterior, the same in a live run, a resumed one, ``orchestrator rank`` and the replay of the
     run's export."""
     rows = sorted(judgments, key=lambda r: (r.round, r.key))
-    comparisons, absolutes = group_observations(group, rows, debias=debias, with_absolute=with_absolute)
-    return fit_laplace(Observations.from_lists(len(group.names), comparisons, absolutes), config)
+    names = judge_names(rows)
+    judges = {name: k for k, name in enumerate(names)}
+    comparisons, absolutes = group_observations(group, rows, debias=debias, with_absolute=with_absolute, judges=judges)
+    observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1))
+    return fit_with_reliability(observations, config)
 
 
 def fit_groups(groups: list[Group], judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str) -> list[Posterior]:

@@ -15,11 +15,14 @@ from ...dataset import Dataset
 from ...errors import OrchestratorError
 from ...failpoints import failpoint
 from ...poe import (
+    IndifferenceDecision,
     PoEConfig,
     Posterior,
     adjacent_reorder_probabilities,
     entropy,
     get_expert,
+    indifference_stop,
+    neighbour_status,
     parse_strategy,
     ranking_order,
     select_across,
@@ -32,7 +35,44 @@ from ..groups import Group, build_groups_for, fit_group
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
 
-__all__ = ["PoEPlanner"]
+__all__ = ["PoEPlanner", "poe_config", "stop_decision"]
+
+
+def poe_config(config: RunConfig) -> PoEConfig:
+    """The PoE model of a run's config (the same for the planner, ``rank`` and replay)."""
+    m = config.model
+    return PoEConfig(
+        expert=get_expert(m.expert),
+        home_advantage=m.debias == "home",
+        judge_sharpness=m.judge_reliability,
+        judge_precision=m.judge_reliability,
+    )
+
+
+def tie_blocks(posterior: Posterior, delta: float, expert) -> list[frozenset[int]]:
+    """The ranking as blocks of practically tied neighbours, best first (rank stability compares
+    these: the order inside a tie may flip with every answer without the ranking changing)."""
+    status = neighbour_status(posterior, delta=delta, expert=expert)
+    order = [int(c) for c in status.order]
+    blocks: list[set[int]] = [{order[0]}] if order else []
+    for r in range(len(order) - 1):
+        if bool(status.tied[r]):
+            blocks[-1].add(order[r + 1])
+        else:
+            blocks.append({order[r + 1]})
+    return [frozenset(b) for b in blocks]
+
+
+def stop_decision(posterior: Posterior, stopping, expert) -> IndifferenceDecision:
+    """Every stopping rule the config enables, on one posterior: the first that holds stops."""
+    s = stopping
+    if s.max_adjacent_reorder is not None or s.entropy_target is not None:
+        legacy = stopping_rule(posterior, max_adjacent_reorder=s.max_adjacent_reorder, entropy_target=s.entropy_target)
+        if legacy.stop:
+            return IndifferenceDecision(True, legacy.reason, [], legacy.max_adjacent_reorder, legacy.entropy)
+    if s.rule == "budget":
+        return IndifferenceDecision(False, "")
+    return indifference_stop(posterior, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, top_k=s.top_k, expert=expert)
 
 
 class PoEPlanner:
@@ -47,7 +87,7 @@ class PoEPlanner:
         config = ctx.config
         self.ctx = ctx
         self.groups = build_groups_for(ctx.dataset, config.data.scope)
-        self.poe = PoEConfig(expert=get_expert(config.model.expert), home_advantage=config.model.debias == "home")
+        self.poe = poe_config(config)
         self.strategy = parse_strategy(config.selection.strategy)
         self.ordered = config.model.debias != "permutation"
         self.posteriors: list[Posterior | None] = [None] * len(self.groups)
@@ -57,6 +97,8 @@ class PoEPlanner:
         self._judgments: list[list[JudgmentRecord]] = [[] for _ in self.groups]
         self._where = {g.key: k for k, g in enumerate(self.groups)}
         self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
+        self._stable = 0  # rank stability (stopping.stable_rounds)
+        self._last_orders: list[list[frozenset[int]]] | None = None
 
     # -- what the run needs before it starts -----------------------------------------------------
     @staticmethod
@@ -133,17 +175,26 @@ class PoEPlanner:
     def stop_before(self, cutoff: int) -> str:
         posteriors = self.refit(cutoff)
         s = self.ctx.config.stopping
-        if s.max_adjacent_reorder is None and s.entropy_target is None:
+        if s.stable_rounds is not None:
+            orders = [tie_blocks(p, s.tie_delta, self.poe.expert) for p in posteriors]
+            self._stable = self._stable + 1 if orders == self._last_orders else 0
+            self._last_orders = orders
+            if self._stable >= s.stable_rounds and all(p.n_comparisons for p in posteriors):
+                return f"stopping rule: the ranking has not changed for {self._stable} rounds"
+        if s.max_adjacent_reorder is None and s.entropy_target is None and s.rule == "budget":
             return ""
-        reasons = []
+        reasons, ties = [], 0
         for p in posteriors:
             if p.n_comparisons == 0:
                 return ""
-            decision = stopping_rule(p, max_adjacent_reorder=s.max_adjacent_reorder, entropy_target=s.entropy_target)
+            decision = stop_decision(p, s, self.poe.expert)
             if not decision.stop:
                 return ""
             reasons.append(decision.reason)
-        return "stopping rule: " + (reasons[0] if len(reasons) == 1 else f"met in all {len(reasons)} groups")
+            ties += len(decision.tied)
+        if len(reasons) == 1:
+            return "stopping rule: " + reasons[0]
+        return f"stopping rule: met in all {len(reasons)} groups" + (f" ({ties} practical ties)" if ties else "")
 
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         units = self._warm_start_units() if self.ctx.config.model.absolute_warm_start else []

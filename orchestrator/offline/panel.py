@@ -1,0 +1,53 @@
+"""What a ranking says about its judges and its ties: per-judge reliability from the PoE posterior
+(sharpness ``t_j``, position bias ``Δ_j``, absolute link) with the judge's agreement with the panel,
+and the neighbour pairs the indifference zone treats as practical ties (issue #17)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..poe import Posterior, neighbour_status
+from ..run.groups import Group, judge_names
+from ..store import JudgmentRecord
+
+__all__ = ["judge_summary", "practical_ties"]
+
+_PARAMETERS = ("sharpness", "sharpness_low", "sharpness_high", "delta", "delta_sd", "slope", "intercept")
+
+
+def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Posterior) -> list[dict[str, Any]]:
+    """One entry per judge of the group: its judgments, fitted parameters (in the judge index order
+    of :func:`~orchestrator.run.groups.fit_group`) and ``agreement``: the share of its pairwise
+    verdicts (P(first) ≠ ½) that prefer the candidate the panel's posterior ranks higher — 1 for a
+    judge that always sides with the panel, ½ for a coin."""
+    mean = posterior.mean
+    out = []
+    for k, name in enumerate(judge_names(judgments)):
+        mine = [r for r in judgments if r.judge == name]
+        agree = votes = 0
+        for r in mine:
+            if r.kind != "pairwise" or r.p_first is None or r.p_first == 0.5:
+                continue
+            a, b = (group.member(r.prompt_id, c) for c in r.candidates)
+            if a is None or b is None:
+                continue
+            i, j = group.index[a], group.index[b]
+            if float(mean[i]) == float(mean[j]):
+                continue
+            votes += 1
+            agree += (r.p_first > 0.5) == (float(mean[i]) > float(mean[j]))
+        entry: dict[str, Any] = {"judge": name, "judgments": len(mine), "agreement": round(agree / votes, 4) if votes else None}
+        for key in _PARAMETERS:
+            if key in posterior.judges:
+                entry[key] = round(float(posterior.judges[key][k]), 4)
+        out.append(entry)
+    return out
+
+
+def practical_ties(group: Group, posterior: Posterior, delta: float) -> list[list[str]]:
+    """Neighbour pairs of the ranking more likely within ``±δ`` than not (``P(|d| < δ) > ½``)."""
+    if posterior.n_comparisons == 0 and posterior.link is None:
+        return []
+    status = neighbour_status(posterior, delta=delta)
+    order = [int(c) for c in status.order]
+    return [[group.names[order[r]], group.names[order[r + 1]]] for r in range(len(order) - 1) if bool(status.tied[r])]

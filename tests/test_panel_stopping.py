@@ -1,0 +1,155 @@
+"""Issue #17: per-judge reliability in the PoE posterior and stopping that tolerates ties."""
+
+import math
+import random
+
+import pytest
+import torch
+from scipy.stats import norm
+
+from judgekit import quality_behaviour, write_config, write_dataset
+from orchestrator import runs
+from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.poe import Observations, PoEConfig, fit_laplace, fit_with_reliability, indifference_stop, neighbour_status
+from orchestrator.poe.objective import NegLogPosterior
+
+
+def panel(n=12, seed=0, repeats=2):
+    """Three judges on every ordered pair: a sharp one (t = 3) favouring the first-shown (Δ = −0.5),
+    a plain one (t = 1), and one answering at random."""
+    rng = random.Random(seed)
+    q = [rng.gauss(0, 1) for _ in range(n)]
+    comparisons = []
+    for _ in range(repeats):
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    comparisons.append((i, j, 1 / (1 + math.exp(-3 * (q[i] - q[j] + 0.5))), 0))
+                    comparisons.append((i, j, 1 / (1 + math.exp(-(q[i] - q[j]))), 1))
+                    comparisons.append((i, j, rng.random(), 2))
+    return q, comparisons
+
+
+def test_gradient_and_hessian_with_per_judge_parameters_match_autograd():
+    obs = Observations.from_lists(
+        5, [(0, 1, 0.7, 0), (1, 2, 0.4, 1), (2, 3, 0.9, 0), (3, 4, 0.2, 1), (4, 0, 0.6, 1)], [(0, 7.0, 1.0, 0), (3, 4.0, 2.0, 1)]
+    )
+    for home in (False, True):
+        for sharp in (False, True):
+            objective = NegLogPosterior(obs, PoEConfig(home_advantage=home, judge_sharpness=sharp))
+            theta = objective.initial() + 0.3 * torch.randn(objective.dim, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+            _, grad, hess = objective.evaluate(theta)
+            assert torch.allclose(grad, torch.autograd.functional.jacobian(objective.value, theta), atol=1e-10)
+            assert torch.allclose(hess, torch.autograd.functional.hessian(objective.value, theta), atol=1e-10)
+
+
+def test_per_judge_bias_and_sharpness_are_recovered_and_a_random_judge_weighs_almost_nothing():
+    q, comparisons = panel()
+    post = fit_laplace(Observations.from_lists(len(q), comparisons), PoEConfig(home_advantage=True, judge_sharpness=True))
+    sharp, plain, coin = post.judges["sharpness"].tolist()
+    # the scale of the scores is the prior's, so sharpness is identified up to a common factor:
+    # the sharp judge is three times the plain one
+    assert sharp / plain == pytest.approx(3.0, rel=0.15)
+    # a comparison's weight in the posterior is t²: the coin's is < 2% of the plain judge's
+    assert (coin / plain) ** 2 < 0.02
+    # Δ is on the score scale (d = t(s_i − s_j − Δ)); only the first judge favours the first-shown
+    scale = 3.0 / sharp  # the fitted scores are scale · q
+    delta = post.judges["delta"].tolist()
+    assert delta[0] == pytest.approx(-0.5 * scale, abs=0.05) and delta[0] < -2 * post.judges["delta_sd"][0]
+    assert abs(delta[1]) < 3 * float(post.judges["delta_sd"][1])
+    ranking = torch.argsort(post.mean, descending=True).tolist()
+    assert ranking == sorted(range(len(q)), key=lambda c: -q[c])
+
+
+def test_precision_rewards_a_reproducible_judge_and_not_a_scattered_one():
+    q, comparisons = panel(n=10, seed=2, repeats=1)
+    exact = [(i, j, p, 0) for i, j, p, judge in comparisons if judge == 1]  # probabilities exactly σ(q_i − q_j)
+    rng = random.Random(4)
+    scattered = [(i, j, 1 / (1 + math.exp(-(math.log(p / (1 - p)) + rng.gauss(0, 1.5)))), 0) for i, j, p, _ in exact]
+    config = PoEConfig(judge_sharpness=True, judge_precision=True)
+    sharp = fit_with_reliability(Observations.from_lists(10, exact), config)
+    blurred = fit_with_reliability(Observations.from_lists(10, scattered), config)
+    assert float(sharp.judges["precision"][0]) > 20  # ~ n/ν: capped by the prior's pseudo-judgments
+    assert float(sharp.judges["precision"][0]) > 4 * float(blurred.judges["precision"][0])
+
+
+def test_the_panel_ranks_as_well_as_its_good_judges_despite_the_coin():
+    q, comparisons = panel(n=10, seed=3, repeats=1)
+    few = comparisons[: 3 * 30]  # a third of the pairs: where the coin could do harm
+    shared = fit_laplace(Observations.from_lists(len(q), [c[:3] for c in few]), PoEConfig())
+    weighted = fit_laplace(Observations.from_lists(len(q), few), PoEConfig(judge_sharpness=True))
+    from scipy.stats import spearmanr
+
+    assert spearmanr(weighted.mean, q).statistic >= spearmanr(shared.mean, q).statistic
+
+
+def test_indifference_zone_error_and_expected_gain_follow_their_formulas():
+    q, comparisons = panel(n=6, seed=1, repeats=1)
+    post = fit_laplace(Observations.from_lists(6, [c for c in comparisons if c[3] == 1][:12]), PoEConfig())
+    status = neighbour_status(post, delta=0.5)
+    a, b = int(status.order[0]), int(status.order[1])
+    mu = float(post.mean[a] - post.mean[b])
+    v = float(post.cov[a, a] + post.cov[b, b] - 2 * post.cov[a, b])
+    assert float(status.error[0]) == pytest.approx(norm.cdf(-(mu + 0.5) / math.sqrt(v)), rel=1e-9)
+    assert float(status.tie_probability[0]) == pytest.approx(norm.cdf((0.5 - mu) / v**0.5) - norm.cdf((-0.5 - mu) / v**0.5), rel=1e-9)
+    # expected gain by Monte Carlo over the preposterior mean
+    c = 1 / (1 + math.exp(-mu)) / (1 + math.exp(mu))
+    v_next = v - c * v * v / (1 + c * v)
+    m = torch.randn(400_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * math.sqrt(v - v_next) + mu
+    expected = float(torch.tensor(norm.cdf(-(m.abs().numpy() + 0.5) / math.sqrt(v_next))).mean())
+    assert float(status.gain[0]) == pytest.approx(float(status.error[0]) - expected, abs=5e-4)
+
+
+def test_top_k_asks_less_than_the_whole_ranking():
+    n = 8
+    q = [3.0, 1.5, 0.5, 0.0, -0.2, -0.4, -0.6, -0.8]
+    comparisons = [(i, j, 1 / (1 + math.exp(-4 * (q[i] - q[j]))), 0) for i in range(n) for j in range(n) if i != j and min(i, j) < 2]
+    post = fit_with_reliability(Observations.from_lists(n, comparisons), PoEConfig(judge_sharpness=True, judge_precision=True))
+    assert indifference_stop(post, top_k=1).stop
+    assert not indifference_stop(post).stop  # the tail was hardly compared with itself
+
+
+@pytest.fixture
+def tie_world(tmp_path):
+    """One prompt, ten candidates of which six are exactly equal; the judge answers from the true
+    qualities (P(A) = σ(6 (q_A − q_B)))."""
+    data = write_dataset(tmp_path / "data", prompts=1, candidates=10, base=[0.5] * 6 + [0.9, 0.75, 0.25, 0.1], spread=0.0)
+    with FakeOpenAIServer(quality_behaviour) as server:
+        yield tmp_path, data, server
+
+
+def test_the_default_config_stops_by_itself_on_ties_and_says_which_are_tied(tie_world):
+    tmp_path, (prompts, responses), server = tie_world
+    config = write_config(tmp_path, server.url, name="ties", prompts=prompts, responses=responses, max_calls=90)
+    path, reason = runs.start(config)
+    spent = len(server.requests)
+    assert reason.startswith("stopping rule:"), reason
+    assert spent <= 60, f"{spent} of 90 calls"  # today: all 90
+    (group,) = runs.ranking(path)["groups"]
+    tied = {c for pair in group["ties"] for c in pair}
+    assert tied and tied <= {f"M{c}" for c in range(6)}
+    assert group["spearman_vs_truth"] >= 0.8
+    top = [r["candidate"] for r in group["ranking"][:2]]
+    assert top == ["M6", "M7"]
+    (judge,) = group["judges"]
+    assert judge["judge"] == "local-openai" and judge["sharpness"] > 1 and judge["agreement"] >= 0.9
+
+
+def test_stopping_can_be_switched_off_and_rank_stability_stops_too(tie_world):
+    tmp_path, (prompts, responses), server = tie_world
+    off = write_config(
+        tmp_path, server.url, name="off", prompts=prompts, responses=responses, max_calls=40, budget_extra='[stopping]\nrule = "budget"\n'
+    )
+    _, reason = runs.start(off)
+    assert reason.startswith("budget: max_calls (40 of 40"), reason
+    stable = write_config(
+        tmp_path,
+        server.url,
+        name="stable",
+        prompts=prompts,
+        responses=responses,
+        max_calls=90,
+        budget_extra='[stopping]\nrule = "budget"\nstable_rounds = 3\n',
+    )
+    _, reason = runs.start(stable)
+    assert reason == "stopping rule: the ranking has not changed for 3 rounds"
