@@ -46,12 +46,18 @@ def start(
     return runs.start(_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log)
 
 
-def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None) -> dict:
-    """What ``start`` would ask at most and its worst-case tokens and cost; sends and writes nothing.
-    Runs exactly the checks ``start`` runs before it creates the run file."""
+def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:
+    """What ``start`` would ask at most and its worst-case tokens and cost; writes nothing. Runs
+    exactly the checks ``start`` runs before it creates the run file. ``smoke``: also send one real
+    request per judge and template (``orchestrator run --dry-run`` does, unless ``--offline``) and
+    return what each answered under ``"smoke"``."""
     from . import runs
 
-    return runs.dry_run(runs.prepare(_config(config, runs_dir)))
+    prepared = runs.prepare(_config(config, runs_dir))
+    estimate = runs.dry_run(prepared)
+    if smoke:
+        estimate["smoke"] = runs.smoke(prepared)
+    return estimate
 
 
 def resume(run: str | Path, *, api_base: str | None = None, progress: Callable | None = None, judges: dict | None = None) -> str | None:

@@ -95,6 +95,10 @@ class SelectionConfig(_Section):
     """reorder | variance | min_uncertainty | random | eps:<x> | diverse."""
     batch: int = Field(default=4, ge=1, le=4096)
     """Comparisons chosen per posterior update (one round)."""
+    panel: Literal["cost_aware", "all"] = "cost_aware"
+    """With several judges: ``cost_aware`` asks each selected comparison of the judge with the most
+    expected uncertainty reduction per unit of cost (``orchestrator.run.planners.cost``); ``all``
+    asks every judge every comparison."""
 
     @field_validator("strategy")
     @classmethod

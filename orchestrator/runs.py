@@ -22,7 +22,7 @@ from .run.planners import planner_for
 from .secrets import redact_json
 from .store import RunStore, create_run, open_run
 
-__all__ = ["prepare", "dry_run", "start", "resume", "ranking", "status", "export", "EXPORT_FORMATS"]
+__all__ = ["prepare", "dry_run", "smoke", "start", "resume", "ranking", "status", "export", "EXPORT_FORMATS"]
 
 # reading a run lives in orchestrator.offline.results; re-exported here, where callers look for it
 from .offline.results import EXPORT_FORMATS, export, ranking, status  # noqa: E402,F401
@@ -201,6 +201,20 @@ def dry_run(prepared: Prepared) -> dict:
         "worst_case_tokens_per_request": int(tokens),
         "note": "upper bounds: every prompt byte counted as a token, completions at max_tokens",
     }
+
+
+def smoke(prepared: Prepared) -> list[dict]:
+    """One real call per judge and template (:mod:`orchestrator.run.smoke`): what each judge answers
+    to the run's templates, parsed, before any budget is spent."""
+    from .run.smoke import smoke_calls, smoke_requests
+
+    config = prepared.config
+    requests = {
+        name: smoke_requests(prepared.dataset, prepared.templates, config.judging.attribute, profile.prefill)
+        for name, profile in prepared.profiles.items()
+    }
+    with judges_for(prepared.profiles, api_base=config.dispatch.api_base) as (judges, _):
+        return smoke_calls(judges, requests)
 
 
 @contextlib.contextmanager

@@ -69,7 +69,7 @@ def test_precision_rewards_a_reproducible_judge_and_not_a_scattered_one():
     config = PoEConfig(judge_sharpness=True, judge_precision=True)
     sharp = fit_with_reliability(Observations.from_lists(10, exact), config)
     blurred = fit_with_reliability(Observations.from_lists(10, scattered), config)
-    assert float(sharp.judges["precision"][0]) > 20  # ~ n/ν: capped by the prior's pseudo-judgments
+    assert float(sharp.judges["precision"][0]) > 10  # grows with n/ν: the prior's pseudo-judgments bound it
     assert float(sharp.judges["precision"][0]) > 4 * float(blurred.judges["precision"][0])
 
 
@@ -132,7 +132,9 @@ def test_the_default_config_stops_by_itself_on_ties_and_says_which_are_tied(tie_
     top = [r["candidate"] for r in group["ranking"][:2]]
     assert top == ["M6", "M7"]
     (judge,) = group["judges"]
-    assert judge["judge"] == "local-openai" and judge["sharpness"] > 1 and judge["agreement"] >= 0.9
+    # one judge: its sharpness is not fitted (it would only trade against the prior's scale); its
+    # reproducible answers make each worth several coin flips
+    assert judge["judge"] == "local-openai" and "sharpness" not in judge and judge["precision"] > 3 and judge["agreement"] >= 0.9
 
 
 def test_stopping_can_be_switched_off_and_rank_stability_stops_too(tie_world):

@@ -36,6 +36,9 @@ def _run_display(total: int | None):
                 "is lost; press Ctrl-C again to stop at once"
             )
             return
+        if event.kind == "judge_stopped":
+            err_console.print(f"warning: {event.reason}; the other judges go on", soft_wrap=True)
+            return
         if event.entropy is not None:
             state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
         spend = event.spend
@@ -81,29 +84,34 @@ def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
         out_console.print(table)
         if entry.get("ties"):
             out_console.print("practical ties (within δ): " + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]))
-        if len(entry.get("judges") or []) > 1 or any("sharpness" in j for j in entry.get("judges") or []):
+        if len(entry.get("judges") or []) > 1 or any("precision" in j for j in entry.get("judges") or []):
             out_console.print(_judges_table(entry["judges"]))
     if limit_groups is not None and len(groups) > limit_groups:
         out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
 
 
 def _judges_table(judges: list[dict]) -> Table:
-    """Per-judge reliability: sharpness t (95% interval), position bias Δ, agreement with the panel."""
+    """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, agreement
+    with the panel."""
     table = Table(title="judges")
-    for name in ("judge", "judgments", "sharpness t (95%)", "position bias Δ", "agreement"):
+    for name in ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ", "agreement"):
         table.add_column(name, justify="left" if name == "judge" else "right")
     for j in judges:
         sharp = f"{j['sharpness']:.2f} ({j['sharpness_low']:.2f}–{j['sharpness_high']:.2f})" if "sharpness" in j else "—"
+        precision = f"{j['precision']:.1f}" if "precision" in j else "—"
         delta = f"{j['delta']:+.3f} ± {j['delta_sd']:.3f}" if "delta" in j else "—"
         agreement = "—" if j["agreement"] is None else f"{j['agreement']:.0%}"
-        table.add_row(j["judge"], str(j["judgments"]), sharp, delta, agreement)
+        table.add_row(j["judge"], str(j["judgments"]), sharp, precision, delta, agreement)
     return table
 
 
 @app.command("run")
 def run_cmd(
     config: Path = typer.Argument(..., help="Run config (TOML)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated calls, tokens and cost; send nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the estimated calls, tokens and cost, and each judge's answer to one real request per template."
+    ),
+    offline: bool = typer.Option(False, "--offline", help="With --dry-run: send nothing (no smoke call)."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
     from_log: Optional[Path] = typer.Option(
         None,
@@ -119,13 +127,26 @@ def run_cmd(
     if runs_dir is not None:
         cfg = cfg.model_copy(update={"runs_dir": runs_dir})
     if dry_run:
-        estimate = api.dry_run(cfg)
-        table = Table(title=f"dry run: {config} (nothing sent)")
+        estimate = api.dry_run(cfg, smoke=not offline)
+        smoke = estimate.pop("smoke", [])
+        table = Table(title=f"dry run: {config} ({'nothing sent' if offline else 'one smoke call per judge and template'})")
         table.add_column("item")
         table.add_column("value", justify="right")
         for k, v in estimate.items():
             table.add_row(k.replace("_", " "), str(v))
         out_console.print(table)
+        if smoke:
+            calls = Table(title="smoke call: each judge's parsed answer to one request")
+            for name in ("judge", "template", "answer"):
+                calls.add_column(name)
+            for row in smoke:
+                answer = ", ".join(f"{k}: {v}" for k, v in row["answer"].items()) if "answer" in row else f"FAILED: {row['error']}"
+                calls.add_row(row["judge"], row["template"], answer)
+            out_console.print(calls)
+            failed = [row for row in smoke if "answer" not in row]
+            if failed:
+                first = failed[0]
+                raise OrchestratorError(f"judge {first['judge']!r} did not answer template {first['template']!r}: {first['error']}")
         return
     display, on_event = _run_display(cfg.budget.max_calls)
     try:

@@ -208,9 +208,9 @@ def _replay_group(
 
     curve: list[tuple[int, float, float]] = []
 
-    def observe(calls: int, planner) -> None:
+    def observe(spend, planner) -> None:
         mean = planner.posteriors[0].mean.numpy()
-        curve.append((calls, spearman(mean, truth), spearman(mean, full)))
+        curve.append((spend.calls, spearman(mean, truth), spearman(mean, full)))
 
     def progress(event: RunEvent) -> None:
         if event.kind == "judgment" and tick is not None:

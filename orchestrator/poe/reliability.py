@@ -23,6 +23,7 @@ random judge's weight to zero) this is the per-judge reliability of a panel.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 from torch import Tensor
@@ -55,13 +56,53 @@ def judge_precision(
 
 
 def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Posterior | None = None) -> Posterior:
-    """:func:`~orchestrator.poe.laplace.fit_laplace`, then (with ``config.judge_precision``) once
-    more with every comparison weighted by its judge's precision; ``posterior.judges["precision"]``
-    holds κ."""
-    first = fit_laplace(obs, config, warm_start=warm_start)
-    if not config.judge_precision or obs.n_comparisons == 0:
-        return first
-    kappa = judge_precision(obs, first, config)
-    weighted = dataclasses.replace(obs, weight=kappa[obs.judges_of_comparisons()])
-    post = fit_laplace(weighted, config, warm_start=first)
-    return dataclasses.replace(post, judges={**post.judges, "precision": kappa})
+    """The posterior with per-judge reliability:
+
+    1. the plain fit (shared calibration, no weights) — a few Newton steps from zero;
+    2. each judge's precision κ_j at that fit (module docstring);
+    3. the fit again, comparisons weighted by κ_j, started from the plain one — and, for a panel
+       (two judges or more), with each judge's sharpness ``t_j`` fitted in the Laplace step,
+       started at its least-squares estimate ``t̂_j = Σ x logit p / Σ x²``.
+
+    A single judge's sharpness is not fitted: it only trades the scores' scale against the prior's
+    and cost 10 Newton steps from a cold start where the plain model takes 4
+    (``benchmarks/loop_overhead.py``). No state from earlier rounds is used, so a resumed run
+    plans what an uninterrupted one would. ``posterior.judges["precision"]`` holds κ.
+    """
+    sharp = config.judge_sharpness and obs.n_judges > 1
+    if not (sharp or config.judge_precision) or obs.n_comparisons == 0:
+        return fit_laplace(obs, dataclasses.replace(config, judge_sharpness=sharp), warm_start=warm_start)
+    plain_config = dataclasses.replace(config, judge_sharpness=False)
+    plain = fit_laplace(obs, plain_config, warm_start=warm_start)
+    J = obs.n_judges
+    judge = obs.judges_of_comparisons()
+    plain_objective = NegLogPosterior(obs, plain_config)
+    x = plain_objective._linear(plain.theta)
+    zeros = torch.zeros(J, dtype=torch.float64)
+    kappa = torch.ones(J, dtype=torch.float64)
+    if config.judge_precision:
+        pi = config.expert.predict(x).clamp(1e-6, 1 - 1e-6)
+        r2 = (obs.prob - pi) ** 2 / (pi * (1 - pi))
+        phi = (zeros.index_add(0, judge, r2) + PRECISION_PRIOR_WEIGHT) / (
+            zeros.index_add(0, judge, torch.ones_like(r2)) + PRECISION_PRIOR_WEIGHT
+        )
+        kappa = (1.0 / phi).clamp(max=MAX_PRECISION)
+        obs = dataclasses.replace(obs, weight=kappa[judge])
+    final_config = dataclasses.replace(config, judge_sharpness=sharp)
+    if not sharp:
+        post = fit_laplace(obs, final_config, warm_start=plain)
+    else:
+        logit = torch.logit(obs.prob.clamp(0.01, 0.99))
+        t = (zeros.index_add(0, judge, x * logit) / zeros.index_add(0, judge, x * x).clamp_min(1e-9)).clamp(math.exp(-3.0), math.exp(3.0))
+        full = NegLogPosterior(obs, final_config)
+        start = full.initial()
+        start[: obs.n] = plain.mean
+        if full.delta_index is not None and plain_objective.delta_index is not None:
+            start[full.delta_index : full.delta_index + J] = plain.theta[plain_objective.delta_index : plain_objective.delta_index + J]
+        assert full.sharp_index is not None
+        start[full.sharp_index : full.sharp_index + J] = t.log()
+        if full.link_index is not None and plain_objective.link_index is not None:
+            start[full.link_index : full.link_index + 2 * J] = plain.theta[plain_objective.link_index : plain_objective.link_index + 2 * J]
+        post = fit_laplace(obs, final_config, warm_start=start)
+    judges = {**post.judges, "precision": kappa} if config.judge_precision else post.judges
+    return dataclasses.replace(post, judges=judges)

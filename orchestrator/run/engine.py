@@ -30,6 +30,7 @@ from ..judging.templates import Template
 from ..poe import threads_for
 from ..store import PlannedRequest, RunStore, Spend
 from .budget import fit_budget, judge_prices
+from .health import JudgeHealth
 from .planners import Plan, planner_for
 from .requests import PlanContext
 
@@ -44,7 +45,8 @@ class RunEvent:
     """Progress of a run, for displays."""
 
     kind: str
-    """``round`` (a round was planned), ``judgment`` (one arrived), ``draining`` (an interrupt:
+    """``round`` (a round was planned), ``judgment`` (one arrived), ``judge_stopped`` (a judge's
+    calls mostly failed: it is asked no more, ``reason`` says why), ``draining`` (an interrupt:
     calls in flight finish and commit, nothing new starts) or ``stop``."""
     round: int
     judgments: int
@@ -72,10 +74,10 @@ class RunEngine:
         progress: Callable[[RunEvent], None] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
         answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None,
-        observe: Callable[[int, Any], None] | None = None,
+        observe: Callable[[Spend, Any], None] | None = None,
     ):
         """``answerable``: which requests a judge can answer at all (see :class:`PlanContext`);
-        ``observe(calls, planner)``: called whenever the planner has fitted the committed log,
+        ``observe(spend, planner)``: called whenever the planner has fitted the committed log,
         before it plans the next round (replay draws its learning curves from it)."""
         self.store = store
         self.config = config
@@ -97,6 +99,10 @@ class RunEngine:
         self.planner = planner_for(config)(self.ctx)
         for row in store.judgments():
             self.planner.add(row)
+        # per-judge fail-fast; a resume gives every judge a fresh window (as the run-wide fail-fast
+        # does): resuming is what one does after fixing a judge
+        self.health = JudgeHealth()
+        self.judge_stops: list[str] = []
         counts = store.judgment_counts()
         self._failed, self._ok = counts.get("failed", 0), counts.get("ok", 0)
         self._failed_at_start = self._failed
@@ -146,6 +152,8 @@ class RunEngine:
                 self.planner.add(committed)
             else:
                 self._failed += 1
+            if self.health.record(row.judge, judgment.status == "failed"):
+                self._stop_judge(row.judge)
             self._event("judgment", round_no)
 
         # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
@@ -238,12 +246,28 @@ class RunEngine:
             if wakeup is not None:
                 signal.set_wakeup_fd(wakeup)
 
+    def _stop_judge(self, judge: str) -> None:
+        """Ask ``judge`` no more: its recent calls mostly failed (:mod:`.health`)."""
+        self.ctx.disabled.add(judge)
+        typical = self.store.typical_failure(judge=judge)
+        what = "" if typical is None else f": {typical[0]} × {typical[1]}: {' '.join(typical[2].split())[:160]}"
+        templates = ", ".join(sorted({t.name for t in self.templates.values()}))
+        message = (
+            f"judge {judge!r} stopped after {self.health.stopped[judge]} of its last {self.health.seen(judge)} calls failed "
+            f"(template {templates}){what}"
+        )
+        self.judge_stops.append(message)
+        if set(self.ctx.profiles) - self.ctx.disabled:  # (the last judge: the run's stop says it)
+            self._event("judge_stopped", self.store.last_round(), reason=message)
+
     def _fail_fast(self) -> str:
         """A reason to stop when nothing has worked yet: the first ``FAIL_FAST_AFTER`` finished
         requests all failed permanently (a wrong address, a rejected request, an unreadable
         answer): the next ones would only spend the budget the same way."""
         if self._ok == 0 and self._failed - self._failed_at_start >= FAIL_FAST_AFTER:
             return f"the first {self._failed - self._failed_at_start} judge calls all failed ({self._typical_error()})"
+        if self.ctx.profiles and set(self.ctx.profiles) <= self.ctx.disabled:
+            return "every judge was stopped: " + "; ".join(self.judge_stops)
         return ""
 
     def _typical_error(self) -> str:
@@ -289,7 +313,7 @@ class RunEngine:
                     break
                 reason = self._fail_fast()
                 if reason:
-                    failed = True
+                    failed = self._ok == 0
                     break
                 with self._cpu_work():
                     reason, round_no, planned = self._plan_round(round_no, cutoff)
@@ -328,6 +352,8 @@ class RunEngine:
                 f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
                 f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run"
             )
+        if self.judge_stops and not reason.startswith("every judge"):
+            reason += "; " + "; ".join(self.judge_stops)
         self.store.set_status("finished", reason)
         with self._cpu_work():
             summary = self.planner.summary(None)
@@ -341,7 +367,7 @@ class RunEngine:
         started = time.perf_counter()
         reason = self.planner.stop_before(cutoff)
         if self.observe is not None:
-            self.observe(self.store.planning_spend(cutoff).calls, self.planner)
+            self.observe(self.store.planning_spend(cutoff), self.planner)
         if reason:
             return reason, round_no, None
         timings["fit_s"] = time.perf_counter() - started

@@ -44,6 +44,9 @@ class PlanContext:
     """``(judge, prompt, shown candidates, kind) → bool``: whether a judge can answer a request at
     all (a judge replaying a log answers only what the log holds); None: every judge, anything."""
 
+    disabled: set[str] = field(default_factory=set)
+    """Judges stopped by the per-judge fail-fast (:mod:`orchestrator.run.health`): asked no more."""
+
     @property
     def seed(self) -> int:
         return self.config.seed
@@ -55,9 +58,10 @@ class PlanContext:
 
     def judges_for(self, prompt_id: str, candidates: tuple[str, ...], kind: str) -> list[str]:
         """The judges (in config order) that can answer this request."""
+        judges = [j for j in self.profiles if j not in self.disabled]
         if self.answerable is None:
-            return list(self.profiles)
-        return [j for j in self.profiles if self.answerable(j, prompt_id, candidates, kind)]
+            return judges
+        return [j for j in judges if self.answerable(j, prompt_id, candidates, kind)]
 
     def prompt_use(self) -> Counter[str]:
         """Requests per prompt so far (derived from the log, so a resumed run sees the same)."""

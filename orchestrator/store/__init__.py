@@ -301,11 +301,14 @@ class RunStore:
             for r in self.db.query("select error_type, count(*) as n from judgments where status = 'failed' group by error_type")
         }
 
-    def typical_failure(self) -> tuple[int, str, str] | None:
-        """``(count, error type, one of its messages)`` of the commonest failure, or None."""
+    def typical_failure(self, *, judge: str | None = None) -> tuple[int, str, str] | None:
+        """``(count, error type, one of its messages)`` of the commonest failure (of one judge), or None."""
+        clause, args = ("and judge = ?", [judge]) if judge is not None else ("", [])
         row = next(
             self.db.query(
-                "select error_type, error, count(*) as n from judgments where status = 'failed' group by error_type order by n desc limit 1"
+                f"select error_type, error, count(*) as n from judgments where status = 'failed' {clause} "
+                "group by error_type order by n desc limit 1",
+                args,
             ),
             None,
         )

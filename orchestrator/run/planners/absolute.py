@@ -74,15 +74,15 @@ class AbsolutePlanner:
 
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         ctx = self.ctx
-        judge0 = ctx.first_judge
-        asked = {(p, cands[0]) for jn, p, cands in ctx.asked if jn == judge0 and len(cands) == 1}
+        asked = {(p, cands[0]) for _, p, cands in ctx.asked if len(cands) == 1}  # every judge is asked at once
         units, selected, taken = [], [], 0
         for prompt in self.order:
             todo = [c for c in sorted(ctx.dataset.responses[prompt]) if (prompt, c) not in asked]
             if not todo:
                 continue
             for cand in todo:
-                units.append([ctx.request(jn, "absolute", prompt, [cand], r) for jn in ctx.profiles for r in range(self.section.repeats)])
+                judges = ctx.judges_for(prompt, (cand,), "absolute")
+                units.append([ctx.request(jn, "absolute", prompt, [cand], r) for jn in judges for r in range(self.section.repeats)])
                 selected.append([prompt, prompt, cand])
             taken += 1
             if taken == ctx.config.selection.batch:

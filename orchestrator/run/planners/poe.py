@@ -6,6 +6,7 @@ every candidate first (combined PoE, §3.2)."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import ClassVar
 
 import torch
@@ -31,9 +32,10 @@ from ...poe import (
     threads_for,
 )
 from ...store import JudgmentRecord, PlannedRequest
-from ..groups import Group, build_groups_for, fit_group
+from ..groups import Group, build_groups_for, fit_group, judge_names
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
+from .cost import EXPLORE, information_value, judge_parameters, request_cost
 
 __all__ = ["PoEPlanner", "poe_config", "stop_decision"]
 
@@ -95,8 +97,10 @@ class PoEPlanner:
         self._fit_count = [-1] * len(self.groups)
         self._fit_cutoff: list[int | None] = [None] * len(self.groups)
         self._judgments: list[list[JudgmentRecord]] = [[] for _ in self.groups]
+        self._fit_judges: list[list[str]] = [[] for _ in self.groups]
         self._where = {g.key: k for k, g in enumerate(self.groups)}
         self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
+        self._avail_disabled: set[str] = set()
         self._stable = 0  # rank stability (stopping.stable_rounds)
         self._last_orders: list[list[frozenset[int]]] | None = None
 
@@ -165,6 +169,7 @@ class PoEPlanner:
                 if self.posteriors[k] is not None and len(rows) == self._fit_count[k]:
                     continue  # the same judgments as the last fit
                 self.posteriors[k] = fit_group(self.groups[k], rows, self.poe, debias=self.ctx.config.model.debias)
+                self._fit_judges[k] = judge_names(rows)  # the index order of the fit's per-judge parameters
                 self._fit_count[k] = len(rows)
                 self._fit_cutoff[k] = cutoff
                 failpoint("refit")
@@ -283,20 +288,36 @@ class PoEPlanner:
             out.append(judge)
         return out
 
+    def _prompt_for(self, group: Group, a: str, b: str, use: Counter[str]) -> str | None:
+        """The prompt to compare ``a`` and ``b`` on: the least used where a judge can still be
+        asked (seeded tie-break), or None when none is left (a pair open only for a stopped judge)."""
+        ca, cb = group.candidate(a), group.candidate(b)
+        options = [p for p in group.pair_prompts(a, b) if self._askable(p, ca, cb)]
+        if not options:
+            return None
+        return min(options, key=lambda p: (use[p], seeded_hash(self.ctx.seed, p, a, b)))
+
     def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[PlannedRequest]], list[list]]:
         ctx = self.ctx
-        if self._avail is None:
+        if self._avail is None or self._avail_disabled != ctx.disabled:
+            # (re)built at the first selection and when a judge was stopped: a pair open only for it is closed
             self._avail = [self._available(g) for g in self.groups]
+            self._avail_disabled = set(ctx.disabled)
         generator = torch.Generator().manual_seed(ctx.seed * 1_000_003 + round_no)
+        batch = ctx.config.selection.batch
+        judges = [j for j in ctx.profiles if j not in ctx.disabled]
+        cost_aware = ctx.config.selection.panel == "cost_aware" and len(judges) > 1
         picks = select_across(
             posteriors,
             self.strategy,
             self._avail,
-            ctx.config.selection.batch,
+            batch * len(judges) if cost_aware else batch,
             ordered=self.ordered,
             generator=generator,
             expert=self.poe.expert,
         )
+        if cost_aware:
+            return self._cost_aware_units(picks, posteriors, batch)
         units, selected = [], []
         scores: dict[int, torch.Tensor] = {}
         use = ctx.prompt_use()
@@ -304,12 +325,61 @@ class PoEPlanner:
             group = self.groups[g]
             a, b = group.names[i], group.names[j]
             ca, cb = group.candidate(a), group.candidate(b)
-            options = [p for p in group.pair_prompts(a, b) if self._askable(p, ca, cb)]
-            prompt = min(options, key=lambda p: (use[p], seeded_hash(ctx.seed, p, a, b)))
+            prompt = self._prompt_for(group, a, b, use)
+            if prompt is None:
+                continue
             use[prompt] += 1
             orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
             units.append([ctx.request(jn, "pairwise", prompt, list(o)) for jn in self._askable(prompt, ca, cb) for o in orders])
             if g not in scores:
                 scores[g] = selection_scores(posteriors[g], self.strategy)
             selected.append([group.key, prompt, a, b, round(float(scores[g][i, j]), 6)])
+        return units, selected
+
+    def _cost_aware_units(
+        self, picks: list[tuple[int, int, int]], posteriors: list[Posterior], batch: int
+    ) -> tuple[list[list[PlannedRequest]], list[list]]:
+        """The ``batch`` (comparison, judge) units of most value per cost among the selected pairs
+        (:mod:`.cost`); a judge still exploring (fewer than ``EXPLORE`` judgments in the ranking)
+        goes first."""
+        ctx = self.ctx
+        priced = any(price != (0.0, 0.0) for price in ctx.prices.values())
+        use = ctx.prompt_use()
+        scored = []
+        scores: dict[int, torch.Tensor] = {}
+        params: dict[int, tuple[dict[str, tuple[float, float]], dict[str, int]]] = {}
+        for rank, (g, i, j) in enumerate(picks):
+            group, post = self.groups[g], posteriors[g]
+            if g not in scores:
+                scores[g] = selection_scores(post, self.strategy)
+                rows = self._judgments[g]
+                params[g] = (judge_parameters(post, self._fit_judges[g]), Counter(r.judge for r in rows))
+            a, b = group.names[i], group.names[j]
+            ca, cb = group.candidate(a), group.candidate(b)
+            prompt = self._prompt_for(group, a, b, use)
+            if prompt is None:
+                continue
+            mu = float(post.mean[i] - post.mean[j])
+            v = float(post.cov[i, i] + post.cov[j, j] - 2 * post.cov[i, j])
+            score = float(scores[g][i, j])
+            orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
+            reliability, counts = params[g]
+            for judge in self._askable(prompt, ca, cb):
+                requests = [ctx.request(judge, "pairwise", prompt, list(o)) for o in orders]
+                t, kappa = reliability.get(judge, (1.0, 1.0))
+                ratio = information_value(score, mu, v, t, kappa, self.poe.expert) / request_cost(requests, priced)
+                exploring = counts[judge] < EXPLORE
+                scored.append((not exploring, -ratio, rank, judge, requests, [group.key, prompt, a, b, round(score, 6), judge]))
+        scored.sort(key=lambda u: u[:4])
+        units, selected, taken = [], [], set()
+        for _, _, _, judge, requests, info in scored:
+            key = (judge, requests[0].prompt_id, tuple(requests[0].candidates))
+            if key in taken:
+                continue
+            taken.add(key)
+            use[requests[0].prompt_id] += 1
+            units.append(requests)
+            selected.append(info)
+            if len(units) == batch:
+                break
         return units, selected

@@ -143,12 +143,13 @@ class ReferencePlanner:
         """The next reference requests: a unit is one (prompt, candidate) for every judge, repeat and
         (with ``both_orders``) order; units are planned and budgeted whole."""
         ref, ctx = self.section, self.ctx
-        judge0 = ctx.first_judge
-        asked = {(p, cands[1]) for jn, p, cands in ctx.asked if jn == judge0 and len(cands) == 2 and cands[0] == self.anchor}
+        # every judge is asked at once: an item planned for any judge was planned
+        asked = {(p, cands[1]) for _, p, cands in ctx.asked if len(cands) == 2 and cands[0] == self.anchor}
 
         def unit(prompt: str, cand: str) -> list[PlannedRequest]:
             orders = ([self.anchor, cand], [cand, self.anchor]) if ref.both_orders else ([self.anchor, cand],)
-            return [ctx.request(jn, "reference", prompt, shown, r) for jn in ctx.profiles for r in range(ref.repeats) for shown in orders]
+            judges = ctx.judges_for(prompt, tuple(orders[0]), "reference")
+            return [ctx.request(jn, "reference", prompt, shown, r) for jn in judges for r in range(ref.repeats) for shown in orders]
 
         units: list[list[PlannedRequest]] = []
         selected: list[list] = []
