@@ -155,3 +155,16 @@ def test_stopping_can_be_switched_off_and_rank_stability_stops_too(tie_world):
     )
     _, reason = runs.start(stable)
     assert reason == "stopping rule: the ranking has not changed for 3 rounds"
+
+
+def test_a_run_file_from_before_keeps_its_behaviour_and_an_unreadable_config_is_one_line():
+    from orchestrator.config import RunConfig
+    from orchestrator.errors import OrchestratorError
+
+    stored = RunConfig.model_validate({"data": {"prompts": "p.jsonl", "responses": "r.jsonl"}}).to_json()
+    del stored["model"]["judge_reliability"], stored["stopping"]["rule"]  # what a run made before issue #17 stored
+    old = RunConfig.from_stored(stored)
+    assert old.model.judge_reliability is False and old.stopping.rule == "budget"
+    assert RunConfig.from_stored(RunConfig.model_validate({"data": stored["data"]}).to_json()).stopping.rule == "indifference"
+    with pytest.raises(OrchestratorError, match=r"cannot be read by this version \(model.colour: Extra inputs are not permitted\)"):
+        RunConfig.from_stored({**stored, "model": {**stored["model"], "colour": 1}})
