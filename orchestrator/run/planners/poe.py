@@ -352,7 +352,10 @@ class PoEPlanner:
             group, post = self.groups[g], posteriors[g]
             if g not in scores:
                 scores[g] = selection_scores(post, self.strategy)
-                rows = self._judgments[g]
+                # the judgments the posterior was fitted on: later rounds may be half committed when
+                # this round is planned (pipeline depth 2), and the plan must not depend on timing
+                cutoff = self._fit_cutoff[g]
+                rows = [r for r in self._judgments[g] if cutoff is None or r.round <= cutoff]
                 params[g] = (judge_parameters(post, self._fit_judges[g]), Counter(r.judge for r in rows))
             a, b = group.names[i], group.names[j]
             ca, cb = group.candidate(a), group.candidate(b)
