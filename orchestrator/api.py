@@ -107,6 +107,8 @@ def replay(
     budget: int | None = None,
     judge: str | None = None,
     with_absolute: bool = False,
+    judge_reliability: bool = True,
+    panel: str = "cost_aware",
     progress: Callable[[int, int], None] | None = None,
 ):
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
@@ -127,6 +129,8 @@ def replay(
         seeds=seeds,
         seed=seed,
         with_absolute=with_absolute,
+        judge_reliability=judge_reliability,
+        panel=panel,
         progress=progress,
     )
 

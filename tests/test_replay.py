@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROOT, write_jsonl
 from orchestrator.cli import main
-from orchestrator.offline.replay import build_groups, replay
+from orchestrator.offline.replay import build_groups, replay, replay_files
 from orchestrator.records import load_log, load_responses
 
 
@@ -229,3 +229,16 @@ def test_simulate_then_replay(tmp_path, capsys):
     assert report["curve"][0][0] == 5 and report["full_spearman"] > 0.5  # a good judge agrees
     code, _, err = run_cli(["simulate", "--out-log", str(log), "--out-responses", str(responses), "--judge", "oracle"], capsys)
     assert code == 2 and "unknown judge preset 'oracle'" in err
+
+
+def test_a_panel_replays_as_its_runs_asked_every_judge_or_the_cost_aware_one(sim_files, tmp_path):
+    """Issue #17: `--panel all` asks each selected comparison of every judge of the log; the default
+    (cost-aware) one judge per comparison."""
+    log, responses = sim_files
+    lines = log.read_text().splitlines()
+    two = tmp_path / "two-judges.jsonl"
+    two.write_text("".join(line.replace('"judge": "', f'"judge": "{who}-') + "\n" for who in ("a", "b") for line in lines))
+    every = replay_files(two, responses, "quality", "reorder", batch=2, budget=8, panel="all", judge_reliability=False)
+    assert [k for k, _, _ in every.groups[0].curve] == [0, 4, 8]
+    cheapest = replay_files(two, responses, "quality", "reorder", batch=2, budget=8)
+    assert [k for k, _, _ in cheapest.groups[0].curve] == [0, 2, 4, 6, 8]

@@ -30,6 +30,10 @@ def replay(
     with_absolute: bool = typer.Option(
         False, "--with-absolute", help="Warm start with one absolute judgment per candidate (combined PoE)."
     ),
+    reliability: bool = typer.Option(
+        True, "--reliability/--no-reliability", help="Per-judge reliability, as a run's model.judge_reliability (default on)."
+    ),
+    panel: str = typer.Option("cost_aware", "--panel", help="cost_aware | all: which judges a selected comparison is asked of."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
@@ -58,6 +62,8 @@ def replay(
             seeds=seeds,
             seed=seed,
             with_absolute=with_absolute,
+            judge_reliability=reliability,
+            panel=panel,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
     if plot is not None:

@@ -141,6 +141,7 @@ def replay_group(
     budget: int | None = None,
     seed: int = 0,
     with_absolute: bool = False,
+    panel: str = "cost_aware",
     tick: Callable[[int], None] | None = None,
     workdir: Path | None = None,
 ) -> GroupReplay:
@@ -157,7 +158,7 @@ def replay_group(
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orchestrator-replay-")))
-        return _replay_group(group, str(strategy), config, scope, debias, batch, budget, seed, with_absolute, tick, workdir)
+        return _replay_group(group, str(strategy), config, scope, debias, batch, budget, seed, with_absolute, panel, tick, workdir)
 
 
 def _replay_group(
@@ -170,6 +171,7 @@ def _replay_group(
     budget: int | None,
     seed: int,
     with_absolute: bool,
+    panel: str,
     tick: Callable[[int], None] | None,
     workdir: Path,
 ) -> GroupReplay:
@@ -188,7 +190,7 @@ def _replay_group(
             },
             # the paper's protocol spends the budget: no stopping rule
             "stopping": {"rule": "budget"},
-            "selection": {"strategy": strategy, "batch": batch},
+            "selection": {"strategy": strategy, "batch": batch, "panel": panel},
             "budget": {"max_calls": budget},
             # fully adaptive (each round planned on everything before it), every answer at once
             "dispatch": {"pipeline_depth": 1, "concurrency": 256, "max_attempts": 1},
@@ -301,6 +303,7 @@ def replay(
     seed: int = 0,
     with_absolute: bool = False,
     judge_reliability: bool = True,
+    panel: str = "cost_aware",
     progress=None,
 ) -> ReplayReport:
     """Replay ``strategy`` on every group for ``seeds`` seeds (``seed``, ``seed + 1``, …) and
@@ -329,6 +332,8 @@ def replay(
         raise OrchestratorError(f"--budget must be >= 1 (got {budget})")
     if seeds < 1:
         raise OrchestratorError(f"--seeds must be >= 1 (got {seeds})")
+    if panel not in ("cost_aware", "all"):
+        raise OrchestratorError(f"--panel must be cost_aware or all (got {panel!r})")
     if not 0 <= seed < 2**32 - seeds:
         raise OrchestratorError(f"--seed must be in [0, 2^32 - seeds) (got {seed})")
     curves, full_values = [], []
@@ -367,6 +372,7 @@ def replay(
                             budget=budget,
                             seed=seed + offset,
                             with_absolute=with_absolute,
+                            panel=panel,
                             tick=tick if progress is not None else None,
                             workdir=workdir,
                         )
