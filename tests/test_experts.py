@@ -88,3 +88,20 @@ def test_absolute_moments():
     torch.testing.assert_close(mean, torch.tensor([2.5, 3.0], dtype=torch.float64))
     # 0.25 for the first; the one-hot row is floored at the rounding variance 1/12
     torch.testing.assert_close(var, torch.tensor([0.25, 1 / 12], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.0, 0.0), (0.5, 0.5), (2.0, 0.3)])
+def test_closed_form_derivatives_equal_autograd(alpha, beta):
+    """The σ-Beta experts' closed-form derivatives (the fast path of every posterior fit) are the
+    autograd ones."""
+    import dataclasses
+
+    from orchestrator.poe.experts import expert_derivatives, sigma_beta
+
+    expert = sigma_beta(alpha, beta)
+    d = torch.linspace(-8, 8, 101, dtype=torch.float64)
+    p = torch.rand(101, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    fast = expert_derivatives(expert, d, p)
+    slow = expert_derivatives(dataclasses.replace(expert, derivatives=None), d, p)
+    for a, b in zip(fast, slow):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)

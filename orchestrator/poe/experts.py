@@ -53,6 +53,8 @@ class Expert:
     predict: Callable[[Tensor], Tensor]
     """The judge probability this expert expects at difference ``d`` (its mode in ``p``);
     used for the expected curvature of a comparison not yet made (diverse batches)."""
+    derivatives: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]] | None = None
+    """Optional closed form of ``(log p, ∂/∂d, ∂²/∂d²)``; without it autograd computes them."""
 
 
 def _phi_cdf(x: Tensor) -> Tensor:
@@ -79,8 +81,15 @@ def sigma_beta(alpha: float = 0.0, beta: float = 0.0) -> Expert:
         # satisfies σ(d) = (p+α)/(1+α+β), so the expected p at d is its inverse.
         return (torch.sigmoid(d) * (1.0 + alpha + beta) - alpha).clamp(0.0, 1.0)
 
+    def derivatives(d: Tensor, p: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        # closed form (the two autograd passes were 40% of a posterior fit's time):
+        # ∂/∂d = a σ(−d) − b σ(d), ∂²/∂d² = −(a + b) σ(d) σ(−d), with a = p + α, b = 1 − p + β
+        a, b = p + alpha, 1.0 - p + beta
+        s = torch.sigmoid(d)
+        return a * logsigmoid(d) + b * logsigmoid(-d), a * (1.0 - s) - b * s, -(a + b) * s * (1.0 - s)
+
     name = "soft_bt" if alpha == 0 and beta == 0 else f"beta:{alpha:g},{beta:g}"
-    return Expert(name, log_density, predict)
+    return Expert(name, log_density, predict, derivatives)
 
 
 def soft_bradley_terry() -> Expert:
@@ -155,6 +164,8 @@ def expert_derivatives(expert: Expert, d: Tensor, p: Tensor) -> tuple[Tensor, Te
     per-expert first derivatives and the gradient of that sum the per-expert curvatures:
     two autograd passes of O(K) for K comparisons, for any expert.
     """
+    if expert.derivatives is not None:
+        return expert.derivatives(d.detach(), p)
     with torch.enable_grad():
         d = d.detach().requires_grad_(True)
         value = expert.log_density(d, p)
