@@ -81,6 +81,8 @@ def test_dry_run_makes_one_smoke_call_per_judge_and_shows_the_answer(world, caps
     assert not (tmp_path / "runs").exists()
     assert run_cli(["run", str(good), "--dry-run", "--offline"]) == 0
     assert len(server.requests) == 1  # --offline sends nothing
+    assert run_cli(["run", str(good), "--offline"]) == 2  # alone it would promise what a run cannot keep
+    assert len(server.requests) == 1 and not (tmp_path / "runs").exists()
     both = write_config(
         tmp_path,
         server.url,

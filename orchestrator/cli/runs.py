@@ -123,6 +123,9 @@ def run_cmd(
     from .. import api
     from ..config import load_config
 
+    if offline and not dry_run:
+        # a run sends requests by definition: never let --offline look like a promise it cannot keep
+        raise OrchestratorError("--offline only goes with --dry-run (a run asks its judges)")
     cfg = load_config(config)
     if runs_dir is not None:
         cfg = cfg.model_copy(update={"runs_dir": runs_dir})
