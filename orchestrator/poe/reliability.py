@@ -81,12 +81,7 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
     zeros = torch.zeros(J, dtype=torch.float64)
     kappa = torch.ones(J, dtype=torch.float64)
     if config.judge_precision:
-        pi = config.expert.predict(x).clamp(1e-6, 1 - 1e-6)
-        r2 = (obs.prob - pi) ** 2 / (pi * (1 - pi))
-        phi = (zeros.index_add(0, judge, r2) + PRECISION_PRIOR_WEIGHT) / (
-            zeros.index_add(0, judge, torch.ones_like(r2)) + PRECISION_PRIOR_WEIGHT
-        )
-        kappa = (1.0 / phi).clamp(max=MAX_PRECISION)
+        kappa = judge_precision(obs, plain, plain_config)
         obs = dataclasses.replace(obs, weight=kappa[judge])
     final_config = dataclasses.replace(config, judge_sharpness=sharp)
     if not sharp:
