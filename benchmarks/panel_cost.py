@@ -7,10 +7,11 @@ expensive one ($1 a call) and a near-random one ($0.1 a call), through the real 
 - each judge alone (the best of the three is "best single judge");
 - the default config: per-judge reliability and cost-aware choice of the judge.
 
-    python benchmarks/panel_cost.py [--datasets 5] [--candidates 12] [--cheap-noise 1.5]
+    python benchmarks/panel_cost.py [--datasets 5] [--candidates 12] [--cheap-noise 1.5] [--cheap-resolution 0]
 
-``--cheap-noise`` is the cheap judge's logit noise: at 1.5 it suffices alone (the best single
-judge), at 3.0 it never reaches 0.9 and the expensive judge is the best single one.
+``--cheap-noise`` is the cheap judge's logit noise (at 1.5 and at 3.0 it is the best single judge);
+``--cheap-resolution R`` makes it blind to quality gaps below R (a small model that sees clear
+differences only): alone it then stalls below Spearman 0.9 and a panel must use the good judge.
 """
 
 import argparse
@@ -42,10 +43,12 @@ def panel_all_pairs(quality: dict[str, float], seed: int) -> np.ndarray:
     comparisons = []
     for k, spec in enumerate(PANEL):
         for i, j in itertools.permutations(range(len(names)), 2):
+            gap = quality[names[i]] - quality[names[j]]
             if spec.coin:
                 p = rng.uniform(0.3, 0.7)
             else:
-                p = 1 / (1 + math.exp(-(spec.slope * (quality[names[i]] - quality[names[j]]) + rng.gauss(0, spec.noise))))
+                seen = gap if abs(gap) >= spec.resolution else 0.0
+                p = 1 / (1 + math.exp(-(spec.slope * seen + rng.gauss(0, spec.noise))))
             comparisons.append((i, j, p, k))
     post = fit_with_reliability(Observations.from_lists(len(names), comparisons), PoEConfig(judge_sharpness=True, judge_precision=True))
     return post.mean.numpy()
@@ -63,9 +66,10 @@ def main() -> None:
     ap.add_argument("--datasets", type=int, default=5)
     ap.add_argument("--candidates", type=int, default=12)
     ap.add_argument("--cheap-noise", type=float, default=1.5)
+    ap.add_argument("--cheap-resolution", type=float, default=0.0)
     args = ap.parse_args()
     global CHEAP, PANEL
-    CHEAP = SimSpec("cheap", slope=2.0, noise=args.cheap_noise, usd_per_call=0.1)
+    CHEAP = SimSpec("cheap", slope=2.0, noise=args.cheap_noise, usd_per_call=0.1, resolution=args.cheap_resolution)
     PANEL = [CHEAP, GOOD, COIN]
     started = time.perf_counter()
     modes = {"every judge (before)": (PANEL, TODAY), "cost-aware (default)": (PANEL, {})}
@@ -92,7 +96,9 @@ def main() -> None:
                 settings = {**ALWAYS, **overrides, "budget": {"max_calls": n_pairs * len(specs)}}
                 run(folder, f"{d}-{mode.split()[0]}", quality, specs, overrides=settings, seed=d, observe=observe)
                 results[mode].append(usd_to_reach(curve))
-    print(f"cheap judge: slope 2, logit noise {args.cheap_noise}, $0.1; good: slope 5, noise 0.3, $1; coin: U(0.3, 0.7), $0.1")
+    print(
+        f"cheap judge: slope 2, logit noise {args.cheap_noise}, resolution {args.cheap_resolution}, $0.1; good: slope 5, noise 0.3, $1; coin: U(0.3, 0.7), $0.1"
+    )
     print(f"{args.datasets} datasets × {args.candidates} candidates; USD until Spearman ≥ 0.9 (mean; inf = never within all pairs)")
     print(f"{'mode':24} {'vs truth':>10} {'vs panel':>10}")
     table = {}

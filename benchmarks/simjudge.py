@@ -30,6 +30,9 @@ class SimSpec:
     usd_per_call: float = 0.0
     coin: bool = False
     """Answer P(A) ~ U(0.3, 0.7) whatever the candidates."""
+    resolution: float = 0.0
+    """Quality gaps smaller than this are not seen (logit = noise only): a small model that tells
+    clear differences apart and close ones not at all."""
 
 
 class SimJudge:
@@ -42,7 +45,9 @@ class SimJudge:
         if self.spec.coin:
             p = self.rng.uniform(0.3, 0.7)
         else:
-            p = 1 / (1 + math.exp(-(self.spec.slope * (self.quality[a] - self.quality[b]) + self.rng.gauss(0, self.spec.noise))))
+            gap = self.quality[a] - self.quality[b]
+            seen = gap if abs(gap) >= self.spec.resolution else 0.0
+            p = 1 / (1 + math.exp(-(self.spec.slope * seen + self.rng.gauss(0, self.spec.noise))))
         return Judgment(
             key=request.key,
             judge=self.name,

@@ -99,6 +99,10 @@ class SelectionConfig(_Section):
     """With several judges: ``cost_aware`` asks each selected comparison of the judge with the most
     expected uncertainty reduction per unit of cost (``orchestrator.run.planners.cost``); ``all``
     asks every judge every comparison."""
+    kinds: Literal["pairwise", "mixed"] = "pairwise"
+    """``mixed``: absolute scores (``judging.absolute_template``) compete with comparisons by
+    expected uncertainty reduction per unit of cost, for every judge (one judge too), instead of
+    being only a warm start; ``pairwise``: comparisons only (after the optional warm start)."""
 
     @field_validator("strategy")
     @classmethod

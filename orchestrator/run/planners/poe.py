@@ -35,7 +35,7 @@ from ...store import JudgmentRecord, PlannedRequest
 from ..groups import Group, build_groups_for, fit_group, judge_names
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
-from .cost import EXPLORE, information_value, judge_parameters, request_cost
+from .panel import PanelRounds
 
 __all__ = ["PoEPlanner", "poe_config", "stop_decision"]
 
@@ -79,7 +79,8 @@ def stop_decision(posterior: Posterior, stopping, expert) -> IndifferenceDecisio
 
 class PoEPlanner:
     """A unit is one comparison for every judge (and both orders with permutation debiasing), or
-    one absolute score for every judge during the warm start."""
+    one absolute score for every judge during the warm start; in cost-aware rounds (a panel, or
+    ``selection.kinds = "mixed"``, :mod:`.panel`) one comparison or absolute score for one judge."""
 
     kind: ClassVar[str] = "poe"
     role: ClassVar[str] = "pairwise"
@@ -101,6 +102,7 @@ class PoEPlanner:
         self._where = {g.key: k for k, g in enumerate(self.groups)}
         self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
         self._avail_disabled: set[str] = set()
+        self._panel = PanelRounds(self, mix_absolute=config.selection.kinds == "mixed")
         self._stable = 0  # rank stability (stopping.stable_rounds)
         self._last_orders: list[list[frozenset[int]]] | None = None
 
@@ -108,7 +110,7 @@ class PoEPlanner:
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:
         roles = {"pairwise": config.judging.pairwise_template}
-        if config.model.absolute_warm_start:
+        if config.model.absolute_warm_start or config.selection.kinds == "mixed":
             roles["absolute"] = config.judging.absolute_template
         return roles
 
@@ -122,8 +124,8 @@ class PoEPlanner:
 
     @staticmethod
     def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
-        if config.model.absolute_warm_start:
-            return "absolute", n_judges
+        if config.model.absolute_warm_start or config.selection.kinds == "mixed":
+            return "absolute", 1 if config.selection.kinds == "mixed" else n_judges
         return "pairwise", n_judges * (2 if config.model.debias == "permutation" else 1)
 
     @staticmethod
@@ -135,7 +137,7 @@ class PoEPlanner:
                 pairs += sum(len(ps) * 2 for ps in group.prompts.values())
             else:  # per prompt, and items (compared only within their prompt)
                 pairs += sum(len(by) * (len(by) - 1) for p, by in dataset.responses.items() if group.member(p, next(iter(by))) is not None)
-        n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start else 0
+        n_abs = sum(len(g.names) for g in groups) if config.model.absolute_warm_start or config.selection.kinds == "mixed" else 0
         return n_judges * (pairs + n_abs)
 
     @staticmethod
@@ -207,12 +209,19 @@ class PoEPlanner:
             selected = [[u[0].prompt_id, u[0].prompt_id, u[0].candidates[0]] for u in units]
             return Plan("absolute", units, selected)
         units, selected = self._comparison_units(round_no, self.posteriors)  # type: ignore[arg-type]
-        return Plan("pairwise", units, selected) if units else self.done
+        if not units:
+            return self.done
+        kinds = {u[0].kind for u in units}
+        return Plan(kinds.pop() if len(kinds) == 1 else "mixed", units, selected)
+
+    def _cost_aware(self) -> bool:
+        """Requests chosen by value per cost (:mod:`.panel`): a panel, or absolute scores mixed in."""
+        s = self.ctx.config.selection
+        judges = [j for j in self.ctx.profiles if j not in self.ctx.disabled]
+        return s.kinds == "mixed" or (s.panel == "cost_aware" and len(judges) > 1)
 
     def planned(self, rows: list[PlannedRequest]) -> None:
         """Update the availability of the pairs the new requests touch."""
-        if self._avail is None:
-            return
         for r in rows:
             cands = r.candidates
             if len(cands) != 2:
@@ -223,8 +232,10 @@ class PoEPlanner:
             if a is None or b is None:
                 continue
             i, j = group.index[a], group.index[b]
-            self._avail[k][i, j] = self._pair_open(group, i, j)
-            self._avail[k][j, i] = self._pair_open(group, j, i)
+            self._panel.planned(k, i, j)
+            if self._avail is not None:
+                self._avail[k][i, j] = self._pair_open(group, i, j)
+                self._avail[k][j, i] = self._pair_open(group, j, i)
 
     def summary(self, cutoff: int | None) -> dict:
         posteriors = self.refit() if cutoff is None else self.posteriors
@@ -299,25 +310,17 @@ class PoEPlanner:
 
     def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[PlannedRequest]], list[list]]:
         ctx = self.ctx
+        batch = ctx.config.selection.batch
+        if self._cost_aware():
+            return self._panel.units(round_no, posteriors, batch)
         if self._avail is None or self._avail_disabled != ctx.disabled:
             # (re)built at the first selection and when a judge was stopped: a pair open only for it is closed
             self._avail = [self._available(g) for g in self.groups]
             self._avail_disabled = set(ctx.disabled)
         generator = torch.Generator().manual_seed(ctx.seed * 1_000_003 + round_no)
-        batch = ctx.config.selection.batch
-        judges = [j for j in ctx.profiles if j not in ctx.disabled]
-        cost_aware = ctx.config.selection.panel == "cost_aware" and len(judges) > 1
         picks = select_across(
-            posteriors,
-            self.strategy,
-            self._avail,
-            batch * len(judges) if cost_aware else batch,
-            ordered=self.ordered,
-            generator=generator,
-            expert=self.poe.expert,
+            posteriors, self.strategy, self._avail, batch, ordered=self.ordered, generator=generator, expert=self.poe.expert
         )
-        if cost_aware:
-            return self._cost_aware_units(picks, posteriors, batch)
         units, selected = [], []
         scores: dict[int, torch.Tensor] = {}
         use = ctx.prompt_use()
@@ -334,55 +337,4 @@ class PoEPlanner:
             if g not in scores:
                 scores[g] = selection_scores(posteriors[g], self.strategy)
             selected.append([group.key, prompt, a, b, round(float(scores[g][i, j]), 6)])
-        return units, selected
-
-    def _cost_aware_units(
-        self, picks: list[tuple[int, int, int]], posteriors: list[Posterior], batch: int
-    ) -> tuple[list[list[PlannedRequest]], list[list]]:
-        """The ``batch`` (comparison, judge) units of most value per cost among the selected pairs
-        (:mod:`.cost`); a judge still exploring (fewer than ``EXPLORE`` judgments in the ranking)
-        goes first."""
-        ctx = self.ctx
-        priced = any(price != (0.0, 0.0) for price in ctx.prices.values())
-        use = ctx.prompt_use()
-        scored = []
-        scores: dict[int, torch.Tensor] = {}
-        params: dict[int, tuple[dict[str, tuple[float, float]], dict[str, int]]] = {}
-        for rank, (g, i, j) in enumerate(picks):
-            group, post = self.groups[g], posteriors[g]
-            if g not in scores:
-                scores[g] = selection_scores(post, self.strategy)
-                # the judgments the posterior was fitted on: later rounds may be half committed when
-                # this round is planned (pipeline depth 2), and the plan must not depend on timing
-                cutoff = self._fit_cutoff[g]
-                rows = [r for r in self._judgments[g] if cutoff is None or r.round <= cutoff]
-                params[g] = (judge_parameters(post, self._fit_judges[g]), Counter(r.judge for r in rows))
-            a, b = group.names[i], group.names[j]
-            ca, cb = group.candidate(a), group.candidate(b)
-            prompt = self._prompt_for(group, a, b, use)
-            if prompt is None:
-                continue
-            mu = float(post.mean[i] - post.mean[j])
-            v = float(post.cov[i, i] + post.cov[j, j] - 2 * post.cov[i, j])
-            score = float(scores[g][i, j])
-            orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
-            reliability, counts = params[g]
-            for judge in self._askable(prompt, ca, cb):
-                requests = [ctx.request(judge, "pairwise", prompt, list(o)) for o in orders]
-                t, kappa = reliability.get(judge, (1.0, 1.0))
-                ratio = information_value(score, mu, v, t, kappa, self.poe.expert) / request_cost(requests, priced)
-                exploring = counts[judge] < EXPLORE
-                scored.append((not exploring, -ratio, rank, judge, requests, [group.key, prompt, a, b, round(score, 6), judge]))
-        scored.sort(key=lambda u: u[:4])
-        units, selected, taken = [], [], set()
-        for _, _, _, judge, requests, info in scored:
-            key = (judge, requests[0].prompt_id, tuple(requests[0].candidates))
-            if key in taken:
-                continue
-            taken.add(key)
-            use[requests[0].prompt_id] += 1
-            units.append(requests)
-            selected.append(info)
-            if len(units) == batch:
-                break
         return units, selected
