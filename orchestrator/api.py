@@ -13,7 +13,7 @@ from typing import Any, Callable, cast
 
 from .errors import OrchestratorError
 
-__all__ = ["start", "dry_run", "resume", "status", "ranking", "export", "replay", "fit_raee", "fit_simplex"]
+__all__ = ["start", "dry_run", "resume", "status", "ranking", "report", "export", "replay", "fit_raee", "fit_simplex"]
 
 
 def _config(config: str | Path | Any, runs_dir: str | Path | None):
@@ -82,6 +82,13 @@ def ranking(run: str | Path, *, level: float = 0.95) -> dict:
     if not 0 < level < 1:
         raise OrchestratorError(f"level must be in (0, 1) (got {level})")
     return runs.ranking(run, level=level)
+
+
+def report(run: str | Path, *, out: str | Path) -> Path | None:
+    """Write the self-contained HTML report of a run (``orchestrator report``) to ``out``."""
+    from .report import write_report
+
+    return write_report(run, out)
 
 
 def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False) -> int:

@@ -118,6 +118,7 @@ def run_cmd(
         "--from-log",
         help="Answer every request from this judgment log (e.g. an export) instead of the judges: same engine, no network.",
     ),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report runs/<name>.html at the end."),
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
@@ -160,6 +161,8 @@ def run_cmd(
         raise typer.Exit(130)
     err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
     _print_ranking(api.ranking(path), limit_groups=3)
+    if report:
+        _write_report(path)
 
 
 @app.command("resume")
@@ -168,6 +171,7 @@ def resume_cmd(
     api_base: Optional[str] = typer.Option(
         None, "--api-base", help="The judges' address, when the run's dispatch.api_base carried credentials (they are not stored)."
     ),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
     from .. import api
@@ -184,6 +188,35 @@ def resume_cmd(
         return
     err_console.print(f"finished: {reason}")
     _print_ranking(api.ranking(run), limit_groups=3)
+    if report:
+        _write_report(run)
+
+
+def _write_report(run: Path) -> None:
+    """The end-of-run report; a run that finished is never reported as failed because of it."""
+    from .. import api
+
+    out = Path(run).with_suffix(".html")
+    try:
+        api.report(run, out=out)
+    except (OrchestratorError, OSError) as exc:
+        err_console.print(f"report not written: {exc}")
+        return
+    err_console.print(f"report: {out}")
+
+
+@app.command("report")
+def report_cmd(
+    run: Path = typer.Argument(..., help="Run file."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: beside the run file, .html); - = stdout."),
+) -> None:
+    """Write one self-contained HTML report of a run: ranking, efficiency, spend, judges, every judgment."""
+    from .. import api
+
+    target = out if out is not None else Path(run).with_suffix(".html")
+    api.report(run, out=target)
+    if str(target) != "-":
+        err_console.print(f"wrote {target}")
 
 
 @app.command("status")

@@ -1,0 +1,223 @@
+"""What the HTML report shows, gathered from a run file: the ranking (``orchestrator rank``), the
+efficiency curve (the ranking refitted on the judgments of each round so far), spend per round,
+per-judge diagnostics (position bias, calibration with a fitted temperature, reliability, agreement)
+and every judgment. Read-only: the run file is opened for reading and never changed."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import RunConfig
+from ..dataset import Dataset
+from ..offline.results import ranking as run_ranking
+from ..poe import expected_calibration_error, fit_temperature, neighbour_status, temperature_scale
+from ..run.groups import build_groups_for, fit_groups
+from ..run.planners.poe import poe_config
+from ..store import JudgmentRecord, open_run
+
+__all__ = ["ReportData", "collect", "MAX_CURVE_POINTS"]
+
+MAX_CURVE_POINTS = 30
+"""Rounds at which the efficiency curve refits the ranking (evenly spaced, the last included)."""
+
+
+@dataclass
+class ReportData:
+    path: Path
+    run: dict[str, Any]
+    config: RunConfig
+    dataset: Dataset
+    ranking: dict
+    judgments: list[JudgmentRecord]
+    rounds: list[dict]
+    spend_per_round: list[tuple[int, int, float, int]] = field(default_factory=list)
+    """``(round, calls, usd, tokens)``."""
+    curve: list[dict] = field(default_factory=list)
+    """Per refit point: ``calls``, ``usd``, ``spearman`` (mean over groups with truth, or None),
+    ``entropy``, ``max_adjacent_reorder`` (from the round's record)."""
+    judges: dict[str, dict] = field(default_factory=dict)
+    """Per judge: calls, failures, first-shown share, calibration (when the data has truth)."""
+    neighbours: dict[str, int] | None = None
+    """PoE runs: neighbour pairs of every ranking by the stopping rule's reading (``resolved``:
+    P(misordered by more than δ) below ``max_error``; ``tied``: a practical tie; ``uncertain``)."""
+
+
+def _neighbours(data: ReportData) -> dict[str, int] | None:
+    config = data.config
+    ok = [r for r in data.judgments if r.status == "ok"]
+    if config.reference is not None or config.absolute is not None or not ok:
+        return None
+    s = config.stopping
+    poe = poe_config(config)
+    counts = {"resolved": 0, "tied": 0, "uncertain": 0, "total": 0}
+    groups = build_groups_for(data.dataset, config.data.scope)
+    for post in fit_groups(groups, ok, poe, debias=config.model.debias):
+        if post.n_comparisons == 0 and post.link is None:
+            continue
+        status = neighbour_status(post, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, expert=poe.expert)
+        resolved, tied = status.resolved, status.tied & ~status.resolved
+        counts["resolved"] += int(resolved.sum())
+        counts["tied"] += int(tied.sum())
+        counts["uncertain"] += int((~resolved & ~tied).sum())
+        counts["total"] += int(resolved.numel())
+    return counts
+
+
+def _truth_of(dataset: Dataset, truth: str | None) -> dict[tuple[str, str], float]:
+    if not truth:
+        return {}
+    out = {}
+    for p, by in dataset.responses.items():
+        for c, r in by.items():
+            value = r.human.get(truth)
+            if value is not None:
+                out[(p, c)] = float(value)
+    return out
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    from scipy.stats import spearmanr
+
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    value = float(spearmanr(a, b).statistic)
+    return None if math.isnan(value) else value
+
+
+def _curve(data: ReportData, truth: dict[tuple[str, str], float]) -> list[dict]:
+    """The ranking refitted at up to :data:`MAX_CURVE_POINTS` rounds (PoE runs; campaigns show the
+    rounds' spend only)."""
+    config = data.config
+    by_round = {r["round"]: r for r in data.rounds}
+    ok = [r for r in data.judgments if r.status == "ok"]
+    if not ok:
+        return []
+    rounds = sorted({r.round for r in data.judgments})
+    step = max(1, math.ceil(len(rounds) / MAX_CURVE_POINTS))
+    points = sorted(set(rounds[::step]) | {rounds[-1]})
+    poe_run = config.reference is None and config.absolute is None
+    groups = build_groups_for(data.dataset, config.data.scope) if poe_run else []
+    out = []
+    for last in points:
+        upto = [r for r in data.judgments if r.round <= last]
+        point: dict[str, Any] = {
+            "round": last,
+            "calls": len(upto),
+            "usd": sum(r.cost_usd for r in upto),
+            "entropy": by_round.get(last, {}).get("entropy"),
+            "max_adjacent_reorder": by_round.get(last, {}).get("max_adjacent_reorder"),
+            "spearman": None,
+        }
+        if poe_run and truth:
+            posteriors = fit_groups(groups, [r for r in ok if r.round <= last], poe_config(config), debias=config.model.debias)
+            values = []
+            for group, post in zip(groups, posteriors):
+                names = [n for n in group.names if _member_truth(group, n, data.dataset, truth) is not None]
+                if len(names) < 3 or post.n_comparisons == 0 and post.link is None:
+                    continue
+                idx = [group.index[n] for n in names]
+                rho = _spearman(post.mean[idx].numpy(), np.array([_member_truth(group, n, data.dataset, truth) for n in names]))
+                if rho is not None:
+                    values.append(rho)
+            point["spearman"] = float(np.mean(values)) if values else None
+        out.append(point)
+    return out
+
+
+def _member_truth(group, name: str, dataset: Dataset, truth: dict[tuple[str, str], float]) -> float | None:
+    candidate = group.candidate(name)
+    values = [truth[(p, candidate)] for p in dataset.responses if (p, candidate) in truth and group.member(p, candidate) == name]
+    return sum(values) / len(values) if values else None
+
+
+def _calibration(p: list[float], y: list[float], n_bins: int = 8) -> dict:
+    """ECE before and after the fitted temperature (PoE App. B) and the reliability bins."""
+    pt, yt = torch.tensor(p, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    temperature = fit_temperature(pt, yt, method="nll")
+    scaled = temperature_scale(pt, temperature)
+
+    def bins(values: torch.Tensor) -> list[tuple[float, float, int]]:
+        conf = torch.maximum(values, 1 - values)
+        correct = ((values > 0.5).to(torch.float64) == yt).to(torch.float64)
+        edges = torch.linspace(0.5, 1.0, n_bins + 1, dtype=torch.float64)
+        idx = torch.bucketize(conf, edges[1:-1], right=True)
+        out = []
+        for b in range(n_bins):
+            mask = idx == b
+            if mask.any():
+                out.append((float(conf[mask].mean()), float(correct[mask].mean()), int(mask.sum())))
+        return out
+
+    return {
+        "n": len(p),
+        "temperature": temperature,
+        "ece": expected_calibration_error(pt, yt),
+        "ece_after": expected_calibration_error(scaled, yt),
+        "bins": bins(pt),
+        "bins_after": bins(scaled),
+    }
+
+
+def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    by_judge: dict[str, list[JudgmentRecord]] = defaultdict(list)
+    for r in data.judgments:
+        by_judge[r.judge].append(r)
+    for judge, rows in sorted(by_judge.items()):
+        ok = [r for r in rows if r.status == "ok"]
+        pairwise = [r for r in ok if r.kind in ("pairwise", "reference") and r.p_first is not None]
+        firsts = [float(r.p_first) for r in pairwise if r.p_first is not None]
+        entry: dict[str, Any] = {
+            "calls": len(rows),
+            "failed": len(rows) - len(ok),
+            "usd": sum(r.cost_usd for r in rows),
+            "pairwise": len(pairwise),
+            "absolute": sum(1 for r in ok if r.kind == "absolute"),
+            "first_shown_wins": sum(1 for p in firsts if p > 0.5) / len(firsts) if firsts else None,
+            "mean_p_first": sum(firsts) / len(firsts) if firsts else None,
+        }
+        p, y = [], []
+        for r, first in zip(pairwise, firsts):
+            ta, tb = truth.get((r.prompt_id, r.candidates[0])), truth.get((r.prompt_id, r.candidates[1]))
+            if ta is not None and tb is not None and ta != tb:
+                p.append(first)
+                y.append(1.0 if ta > tb else 0.0)
+        if len(p) >= 5:
+            entry["calibration"] = _calibration(p, y)
+        out[judge] = entry
+    for group in data.ranking.get("groups", []):
+        for row in group.get("judges", []) or []:
+            if row.get("judge") in out:
+                out[row["judge"]].setdefault("fit", []).append({"group": group.get("group"), **row})
+    return out
+
+
+def collect(path: str | Path) -> ReportData:
+    """Everything the report shows, from the run file at ``path`` (read-only)."""
+    path = Path(path)
+    with open_run(path, write=False) as store:
+        run = dict(store.run)
+        config = RunConfig.from_stored(store.config)
+        dataset = store.dataset()
+        judgments = list(store.judgments(ok_only=False, full=True))
+        rounds = store.rounds()
+    data = ReportData(path, run, config, dataset, run_ranking(path), judgments, rounds)
+    per_round: dict[int, list[JudgmentRecord]] = defaultdict(list)
+    for r in judgments:
+        per_round[r.round].append(r)
+    data.spend_per_round = [
+        (k, len(rows), sum(r.cost_usd for r in rows), sum(r.prompt_tokens + r.completion_tokens for r in rows))
+        for k, rows in sorted(per_round.items())
+    ]
+    truth = _truth_of(dataset, config.data.truth)
+    data.curve = _curve(data, truth)
+    data.judges = _judges(data, truth)
+    data.neighbours = _neighbours(data)
+    return data

@@ -1,0 +1,346 @@
+"""The report as one self-contained HTML file: styles, script, charts (inline SVG) and data inlined,
+nothing fetched. Texts of prompts and responses are stored once (a JSON block) and shown when a
+judgment is opened, so a run of thousands of judgments stays a file a browser opens at once."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from html import escape
+from typing import Any
+
+from . import svg
+from .data import ReportData
+
+__all__ = ["render", "summary_text"]
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+header,section{max-width:1100px;margin:0 auto;padding:12px 24px}
+header{background:#fff;border-bottom:1px solid #ddd}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:14px 0 6px}
+nav a{margin-right:14px}
+table{border-collapse:collapse;margin:6px 0;background:#fff}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.summary{background:#fff;border-left:4px solid #3182bd;padding:8px 14px}
+.muted{color:#666}.charts{display:flex;flex-wrap:wrap;gap:12px}
+svg.chart{background:#fff;border:1px solid #ddd}
+details.judgment{border-bottom:1px solid #eee;padding:2px 0}
+details.judgment summary{cursor:pointer}
+details.judgment .body{padding:6px 18px;background:#fff}
+pre{white-space:pre-wrap;background:#f6f6f6;padding:6px;margin:4px 0;max-height:320px;overflow:auto}
+input#filter{width:320px;padding:4px;margin:6px 0}
+"""
+
+SCRIPT = """
+(function () {
+  var data = JSON.parse(document.getElementById('texts').textContent);
+  function el(tag, text) { var e = document.createElement(tag); if (text !== undefined) e.textContent = text; return e; }
+  function fill(d) {
+    var body = d.querySelector('.body');
+    if (body.dataset.filled) return;
+    var p = d.dataset.prompt, cands = JSON.parse(d.dataset.candidates), probs = JSON.parse(d.dataset.probs);
+    body.appendChild(el('h4', 'Prompt ' + p));
+    body.appendChild(el('pre', (data.prompts[p] || '')));
+    cands.forEach(function (c, k) {
+      body.appendChild(el('h4', (cands.length > 1 ? 'ABC'[k] + ' = ' : '') + c));
+      body.appendChild(el('pre', ((data.responses[p] || {})[c] || '')));
+    });
+    body.appendChild(el('h4', 'Answer'));
+    body.appendChild(el('pre', d.dataset.answer || '(no text)'));
+    if (probs.length) {
+      var t = el('table'), head = el('tr');
+      head.appendChild(el('th', 'read'));
+      var keys = Object.keys(probs[0]);
+      keys.forEach(function (k) { head.appendChild(el('th', 'P(' + k + ')')); });
+      t.appendChild(head);
+      probs.forEach(function (row, i) {
+        var tr = el('tr'); tr.appendChild(el('td', String(i + 1)));
+        keys.forEach(function (k) { var td = el('td', (row[k] === undefined ? '' : Number(row[k]).toFixed(4))); td.className = 'num'; tr.appendChild(td); });
+        t.appendChild(tr);
+      });
+      body.appendChild(t);
+    }
+    if (d.dataset.error) body.appendChild(el('p', 'Error: ' + d.dataset.error));
+    body.dataset.filled = '1';
+  }
+  document.querySelectorAll('details.judgment').forEach(function (d) {
+    d.addEventListener('toggle', function () { if (d.open) fill(d); });
+  });
+  var filter = document.getElementById('filter');
+  if (filter) filter.addEventListener('input', function () {
+    var q = filter.value.toLowerCase();
+    document.querySelectorAll('details.judgment').forEach(function (d) {
+      d.style.display = d.querySelector('summary').textContent.toLowerCase().indexOf(q) >= 0 ? '' : 'none';
+    });
+  });
+})();
+"""
+
+
+def _num(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return escape(str(v))
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{_num(c)}</td>' if isinstance(c, (int, float)) and not isinstance(c, bool) else f"<td>{_num(c)}</td>"
+            for c in row
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def summary_text(data: ReportData) -> str:
+    """One paragraph: what the run found, what is still uncertain, what it spent."""
+    groups = [g for g in data.ranking.get("groups", []) if g.get("ranking")]
+    calls = len(data.judgments)
+    failed = sum(1 for r in data.judgments if r.status != "ok")
+    usd = sum(r.cost_usd for r in data.judgments)
+    tokens = sum(r.prompt_tokens + r.completion_tokens for r in data.judgments)
+    spent = f"It spent {calls} judge calls ({failed} failed), {tokens:,} tokens" + (f" and ${usd:.4f}" if usd else "") + "."
+    reason = data.run.get("stop_reason") or ""
+    status = escape(f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + ".")
+    if not groups:
+        return f"{status} No ranking yet: no judgment has been committed. {spent}"
+    n_cands = sum(len(g["ranking"]) for g in groups)
+    first = groups[0]
+    top = first["ranking"][0]
+    lead = f"{len(groups)} rankings of {n_cands} responses in all" if len(groups) > 1 else f"{n_cands} candidates ranked"
+    text = f"{status} {lead}. In {escape(str(first['group']))}, {escape(str(top['candidate']))} leads (95% rank interval {top['rank_low']}–{top['rank_high']}). "
+    n = data.neighbours
+    if n is not None and n["total"]:
+        delta = data.config.stopping.tie_delta
+        text += (
+            f"Of {n['total']} neighbouring pairs, {n['resolved']} are resolved (misordered by more than δ = {delta:g} with probability "
+            f"below {data.config.stopping.max_error:g}), {n['tied']} look like practical ties and {n['uncertain']} are still uncertain. "
+        )
+    else:
+        separated = total = 0
+        for g in groups:
+            rows = g["ranking"]
+            for a, b in zip(rows, rows[1:]):
+                total += 1
+                separated += a["rank_high"] < b["rank_low"]
+        text += f"{separated} of {total} neighbouring pairs are separated (their 95% rank intervals do not overlap). "
+    rhos = [g["spearman_vs_truth"] for g in groups if g.get("spearman_vs_truth") is not None]
+    if rhos:
+        text += f"Spearman with the reference scores: {sum(rhos) / len(rhos):.2f} (mean over {len(rhos)} rankings). "
+    elif data.config.data.truth:
+        text += "Spearman with the reference scores: not computable (fewer than 3 candidates with scores, or all equal). "
+    return text + spent
+
+
+def _ranking_section(data: ReportData, limit: int = 12) -> str:
+    parts = ['<section id="ranking"><h2>Ranking</h2>']
+    groups = data.ranking.get("groups", [])
+    if not groups:
+        parts.append("<p>No judgments yet.</p>")
+    for k, g in enumerate(groups):
+        rows = g.get("ranking", [])
+        if k == limit:
+            parts.append(f'<p class="muted">{len(groups) - limit} more rankings: see <code>orchestrator rank</code>.</p>')
+            break
+        title = f"{g['group']}"
+        extra = f" · Spearman with truth {g['spearman_vs_truth']:.3f}" if g.get("spearman_vs_truth") is not None else ""
+        parts.append(f"<h3>{escape(title)} <span class='muted'>({g.get('comparisons', 0)} judgments{extra})</span></h3>")
+        if rows:
+            parts.append(svg.rank_intervals(rows, title=f"rank intervals: {title}"))
+            headers = ["rank", "candidate", "score", "sd", "95% rank interval"] + (["truth"] if any("truth" in r for r in rows) else [])
+            table_rows = [
+                [r["rank"], r["candidate"], r["score"], r["sd"], f"{r['rank_low']}–{r['rank_high']}"]
+                + ([r.get("truth")] if len(headers) == 6 else [])
+                for r in rows
+            ]
+            parts.append(_table(headers, table_rows))
+        if g.get("ties"):
+            parts.append("<p>Practical ties: " + ", ".join(escape(" = ".join(map(str, t))) for t in g["ties"]) + "</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _efficiency_section(data: ReportData) -> str:
+    c = data.curve
+    parts = ['<section id="efficiency"><h2>Efficiency</h2><div class="charts">']
+    uncertainty = {
+        "max P(neighbours reordered)": [(p["calls"], p["max_adjacent_reorder"]) for p in c if p["max_adjacent_reorder"] is not None]
+    }
+    parts.append(
+        svg.line_chart(uncertainty, title="uncertainty against calls", xlabel="judge calls", ylabel="probability", y_range=(0.0, 0.5))
+    )
+    if any(p["spearman"] is not None for p in c):
+        rho = [(p["calls"], p["spearman"]) for p in c if p["spearman"] is not None]
+        parts.append(
+            svg.line_chart(
+                {"Spearman vs truth": rho},
+                title="Spearman with the truth against calls",
+                xlabel="judge calls",
+                ylabel="Spearman",
+                y_range=(-1.0, 1.0),
+            )
+        )
+        if any(p["usd"] for p in c):
+            money = [(p["usd"], p["spearman"]) for p in c if p["spearman"] is not None]
+            parts.append(
+                svg.line_chart(
+                    {"Spearman vs truth": money},
+                    title="Spearman with the truth against USD",
+                    xlabel="USD",
+                    ylabel="Spearman",
+                    y_range=(-1.0, 1.0),
+                )
+            )
+    parts.append("</div>")
+    if not c:
+        parts.append("<p>No judgments yet.</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _spend_section(data: ReportData) -> str:
+    rows = data.spend_per_round
+    parts = ['<section id="spend"><h2>Spend per round</h2><div class="charts">']
+    parts.append(svg.bar_chart([(str(k), float(n)) for k, n, _, _ in rows], title="calls per round", ylabel="calls"))
+    if any(u for _, _, u, _ in rows):
+        parts.append(svg.bar_chart([(str(k), u) for k, _, u, _ in rows], title="USD per round", ylabel="USD"))
+    parts.append("</div>")
+    kinds = {r["round"]: r["kind"] for r in data.rounds}
+    parts.append(_table(["round", "kind", "calls", "tokens", "USD"], [[k, kinds.get(k, ""), n, t, u] for k, n, u, t in rows]))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _judges_section(data: ReportData) -> str:
+    parts = ['<section id="judges"><h2>Judges</h2>']
+    headers = [
+        "judge",
+        "calls",
+        "failed",
+        "USD",
+        "pairwise",
+        "absolute",
+        "first shown wins",
+        "mean P(first)",
+        "ECE",
+        "temperature",
+        "ECE after",
+    ]
+    table_rows = []
+    for judge, j in data.judges.items():
+        cal = j.get("calibration") or {}
+        table_rows.append(
+            [
+                judge,
+                j["calls"],
+                j["failed"],
+                j["usd"],
+                j["pairwise"],
+                j["absolute"],
+                j["first_shown_wins"],
+                j["mean_p_first"],
+                cal.get("ece"),
+                cal.get("temperature"),
+                cal.get("ece_after"),
+            ]
+        )
+    parts.append(_table(headers, table_rows))
+    parts.append(
+        '<p class="muted">First shown wins: the share of its comparisons in which the judge preferred the answer shown first (½ without '
+        "position bias). ECE: expected calibration error of P(first better) against the reference scores, before and after the "
+        "temperature that fits them best (PoE App. B).</p>"
+    )
+    fitted = [(judge, row) for judge, j in data.judges.items() for row in j.get("fit", [])]
+    if fitted:
+        parts.append("<h3>Reliability in the posterior</h3>")
+        keys = ["sharpness", "sharpness_low", "sharpness_high", "precision", "delta", "delta_sd", "agreement", "judgments"]
+        present = [k for k in keys if any(k in row for _, row in fitted)]
+        parts.append(
+            _table(
+                ["judge", "ranking"] + present, [[judge, row.get("group")] + [row.get(k) for k in present] for judge, row in fitted[:60]]
+            )
+        )
+    charts = [
+        svg.reliability_diagram(j["calibration"]["bins"], j["calibration"]["bins_after"], title=f"calibration: {judge}")
+        for judge, j in data.judges.items()
+        if j.get("calibration")
+    ]
+    if charts:
+        parts.append('<div class="charts">' + "".join(charts) + "</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _answer(r) -> str:
+    if r.status != "ok":
+        return f"failed: {r.error_type or 'error'}"
+    if not r.probs:
+        return "—"
+    first = r.probs[0]
+    best = max(first, key=first.get)
+    if r.kind == "absolute":
+        mean = sum(float(k) * v for k, v in first.items()) / max(sum(first.values()), 1e-12)
+        return f"score {best} (mean {mean:.2f})"
+    return f"{best}" + (f" · P(A) {r.p_first:.3f}" if r.p_first is not None else "")
+
+
+def _judgments_section(data: ReportData) -> str:
+    parts = [f'<section id="judgments"><h2>Judgments ({len(data.judgments)})</h2>']
+    parts.append('<input id="filter" type="search" placeholder="filter: judge, prompt, candidate, answer…">')
+    for r in sorted(data.judgments, key=lambda r: (r.round, r.key)):
+        attrs = {
+            "prompt": r.prompt_id,
+            "candidates": json.dumps(r.candidates),
+            "probs": json.dumps(r.probs),
+            "answer": r.text or "",
+            "error": r.error or "",
+        }
+        attr_text = " ".join(f'data-{k}="{escape(v, quote=True)}"' for k, v in attrs.items())
+        label = f"round {r.round} · {r.judge} · {r.kind} · {r.prompt_id} · {' vs '.join(r.candidates)} → {_answer(r)}"
+        parts.append(f'<details class="judgment" {attr_text}><summary>{escape(label)}</summary><div class="body"></div></details>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _texts_block(data: ReportData) -> str:
+    texts = {
+        "prompts": {p.id: p.text for p in data.dataset.prompts.values()},
+        "responses": {p: {c: r.text for c, r in by.items()} for p, by in data.dataset.responses.items()},
+    }
+    # a JSON block inside <script>: "</" must not close it
+    return '<script type="application/json" id="texts">' + json.dumps(texts).replace("</", "<\\/") + "</script>"
+
+
+def render(data: ReportData) -> str:
+    """The whole page."""
+    name = str(data.run.get("name") or data.path.stem)
+    judges = ", ".join(data.config.judging.judges) if data.config.judging.judges else "—"
+    created = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(data.run.get("created_at") or 0)))
+    nav = "".join(f'<a href="#{s}">{s.capitalize()}</a>' for s in ("ranking", "efficiency", "spend", "judges", "judgments"))
+    return "".join(
+        [
+            "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+            f"<title>{escape(name)} — orchestrator report</title><style>{CSS}</style></head><body>",
+            f"<header><h1>{escape(name)}</h1><p class='muted'>{escape(str(data.path.name))} · created {created} · judges: {escape(judges)} "
+            f"· scope {escape(data.config.data.scope)} · seed {escape(str(data.run.get('seed')))}</p><nav>{nav}</nav></header>",
+            f"<section id='summary'><h2>Summary</h2><p class='summary'>{summary_text(data)}</p></section>",
+            _ranking_section(data),
+            _efficiency_section(data),
+            _spend_section(data),
+            _judges_section(data),
+            _judgments_section(data),
+            _texts_block(data),
+            f"<script>{SCRIPT}</script></body></html>",
+        ]
+    )

@@ -1,0 +1,121 @@
+"""Issue #19: `orchestrator report` — one self-contained HTML file a person reads, checked in a real
+headless Chromium (skipped where neither Chromium nor Playwright is installed; `.ci/run` installs both)."""
+
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+from judgekit import quality_behaviour, write_config, write_dataset
+from orchestrator import runs
+from orchestrator.cli import main
+from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.report import collect, summary_text, write_report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    prompts, responses = write_dataset(tmp / "data", prompts=2, candidates=6, spread=0.0, base=[0.9, 0.75, 0.6, 0.45, 0.3, 0.15])
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(tmp, server.url, name="reported", prompts=prompts, responses=responses, max_calls=40)
+        path, _ = runs.start(config)
+    return tmp, path
+
+
+def run_main(args) -> int:
+    try:
+        main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def test_the_report_is_one_self_contained_file_with_every_section(finished_run):
+    tmp, path = finished_run
+    out = tmp / "report.html"
+    before = path.read_bytes()
+    assert run_main(["report", str(path), "--out", str(out)]) == 0
+    assert path.read_bytes() == before  # read-only
+    html = out.read_text()
+    # nothing fetched: no external script, style, image or font
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    for section in ("summary", "ranking", "efficiency", "spend", "judges", "judgments"):
+        assert f"id='{section}'" in html or f'id="{section}"' in html, section
+    n = sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0]
+    assert html.count('<details class="judgment"') == n
+    assert html.count("<svg") >= 4  # rank intervals per prompt, uncertainty, Spearman, calls per round
+
+
+def test_the_summary_says_what_was_found_what_is_uncertain_and_what_it_cost(finished_run):
+    _, path = finished_run
+    data = collect(path)
+    text = summary_text(data)
+    assert "leads" in text and "neighbouring pairs" in text and "are resolved" in text and "judge calls" in text
+    n = data.neighbours
+    assert n["total"] == 10 and n["resolved"] + n["tied"] + n["uncertain"] == 10 and n["resolved"] >= 5
+    assert "Spearman with the reference scores" in text
+    # the efficiency curve ends at every judgment, with the truth
+    assert data.curve[-1]["calls"] == len(data.judgments) and data.curve[-1]["spearman"] > 0.8
+    judge = data.judges["local-openai"]
+    assert judge["calls"] == len(data.judgments) and 0.0 <= judge["first_shown_wins"] <= 1.0
+    assert judge["calibration"]["temperature"] > 0 and judge["calibration"]["ece_after"] <= judge["calibration"]["ece"] + 1e-9
+
+
+def test_bad_report_requests_are_one_line_and_touch_nothing(finished_run, tmp_path, capsys):
+    _, path = finished_run
+    before = path.read_bytes()
+    assert run_main(["report", str(path), "--out", str(path)]) == 2
+    assert path.read_bytes() == before
+    not_a_run = tmp_path / "notes.txt"
+    not_a_run.write_text("hello")
+    assert run_main(["report", str(not_a_run), "--out", str(tmp_path / "r.html")]) == 2
+    assert not (tmp_path / "r.html").exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and all("Traceback" not in line for line in err)
+
+
+def test_run_writes_the_report_at_the_end_unless_told_not_to(tmp_path):
+    prompts, responses = write_dataset(tmp_path / "data", prompts=1, candidates=4)
+    with FakeOpenAIServer(quality_behaviour) as server:
+        yes = write_config(tmp_path, server.url, name="with-report", prompts=prompts, responses=responses, max_calls=8)
+        no = write_config(tmp_path, server.url, name="without-report", prompts=prompts, responses=responses, max_calls=8)
+        assert run_main(["run", str(yes)]) == 0
+        assert run_main(["run", str(no), "--no-report"]) == 0
+    assert (tmp_path / "runs" / "with-report.html").stat().st_size > 1000
+    assert not (tmp_path / "runs" / "without-report.html").exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (.ci/run installs the Debian package)")
+def test_the_report_renders_in_a_real_browser_and_a_judgment_opens(finished_run):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    tmp, path = finished_run
+    out = write_report(path, tmp / "browser.html")
+    problems: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("request", lambda r: problems.append(f"fetched {r.url}") if not r.url.startswith(("file:", "data:")) else None)
+        page.goto(out.as_uri())
+        # every chart is laid out with a size
+        boxes = [page.locator("svg.chart").nth(k).bounding_box() for k in range(page.locator("svg.chart").count())]
+        assert len(boxes) >= 4 and all(b and b["width"] > 100 and b["height"] > 30 for b in boxes)
+        # the drill-down: opening a judgment shows its prompt, both texts and the option probabilities
+        first = page.locator("details.judgment").first
+        first.locator("summary").click()
+        body = first.locator(".body")
+        body.wait_for(state="visible")
+        text = body.inner_text()
+        assert "Prompt" in text and "<<q=" in text and "P(A)" in text
+        # the filter hides what does not match
+        page.fill("#filter", "no judgment has this text")
+        assert page.locator("details.judgment:visible").count() == 0
+        page.fill("#filter", "")
+        page.screenshot(path=str(tmp / "report.png"), full_page=False)
+        browser.close()
+    assert problems == []
