@@ -13,7 +13,7 @@ from typing import Any, Callable, cast
 
 from .errors import OrchestratorError
 
-__all__ = ["start", "dry_run", "resume", "status", "ranking", "report", "export", "replay", "fit_raee", "fit_simplex"]
+__all__ = ["start", "dry_run", "resume", "status", "ranking", "report", "calibrate", "export", "replay", "fit_raee", "fit_simplex"]
 
 
 def _config(config: str | Path | Any, runs_dir: str | Path | None):
@@ -89,6 +89,17 @@ def report(run: str | Path, *, out: str | Path) -> Path | None:
     from .report import write_report
 
     return write_report(run, out)
+
+
+def calibrate(
+    run: str | Path | None = None, *, log: str | Path | None = None, responses: str | Path | None = None, truth: str | None = None
+):
+    """Each judge's temperature, ECE before and after, reliability bins (``orchestrator calibrate``):
+    a list of :class:`~orchestrator.run.calibration.Calibration`."""
+    from .offline.calibrate import calibrate_source
+
+    source, is_log = _source(run, log)
+    return calibrate_source(None if is_log else source, source if is_log else None, responses, truth)
 
 
 def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False) -> int:

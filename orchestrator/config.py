@@ -6,6 +6,7 @@ Relative dataset paths are resolved against the directory of the config file. Se
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -80,6 +81,20 @@ class ModelConfig(_Section):
     the scores: a random judge's weight goes to zero) and its precision ``κ_j`` (how closely its
     probabilities follow the fit: a reproducible judge counts for more). Every judge also gets its
     own position bias (``debias = "home"``) and absolute link whatever this says."""
+    temperature: float | dict[str, float] | Literal["fit"] | None = None
+    """Temperature scaling of the judges' pairwise probabilities before the fit, ``σ(logit(p)/T)``
+    (PoE App. B): one ``T`` for every judge, a table ``{judge = T}`` (what ``orchestrator calibrate``
+    prints), or ``"fit"``: each judge's ``T`` fitted on the run's own comparisons against the
+    dataset's ``data.truth`` scores (a labelled calibration set; needs ``data.truth``)."""
+
+    @field_validator("temperature")
+    @classmethod
+    def _positive_temperature(cls, value):
+        values = value.values() if isinstance(value, dict) else [value] if isinstance(value, (int, float)) else []
+        for t in values:
+            if not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
+                raise ValueError(f"a temperature must be a finite number > 0 (got {t!r})")
+        return value
 
     @field_validator("expert")
     @classmethod
@@ -220,6 +235,8 @@ class RunConfig(_Section):
     def _one_campaign(self) -> "RunConfig":
         if self.reference is not None and self.absolute is not None:
             raise ValueError("[reference] and [absolute] are two different campaigns; a run has at most one")
+        if self.model.temperature == "fit" and not self.data.truth:
+            raise ValueError('model.temperature = "fit" fits each judge on the truth scores: set data.truth')
         return self
 
     @property

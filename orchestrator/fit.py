@@ -176,8 +176,7 @@ def format_raee(report: RaeeReport) -> str:
 def plot_raee(report: RaeeReport, out_dir: str | Path) -> list[Path]:
     """One leaderboard PNG per anchor: each candidate's Elo gap with its interval, per judge (and pooled)."""
     plt = pyplot()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)  # created by plotting.save, which turns a folder it cannot create into one line
     paths = []
     for anchor in dict.fromkeys(r.anchor for r in report.rows):
         rows: list[RaeeRow] = [r for r in report.rows if r.anchor == anchor and r.elo is not None]

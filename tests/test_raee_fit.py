@@ -103,6 +103,15 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     assert run_cli(["fit", "raee", str(path), "--soft", "--json", "--plot", str(tmp_path / "plots")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (tmp_path / "plots" / "raee-leaderboard-reference.png").stat().st_size > 1000
+    # a plot that cannot be written comes after the results, never instead of them (exit 2)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert run_cli(["fit", "raee", str(path), "--soft", "--plot", str(blocker / "plots")]) == 2
+    captured = capsys.readouterr()
+    assert "soft outcomes" in captured.out and "pooled" in captured.out and "cannot create" in captured.err
+    assert run_cli(["fit", "raee", str(path), "--soft", "--json", "--plot", str(blocker / "plots")]) == 2
+    failed = json.loads(capsys.readouterr().out)
+    assert failed["rows"] and failed["plots"] == [] and "cannot create" in failed["plot_error"]
     log = tmp_path / "export.jsonl"
     assert run_cli(["export", str(path), "--format", "jsonl", "--out", str(log)]) == 0
     from_log = fit_raee(log, log=True, soft=True, population=4)

@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.text import Text
@@ -67,13 +67,17 @@ def fit_raee_cmd(
         abstain_sd=abstain_sd,
         pool_all=pool_all,
     )
-    paths = plot_raee(report, plot) if plot is not None else []
-    if se_curve_png is not None:
-        source = run if run is not None else log
-        assert source is not None  # (_one_source)
-        curves = se_curve(source, log=log is not None, judges=judge or None)
-        paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {source.name}"))
-    _print_report(report, format_raee, paths, as_json)
+
+    def plots() -> list[Path]:
+        paths = plot_raee(report, plot) if plot is not None else []
+        if se_curve_png is not None:
+            source = run if run is not None else log
+            assert source is not None  # (_one_source)
+            curves = se_curve(source, log=log is not None, judges=judge or None)
+            paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {source.name}"))
+        return paths
+
+    _print_report(report.model_dump(mode="json"), lambda: format_raee(report), plots, as_json)
 
 
 def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
@@ -86,14 +90,25 @@ def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
         raise OrchestratorError(f"--plot {folder}: is a file; give a folder for the plots")
 
 
-def _print_report(report, format_text, paths: list[Path], as_json: bool) -> None:
-    """A fit report as JSON (with its plot paths) or as text, the plots named on stderr."""
+def _print_report(data: dict, text: Callable[[], str], plots: Callable[[], list[Path]], as_json: bool) -> None:
+    """A fit report as JSON (with its plot paths) or as text, the plots named on stderr. The plots
+    are drawn after the results are out (text) or their failure is part of the JSON: a plot that
+    cannot be written never discards a fit that took minutes; the command then exits 2."""
+    error: OrchestratorError | None = None
+    if not as_json:
+        out_console.print(Text(text()), soft_wrap=True)
+    try:
+        paths = plots()
+    except OrchestratorError as exc:
+        paths, error = [], exc
     if as_json:
-        print(json.dumps({**report.model_dump(mode="json"), "plots": [str(p) for p in paths]}))
-        return
-    out_console.print(Text(format_text(report)), soft_wrap=True)
-    for path in paths:
-        err_console.print(f"wrote {path}")
+        extra = {"plot_error": str(error)} if error is not None else {}
+        print(json.dumps({**data, "plots": [str(p) for p in paths], **extra}))
+    else:
+        for path in paths:
+            err_console.print(f"wrote {path}")
+    if error is not None:
+        raise error
 
 
 def _hyper(value: str, name: str) -> float | None:
@@ -209,12 +224,45 @@ def fit_simplex_cmd(
         progress=interactive,
         sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None,
     )
-    paths = []
-    if plot is not None:
-        from ..simplex.plots import rank_plot, sensitivity_plot, simplex_plot
 
-        paths.append(rank_plot(report, plot / "simplex-ranks.png"))
-        paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
-        if report.sensitivity:
-            paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
-    _print_report(report, format_simplex, paths, as_json)
+    def plots() -> list[Path]:
+        paths: list[Path] = []
+        if plot is not None:
+            from ..simplex.plots import rank_plot, sensitivity_plot, simplex_plot
+
+            paths.append(rank_plot(report, plot / "simplex-ranks.png"))
+            paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
+            if report.sensitivity:
+                paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
+        return paths
+
+    _print_report(report.model_dump(mode="json"), lambda: format_simplex(report), plots, as_json)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    run: Optional[Path] = typer.Argument(None, help="Run file (its data.truth, or --truth); or give --log."),
+    log: Optional[Path] = typer.Option(None, "--log", help="A judgment-log JSONL instead (needs --responses and --truth)."),
+    responses: Optional[Path] = typer.Option(None, "--responses", help="With --log: the responses JSONL holding the reference scores."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="The reference score field (default: the run's data.truth)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the reliability diagrams to this PNG."),
+) -> None:
+    """Each judge's temperature against reference scores (PoE App. B), ECE before and after, reliability diagram."""
+    from dataclasses import asdict
+
+    from .. import api
+    from ..offline.calibrate import format_calibration, plot_calibration
+
+    _one_source(run, log)
+    _check_outputs(None, None, [run, log, responses])
+    if plot is not None:
+        from ..outputs import check_output
+
+        check_output(plot, option="--plot", inputs=[run, log, responses])
+    found = api.calibrate(run, log=log, responses=responses, truth=truth)
+
+    def plots() -> list[Path]:
+        return [plot_calibration(found, plot, inputs=[run, log, responses])] if plot is not None else []
+
+    _print_report({"judges": [asdict(c) for c in found]}, lambda: format_calibration(found), plots, as_json)

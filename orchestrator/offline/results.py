@@ -14,6 +14,7 @@ from ..errors import OrchestratorError
 from ..outputs import open_output
 from ..poe import rank_intervals, ranking_order
 from ..poe.uncertainty import adjacent_reorder_probabilities, entropy
+from ..run.calibration import temperatures_for
 from ..run.groups import build_groups_for, fit_groups, split_by_group
 from ..run.planners import reference_items
 from ..run.planners.poe import poe_config
@@ -152,7 +153,8 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
     groups = build_groups_for(dataset, config.data.scope)
-    posteriors = fit_groups(groups, judgments, poe_config(config), debias=config.model.debias)
+    temperatures = temperatures_for(config.model.temperature, judgments, dataset, config.data.truth)
+    posteriors = fit_groups(groups, judgments, poe_config(config), debias=config.model.debias, temperatures=temperatures)
     truth = config.data.truth
     out = []
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from ..config import RunConfig
 from ..dataset import Dataset
 from ..offline.results import ranking as run_ranking
-from ..poe import expected_calibration_error, fit_temperature, neighbour_status, temperature_scale
+from ..poe import neighbour_status
+from ..run.calibration import calibrate, temperatures_for, truth_scores
 from ..run.groups import build_groups_for, fit_groups
 from ..run.planners.poe import poe_config
 from ..store import JudgmentRecord, open_run
@@ -58,7 +58,8 @@ def _neighbours(data: ReportData) -> dict[str, int] | None:
     poe = poe_config(config)
     counts = {"resolved": 0, "tied": 0, "uncertain": 0, "total": 0}
     groups = build_groups_for(data.dataset, config.data.scope)
-    for post in fit_groups(groups, ok, poe, debias=config.model.debias):
+    temperatures = temperatures_for(config.model.temperature, ok, data.dataset, config.data.truth)
+    for post in fit_groups(groups, ok, poe, debias=config.model.debias, temperatures=temperatures):
         if post.n_comparisons == 0 and post.link is None:
             continue
         status = neighbour_status(post, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, expert=poe.expert)
@@ -68,18 +69,6 @@ def _neighbours(data: ReportData) -> dict[str, int] | None:
         counts["uncertain"] += int((~resolved & ~tied).sum())
         counts["total"] += int(resolved.numel())
     return counts
-
-
-def _truth_of(dataset: Dataset, truth: str | None) -> dict[tuple[str, str], float]:
-    if not truth:
-        return {}
-    out = {}
-    for p, by in dataset.responses.items():
-        for c, r in by.items():
-            value = r.human.get(truth)
-            if value is not None:
-                out[(p, c)] = float(value)
-    return out
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -116,7 +105,9 @@ def _curve(data: ReportData, truth: dict[tuple[str, str], float]) -> list[dict]:
             "spearman": None,
         }
         if poe_run and truth:
-            posteriors = fit_groups(groups, [r for r in ok if r.round <= last], poe_config(config), debias=config.model.debias)
+            rows = [r for r in ok if r.round <= last]
+            temperatures = temperatures_for(config.model.temperature, rows, data.dataset, config.data.truth)
+            posteriors = fit_groups(groups, rows, poe_config(config), debias=config.model.debias, temperatures=temperatures)
             values = []
             for group, post in zip(groups, posteriors):
                 names = [n for n in group.names if _member_truth(group, n, data.dataset, truth) is not None]
@@ -137,34 +128,6 @@ def _member_truth(group, name: str, dataset: Dataset, truth: dict[tuple[str, str
     return sum(values) / len(values) if values else None
 
 
-def _calibration(p: list[float], y: list[float], n_bins: int = 8) -> dict:
-    """ECE before and after the fitted temperature (PoE App. B) and the reliability bins."""
-    pt, yt = torch.tensor(p, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-    temperature = fit_temperature(pt, yt, method="nll")
-    scaled = temperature_scale(pt, temperature)
-
-    def bins(values: torch.Tensor) -> list[tuple[float, float, int]]:
-        conf = torch.maximum(values, 1 - values)
-        correct = ((values > 0.5).to(torch.float64) == yt).to(torch.float64)
-        edges = torch.linspace(0.5, 1.0, n_bins + 1, dtype=torch.float64)
-        idx = torch.bucketize(conf, edges[1:-1], right=True)
-        out = []
-        for b in range(n_bins):
-            mask = idx == b
-            if mask.any():
-                out.append((float(conf[mask].mean()), float(correct[mask].mean()), int(mask.sum())))
-        return out
-
-    return {
-        "n": len(p),
-        "temperature": temperature,
-        "ece": expected_calibration_error(pt, yt),
-        "ece_after": expected_calibration_error(scaled, yt),
-        "bins": bins(pt),
-        "bins_after": bins(scaled),
-    }
-
-
 def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     by_judge: dict[str, list[JudgmentRecord]] = defaultdict(list)
@@ -183,15 +146,16 @@ def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, 
             "first_shown_wins": sum(1 for p in firsts if p > 0.5) / len(firsts) if firsts else None,
             "mean_p_first": sum(firsts) / len(firsts) if firsts else None,
         }
-        p, y = [], []
-        for r, first in zip(pairwise, firsts):
-            ta, tb = truth.get((r.prompt_id, r.candidates[0])), truth.get((r.prompt_id, r.candidates[1]))
-            if ta is not None and tb is not None and ta != tb:
-                p.append(first)
-                y.append(1.0 if ta > tb else 0.0)
-        if len(p) >= 5:
-            entry["calibration"] = _calibration(p, y)
         out[judge] = entry
+    for c in calibrate(data.judgments, truth):
+        out[c.judge]["calibration"] = {
+            "n": c.n,
+            "temperature": c.temperature,
+            "ece": c.ece,
+            "ece_after": c.ece_after,
+            "bins": c.bins,
+            "bins_after": c.bins_after,
+        }
     for group in data.ranking.get("groups", []):
         for row in group.get("judges", []) or []:
             if row.get("judge") in out:
@@ -216,7 +180,7 @@ def collect(path: str | Path) -> ReportData:
         (k, len(rows), sum(r.cost_usd for r in rows), sum(r.prompt_tokens + r.completion_tokens for r in rows))
         for k, rows in sorted(per_round.items())
     ]
-    truth = _truth_of(dataset, config.data.truth)
+    truth = truth_scores(dataset, config.data.truth)
     data.curve = _curve(data, truth)
     data.judges = _judges(data, truth)
     data.neighbours = _neighbours(data)

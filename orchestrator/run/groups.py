@@ -9,6 +9,7 @@ agree on every ranking.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -128,14 +129,22 @@ def judge_names(judgments: list[JudgmentRecord]) -> list[str]:
 
 
 def group_observations(
-    group: Group, judgments: list[JudgmentRecord], *, debias: str, with_absolute: bool = True, judges: dict[str, int] | None = None
+    group: Group,
+    judgments: list[JudgmentRecord],
+    *,
+    debias: str,
+    with_absolute: bool = True,
+    judges: dict[str, int] | None = None,
+    temperatures: dict[str, float] | None = None,
 ) -> tuple[list[tuple], list[tuple]]:
     """Comparisons ``(first, second, P(first better), judge)`` and absolutes ``(item, mean, var,
     judge)`` of a group from committed judgment rows (store format), in the given order; ``judges``
     maps judge names to parameter indices (None: every judge is judge 0, shared parameters).
 
     With ``permutation`` debiasing the two orders of a pair (same judge and prompt) are combined
-    (PoE §3.3); an order whose partner failed permanently is used alone.
+    (PoE §3.3); an order whose partner failed permanently is used alone. ``temperatures`` (judge →
+    ``T``, ``"*"`` for every judge) scales each pairwise probability to ``σ(logit(p)/T)`` first
+    (PoE App. B; :mod:`orchestrator.run.calibration`).
     """
     comparisons: list[tuple] = []
     absolutes: list[tuple] = []
@@ -148,17 +157,22 @@ def group_observations(
         cands: list[str] = members  # type: ignore[assignment]
         judge = judges[row.judge] if judges is not None else 0
         if row.kind == "pairwise" and row.p_first is not None:
+            p_first = row.p_first
+            if temperatures:
+                t = temperatures.get(row.judge, temperatures.get("*", 1.0))
+                q = min(max(p_first, 1e-12), 1 - 1e-12)
+                p_first = 1.0 / (1.0 + math.exp(-math.log(q / (1 - q)) / t))
             a, b = cands
             if debias == "permutation":
                 back = (row.judge, row.prompt_id, b, a)
                 if back in waiting:
                     p_back = waiting.pop(back)
                     slot = combined.pop(back)
-                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, row.p_first)), judge)
+                    comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, p_first)), judge)
                     continue
-                waiting[(row.judge, row.prompt_id, a, b)] = row.p_first
+                waiting[(row.judge, row.prompt_id, a, b)] = p_first
                 combined[(row.judge, row.prompt_id, a, b)] = len(comparisons)
-            comparisons.append((group.index[a], group.index[b], float(row.p_first), judge))
+            comparisons.append((group.index[a], group.index[b], float(p_first), judge))
         elif row.kind == "absolute" and with_absolute:
             probs = row.probs[0]
             if sum(probs.values()) <= 0:
@@ -169,22 +183,37 @@ def group_observations(
     return comparisons, absolutes
 
 
-def fit_group(group: Group, judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str, with_absolute: bool = True) -> Posterior:
+def fit_group(
+    group: Group,
+    judgments: list[JudgmentRecord],
+    config: PoEConfig,
+    *,
+    debias: str,
+    with_absolute: bool = True,
+    temperatures: dict[str, float] | None = None,
+) -> Posterior:
     """Cold Laplace fit of one group on its judgments, taken in (round, key) order: the canonical
     posterior, the same in a live run, a resumed one, ``orchestrator rank`` and the replay of the
     run's export."""
     rows = sorted(judgments, key=lambda r: (r.round, r.key))
     names = judge_names(rows)
     judges = {name: k for k, name in enumerate(names)}
-    comparisons, absolutes = group_observations(group, rows, debias=debias, with_absolute=with_absolute, judges=judges)
+    comparisons, absolutes = group_observations(
+        group, rows, debias=debias, with_absolute=with_absolute, judges=judges, temperatures=temperatures
+    )
     observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1))
     return fit_with_reliability(observations, config)
 
 
-def fit_groups(groups: list[Group], judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str) -> list[Posterior]:
+def fit_groups(
+    groups: list[Group], judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str, temperatures: dict[str, float] | None = None
+) -> list[Posterior]:
     """:func:`fit_group` for every group of a run."""
     with threads_for(max(len(g.names) for g in groups)):
-        return [fit_group(group, rows, config, debias=debias) for group, rows in zip(groups, split_by_group(groups, judgments))]
+        return [
+            fit_group(group, rows, config, debias=debias, temperatures=temperatures)
+            for group, rows in zip(groups, split_by_group(groups, judgments))
+        ]
 
 
 def split_by_group(groups: list[Group], judgments: list[JudgmentRecord]) -> list[list[JudgmentRecord]]:

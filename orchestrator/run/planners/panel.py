@@ -122,13 +122,16 @@ class PanelRounds:
         variance = statistics.median(variances) if variances else DEFAULT_ABSOLUTE_VARIANCE
         return slope**2 / variance
 
-    def _absolute_open(self, group: Group, name: str, judge: str) -> list[str]:
-        cand = group.candidate(name)
-        return [
-            p
-            for p in group.absolute_prompts(name, self.ctx.dataset)
-            if judge in self.ctx.judges_for(p, (cand,), "absolute") and (judge, p, (cand,)) not in self.ctx.asked
-        ]
+    def _absolute_options(self, group: Group) -> dict[tuple[str, str], list[str]]:
+        """``(member, judge)`` → the prompts on which the judge can still score the member alone."""
+        options: dict[tuple[str, str], list[str]] = {}
+        for name in group.names:
+            cand = group.candidate(name)
+            for p in group.absolute_prompts(name, self.ctx.dataset):
+                for judge in self.ctx.judges_for(p, (cand,), "absolute"):
+                    if (judge, p, (cand,)) not in self.ctx.asked:
+                        options.setdefault((name, judge), []).append(p)
+        return options
 
     def units(self, round_no: int, posteriors: list[Posterior], batch: int) -> tuple[list[list[PlannedRequest]], list[list]]:
         """The round's ``batch`` units of most value per cost (module docstring)."""
@@ -144,6 +147,7 @@ class PanelRounds:
         judges = self._judges()
         shortlist: list[tuple[float, int, str, str, int, int]] = []
         scores_of: dict[int, torch.Tensor] = {}
+        absolute_options: dict[int, dict[tuple[str, str], list[str]]] = {}
         for k, (group, post) in enumerate(zip(planner.groups, posteriors)):
             scores = scores_of[k] = selection_scores(post, planner.strategy)
             fitted_names = planner._fit_judges[k]
@@ -181,8 +185,9 @@ class PanelRounds:
                 shortlist += [(float(v), k, judge, "pairwise", int(x) // n, int(x) % n) for v, x in zip(top.values, top.indices)]
             if not self.mix_absolute:
                 continue
+            absolute_options[k] = options = self._absolute_options(group)
             for judge in judges:
-                open_items = torch.tensor([bool(self._absolute_open(group, name, judge)) for name in group.names])
+                open_items = torch.tensor([(name, judge) in options for name in group.names])
                 if not bool(open_items.any()):
                     continue
                 cost = self._cost(k, judge, "absolute")
@@ -202,7 +207,7 @@ class PanelRounds:
             group = planner.groups[k]
             if kind == "absolute":
                 name = group.names[i]
-                prompts = self._absolute_open(group, name, judge)
+                prompts = absolute_options[k].get((name, judge), [])
                 if not prompts:
                     continue
                 prompt = min(prompts, key=lambda p: (use[p], seeded_hash(ctx.seed, p, name)))

@@ -32,6 +32,7 @@ from ...poe import (
     threads_for,
 )
 from ...store import JudgmentRecord, PlannedRequest
+from ..calibration import temperatures_for
 from ..groups import Group, build_groups_for, fit_group, judge_names
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
@@ -163,6 +164,10 @@ class PoEPlanner:
         in a live run, a resumed one and ``orchestrator rank``); a group is refit only when its set
         of judgments changed since its last fit.
         """
+        temperatures = None
+        if self.ctx.config.model.temperature is not None:
+            every = [r for rows in self._judgments for r in rows if cutoff is None or r.round <= cutoff]
+            temperatures = temperatures_for(self.ctx.config.model.temperature, every, self.ctx.dataset, self.ctx.config.data.truth)
         with threads_for(max(len(g.names) for g in self.groups)):
             for k in range(len(self.groups)):
                 if k not in self._dirty and cutoff == self._fit_cutoff[k]:
@@ -170,7 +175,9 @@ class PoEPlanner:
                 rows = [r for r in self._judgments[k] if cutoff is None or r.round <= cutoff]
                 if self.posteriors[k] is not None and len(rows) == self._fit_count[k]:
                     continue  # the same judgments as the last fit
-                self.posteriors[k] = fit_group(self.groups[k], rows, self.poe, debias=self.ctx.config.model.debias)
+                self.posteriors[k] = fit_group(
+                    self.groups[k], rows, self.poe, debias=self.ctx.config.model.debias, temperatures=temperatures
+                )
                 self._fit_judges[k] = judge_names(rows)  # the index order of the fit's per-judge parameters
                 self._fit_count[k] = len(rows)
                 self._fit_cutoff[k] = cutoff
