@@ -32,7 +32,11 @@ def overconfident_rows(n=3000, factor=3.0, seed=0):
         z = rng.gauss(0, 1.5)
         first_better = rng.random() < 1 / (1 + math.exp(-z))
         truth[(f"p{k}", "a")], truth[(f"p{k}", "b")] = (1.0, 0.0) if first_better else (0.0, 1.0)
-        rows.append(JudgmentRecord(key=str(k), judge="loud", kind="pairwise", prompt_id=f"p{k}", candidates=["a", "b"], p_first=1 / (1 + math.exp(-factor * z))))
+        rows.append(
+            JudgmentRecord(
+                key=str(k), judge="loud", kind="pairwise", prompt_id=f"p{k}", candidates=["a", "b"], p_first=1 / (1 + math.exp(-factor * z))
+            )
+        )
     return rows, truth
 
 
@@ -64,7 +68,12 @@ def test_calibrate_cli_on_a_run_and_temperature_fit_in_a_run(tmp_path, capsys):
         config = write_config(tmp_path, server.url, name="cal", prompts=prompts, responses=responses, max_calls=40, extra="")
         config.write_text(config.read_text().replace('debias = "none"', 'debias = "none"\ntemperature = "fit"'))
         path, _ = runs.start(config)
-    assert RunConfig.from_stored(json.loads(__import__("sqlite3").connect(path).execute("select config from runs").fetchone()[0])).model.temperature == "fit"
+    assert (
+        RunConfig.from_stored(
+            json.loads(__import__("sqlite3").connect(path).execute("select config from runs").fetchone()[0])
+        ).model.temperature
+        == "fit"
+    )
     capsys.readouterr()
     assert run_main(["calibrate", str(path), "--json", "--plot", str(tmp_path / "cal.png")]) == 0
     (judge,) = json.loads(capsys.readouterr().out)["judges"]
@@ -76,7 +85,9 @@ def test_calibrate_cli_on_a_run_and_temperature_fit_in_a_run(tmp_path, capsys):
 def test_bad_calibration_requests_are_one_line(tmp_path, capsys):
     prompts, responses = write_dataset(tmp_path / "data", prompts=1, candidates=3)
     config = write_config(tmp_path, None, name="nofit", prompts=prompts, responses=responses)
-    config.write_text(config.read_text().replace('truth = "coherence"\n', "").replace('debias = "none"', 'debias = "none"\ntemperature = "fit"'))
+    config.write_text(
+        config.read_text().replace('truth = "coherence"\n', "").replace('debias = "none"', 'debias = "none"\ntemperature = "fit"')
+    )
     assert run_main(["run", str(config), "--dry-run", "--offline"]) == 2
     assert "set data.truth" in capsys.readouterr().err
     config.write_text(config.read_text().replace('temperature = "fit"', "temperature = -1"))
