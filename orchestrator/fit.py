@@ -155,7 +155,7 @@ def format_raee(report: RaeeReport) -> str:
         f"judge screen (ICC(3,k) ≥ {report.icc_threshold:g} = strong):",
     ]
     for sc in report.judges:
-        icc = f"ICC(3,{sc.runs}) = {sc.icc:.3f}" if sc.icc is not None else "ICC n/a"
+        icc = f"ICC(3,{sc.runs}) = {sc.icc:.3f}" if sc.icc is not None else "ICC not computable (needs ≥ 2 runs of ≥ 2 items)"
         lines.append(
             f"  {sc.anchor} / {sc.judge}: {sc.items} items, {icc}"
             f"{' strong' if sc.strong else ''}{'; ' + sc.note if sc.note else ''}"
@@ -164,7 +164,7 @@ def format_raee(report: RaeeReport) -> str:
     if any(r.judge == "pooled" for r in report.rows):
         lines.append("  pooled rows: mean Elo gap over the strong judges, SE from σ²_Δ(ρ_k + (1 − ρ_k)/J) (Eq. 9)")
     for sw in report.anchor_swaps:
-        tau = "n/a" if sw.kendall_tau is None else f"{sw.kendall_tau:.3f}"
+        tau = "not computable (fewer than 2 candidates, or one ranking constant)" if sw.kendall_tau is None else f"{sw.kendall_tau:.3f}"
         lines.append(
             f"anchor swap {sw.anchors[0]} ↔ {sw.anchors[1]}: Kendall τ = {tau} over {sw.candidates} candidates, "
             f"mean |centred Elo shift| = {sw.mean_abs_centered_elo_shift:.1f}"

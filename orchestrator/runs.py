@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -20,7 +21,7 @@ from .run.engine import RunEngine, RunEvent
 from .run.groups import build_groups_for
 from .run.planners import planner_for
 from .secrets import redact_json
-from .store import RunStore, create_run, open_run
+from .store import RunStore, Spend, create_run, open_run
 
 __all__ = ["prepare", "dry_run", "smoke", "start", "resume", "ranking", "status", "export", "EXPORT_FORMATS"]
 
@@ -219,9 +220,10 @@ def smoke(prepared: Prepared) -> list[dict]:
 
 @contextlib.contextmanager
 def judges_for(
-    profiles: dict[str, JudgeProfile], *, api_base: str | None, parallel: int = 1
+    profiles: dict[str, JudgeProfile], *, api_base: str | None, parallel: int = 1, notify: Callable[[str], None] | None = None
 ) -> Iterator[tuple[dict[str, Judge], set[str]]]:
-    """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed."""
+    """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed;
+    ``notify`` hears when an embedded model starts loading and when it is ready (it takes a while)."""
     from .judging.embedded import EmbeddedServer
 
     with contextlib.ExitStack() as stack:
@@ -231,7 +233,12 @@ def judges_for(
             base = api_base
             if profile.embedded and not api_base:
                 if profile.embedded not in servers:
+                    started = time.monotonic()
+                    if notify is not None:
+                        notify(f"loading the embedded judge {profile.embedded!r} (llama.cpp; usually 10–60 s on a laptop)…")
                     servers[profile.embedded] = stack.enter_context(EmbeddedServer(profile.embedded, parallel=parallel))
+                    if notify is not None:
+                        notify(f"embedded judge {profile.embedded!r} ready after {time.monotonic() - started:.0f} s")
                 base = servers[profile.embedded].api_base
             judges[name] = LiteLLMJudge(profile, api_base=base)
         yield judges, {n for n, p in profiles.items() if _is_local(p, api_base)}
@@ -249,7 +256,15 @@ def _execute(
         local = {n for n, p in profiles.items() if _is_local(p, config.dispatch.api_base)}
         engine = RunEngine(store, config, judges, profiles, templates, local=local, progress=progress)
         return asyncio.run(engine.run())
-    with judges_for(profiles, api_base=config.dispatch.api_base, parallel=min(config.dispatch.concurrency, 4)) as (made, local):
+
+    def notify(message: str) -> None:
+        if progress is not None:
+            progress(RunEvent("loading", 0, 0, 0, Spend(), reason=message))
+
+    with judges_for(profiles, api_base=config.dispatch.api_base, parallel=min(config.dispatch.concurrency, 4), notify=notify) as (
+        made,
+        local,
+    ):
         engine = RunEngine(store, config, made, profiles, templates, local=local, progress=progress)
         return asyncio.run(engine.run())
 

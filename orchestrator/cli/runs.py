@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import OrchestratorError
 from .common import _finite, app, err_console, out_console
@@ -30,6 +31,9 @@ def _run_display(total: int | None):
     state: dict[str, Any] = {"entropy": None, "top": [], "max_adj": None}
 
     def on_event(event) -> None:
+        if event.kind == "loading":
+            err_console.print(event.reason)
+            return
         if event.kind == "draining":
             err_console.print(
                 f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
@@ -161,8 +165,7 @@ def run_cmd(
         raise typer.Exit(130)
     err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
     _print_ranking(api.ranking(path), limit_groups=3)
-    if report:
-        _write_report(path)
+    _summarise(path, report)
 
 
 @app.command("resume")
@@ -188,21 +191,24 @@ def resume_cmd(
         return
     err_console.print(f"finished: {reason}")
     _print_ranking(api.ranking(run), limit_groups=3)
-    if report:
-        _write_report(run)
+    _summarise(run, report)
 
 
-def _write_report(run: Path) -> None:
-    """The end-of-run report; a run that finished is never reported as failed because of it."""
-    from .. import api
+def _summarise(run: Path, report: bool) -> None:
+    """The end of a run: one paragraph on what it found, what is uncertain and what it spent, and
+    the HTML report beside the run file. A run that finished is never reported as failed because of
+    either."""
+    from ..report import collect, summary_text, write_report
 
-    out = Path(run).with_suffix(".html")
     try:
-        api.report(run, out=out)
+        data = collect(run)
+        out_console.print(Text(summary_text(data)), soft_wrap=True)
+        if report:
+            out = Path(run).with_suffix(".html")
+            write_report(run, out, data=data)
+            err_console.print(f"report: {out}")
     except (OrchestratorError, OSError) as exc:
         err_console.print(f"report not written: {exc}")
-        return
-    err_console.print(f"report: {out}")
 
 
 @app.command("report")
@@ -238,7 +244,12 @@ def status_cmd(
     fmt = lambda used, cap: f"{used}" + (f" of {cap}" if cap is not None else "")  # noqa: E731
     rows = [
         ("stop reason", summary["stop_reason"] or "-"),
-        ("rounds", str(summary["rounds"])),
+        (
+            "rounds",
+            f"{summary['rounds']} (numbered 0–{summary['rounds'] - 1}, as in the progress bar and the rounds table)"
+            if summary["rounds"]
+            else "0",
+        ),
         ("requests", ", ".join(f"{k} {v}" for k, v in sorted(summary["requests"].items())) or "none"),
         ("failures", ", ".join(f"{k} {v}" for k, v in sorted(summary["failures"].items())) or "none"),
         ("calls", fmt(spent["calls"], budget["calls"])),

@@ -84,9 +84,14 @@ def replay(
     table.add_row("groups", str(report.n_groups))
     table.add_row("all-pairs Spearman vs truth", fmt(report.full_spearman))
     table.add_row("final Spearman vs truth", fmt(report.curve[-1][1]))
-    table.add_row("k90 (calls to 90% of all-pairs)", fmt(report.k90, report.k90_sd))
+    calls = report.curve[-1][0]
+    never = f"not reached in any group within {calls} calls" + (" (all-pairs Spearman ≤ 0)" if report.full_spearman <= 0 else "")
+    table.add_row("k90 (calls to 90% of all-pairs)", never if report.k90 is None else fmt(report.k90, report.k90_sd))
     table.add_row("groups without k90 (all-pairs ≤ 0 or not reached)", str(report.k90_undefined))
-    table.add_row("k_self90 (calls to 0.9 with own all-pairs)", fmt(report.k_self90, report.k_self90_sd))
+    table.add_row(
+        "k_self90 (calls to 0.9 with own all-pairs)",
+        f"not reached within {calls} calls" if report.k_self90 is None else fmt(report.k_self90, report.k_self90_sd),
+    )
     table.add_row("calls used (per group)", str(report.curve[-1][0]))
     out_console.print(table)
     if report.n_groups == 1:

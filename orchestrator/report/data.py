@@ -45,8 +45,9 @@ class ReportData:
     judges: dict[str, dict] = field(default_factory=dict)
     """Per judge: calls, failures, first-shown share, calibration (when the data has truth)."""
     neighbours: dict[str, int] | None = None
-    """PoE runs: neighbour pairs of every ranking by the stopping rule's reading (``resolved``:
-    P(misordered by more than δ) below ``max_error``; ``tied``: a practical tie; ``uncertain``)."""
+    """PoE runs: neighbour pairs of every ranking by the stopping rule's reading (``tied``: a
+    practical tie, P(|d| < δ) > ½; ``resolved``: not tied and P(misordered by more than δ) below
+    ``max_error``; ``uncertain``: the rest)."""
 
 
 def _neighbours(data: ReportData) -> dict[str, int] | None:
@@ -63,7 +64,10 @@ def _neighbours(data: ReportData) -> dict[str, int] | None:
         if post.n_comparisons == 0 and post.link is None:
             continue
         status = neighbour_status(post, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, expert=poe.expert)
-        resolved, tied = status.resolved, status.tied & ~status.resolved
+        # a practical tie is also "resolved" in the indifference-zone sense (it cannot be misordered
+        # by more than δ); the summary names it a tie
+        tied = status.tied
+        resolved = status.resolved & ~tied
         counts["resolved"] += int(resolved.sum())
         counts["tied"] += int(tied.sum())
         counts["uncertain"] += int((~resolved & ~tied).sum())

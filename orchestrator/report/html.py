@@ -104,7 +104,7 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 def summary_text(data: ReportData) -> str:
-    """One paragraph: what the run found, what is still uncertain, what it spent."""
+    """One paragraph (plain text): what the run found, what is still uncertain, what it spent."""
     groups = [g for g in data.ranking.get("groups", []) if g.get("ranking")]
     calls = len(data.judgments)
     failed = sum(1 for r in data.judgments if r.status != "ok")
@@ -112,20 +112,22 @@ def summary_text(data: ReportData) -> str:
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in data.judgments)
     spent = f"It spent {calls} judge calls ({failed} failed), {tokens:,} tokens" + (f" and ${usd:.4f}" if usd else "") + "."
     reason = data.run.get("stop_reason") or ""
-    status = escape(f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + ".")
+    status = f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + "."
     if not groups:
         return f"{status} No ranking yet: no judgment has been committed. {spent}"
     n_cands = sum(len(g["ranking"]) for g in groups)
     first = groups[0]
     top = first["ranking"][0]
     lead = f"{len(groups)} rankings of {n_cands} responses in all" if len(groups) > 1 else f"{n_cands} candidates ranked"
-    text = f"{status} {lead}. In {escape(str(first['group']))}, {escape(str(top['candidate']))} leads (95% rank interval {top['rank_low']}–{top['rank_high']}). "
+    where = f"In {first['group']}, " if len(groups) > 1 else ""
+    text = f"{status} {lead}. {where}{top['candidate']} leads (95% rank interval {top['rank_low']}–{top['rank_high']}). "
     n = data.neighbours
     if n is not None and n["total"]:
         delta = data.config.stopping.tie_delta
         text += (
-            f"Of {n['total']} neighbouring pairs, {n['resolved']} are resolved (misordered by more than δ = {delta:g} with probability "
-            f"below {data.config.stopping.max_error:g}), {n['tied']} look like practical ties and {n['uncertain']} are still uncertain. "
+            f"Of {n['total']} neighbouring pairs, {n['resolved']} are resolved (in order, or misordered by at most δ = {delta:g}, "
+            f"with probability {1 - data.config.stopping.max_error:g}), {n['tied']} look like practical ties (within δ) and "
+            f"{n['uncertain']} are still uncertain. "
         )
     else:
         separated = total = 0
@@ -174,9 +176,7 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
 def _efficiency_section(data: ReportData) -> str:
     c = data.curve
     parts = ['<section id="efficiency"><h2>Efficiency</h2><div class="charts">']
-    uncertainty = {
-        "max P(neighbours reordered)": [(p["calls"], p["max_adjacent_reorder"]) for p in c if p["max_adjacent_reorder"] is not None]
-    }
+    uncertainty = {"max P(reorder)": [(p["calls"], p["max_adjacent_reorder"]) for p in c if p["max_adjacent_reorder"] is not None]}
     parts.append(
         svg.line_chart(uncertainty, title="uncertainty against calls", xlabel="judge calls", ylabel="probability", y_range=(0.0, 0.5))
     )
@@ -334,7 +334,7 @@ def render(data: ReportData) -> str:
             f"<title>{escape(name)} — orchestrator report</title><style>{CSS}</style></head><body>",
             f"<header><h1>{escape(name)}</h1><p class='muted'>{escape(str(data.path.name))} · created {created} · judges: {escape(judges)} "
             f"· scope {escape(data.config.data.scope)} · seed {escape(str(data.run.get('seed')))}</p><nav>{nav}</nav></header>",
-            f"<section id='summary'><h2>Summary</h2><p class='summary'>{summary_text(data)}</p></section>",
+            f"<section id='summary'><h2>Summary</h2><p class='summary'>{escape(summary_text(data))}</p></section>",
             _ranking_section(data),
             _efficiency_section(data),
             _spend_section(data),
