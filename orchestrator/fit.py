@@ -122,7 +122,7 @@ def format_raee(report: RaeeReport) -> str:
     anchors = list(dict.fromkeys(r.anchor for r in report.rows))
     header = (
         f"{'judge':<18} {'candidate':<22} {'N':>5} {'W':>5} {'T':>4} {'L':>5} {'p̂':>6} {'p̄':>6} "
-        f"{'p interval':>15} {'Elo':>7} {'Elo interval':>17} {'SE raw':>7} {'SE FPC':>7} {'SE κ':>7} {'SE sprd':>7} {'SE Elo':>7}"
+        f"{'p interval':>15} {'Elo':>7} {'Elo interval':>17} {'SE raw':>7} {'SE FPC':>7} {'SE κ':>7} {'SE sprd':>7} {'SE Elo':>7} {'SE pool':>7}"
     )
     for anchor in anchors:
         lines += [
@@ -142,7 +142,7 @@ def format_raee(report: RaeeReport) -> str:
                     f"{'[' + _fmt(r.p_low, '.3f') + ', ' + _fmt(r.p_high, '.3f') + ']':>15} {_fmt(r.elo, '+.1f'):>7} "
                     f"{'[' + _fmt(r.elo_low, '+.1f') + ', ' + _fmt(r.elo_high, '+.1f') + ']':>17} "
                     f"{_fmt(r.se_p_raw, '.4f'):>7} {_fmt(r.se_p_fpc, '.4f'):>7} {_fmt(r.se_p_kappa, '.4f'):>7} "
-                    f"{_fmt(r.se_p_spread, '.4f'):>7} {_fmt(r.se_elo, '.1f'):>7}"
+                    f"{_fmt(r.se_p_spread, '.4f'):>7} {_fmt(r.se_elo_raw, '.1f'):>7} {_fmt(r.se_elo, '.1f'):>7}"
                 )
         for r in rows:
             if r.judge == "-":
@@ -150,8 +150,10 @@ def format_raee(report: RaeeReport) -> str:
     lines += [
         "",
         "SE raw: Eq. (4), Jeffreys–Beta; SE FPC: × √((M − n)/(M − 1)); SE κ: × κ factor; SE sprd: from the "
-        "outcomes' own spread (pooled over the judge's candidates; `rank` uses it for soft outcomes); "
-        "SE Elo: delta method on the most corrected of raw/FPC/κ.",
+        "outcomes' own spread (pooled over the judge's candidates). SE Elo — the one SE of the Elo gap, the sd "
+        "`rank` and `status` show: delta method on SE raw (hard outcomes) or SE sprd (soft), the uncertainty "
+        "about the candidate on prompts like these. SE pool: on the most corrected of raw/FPC/κ, the uncertainty "
+        "about this pool of prompts only (0 once every prompt of the pool is judged).",
         f"judge screen (ICC(3,k) ≥ {report.icc_threshold:g} = strong):",
     ]
     for sc in report.judges:
