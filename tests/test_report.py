@@ -119,3 +119,21 @@ def test_the_report_renders_in_a_real_browser_and_a_judgment_opens(finished_run)
         page.screenshot(path=str(tmp / "report.png"), full_page=False)
         browser.close()
     assert problems == []
+
+
+def test_a_reference_campaign_report_carries_the_raee_section(tmp_path):
+    prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=4, reference=0.5)
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(
+            tmp_path,
+            server.url,
+            name="ref",
+            prompts=prompts,
+            responses=responses,
+            max_calls=None,
+            reference='template = "raee-pairwise-summary"\n',
+        )
+        path, _ = runs.start(config)
+    html = write_report(path, tmp_path / "ref.html").read_text()  # type: ignore[union-attr]
+    assert "RAEE: reference-anchored Elo" in html and "judge screen" in html and "SE Elo" in html
+    assert html.count('<details class="judgment"') == sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0]

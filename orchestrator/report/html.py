@@ -173,6 +173,25 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
     return "".join(parts)
 
 
+def _campaign_section(data: ReportData) -> str:
+    """Reference campaigns: the full RAEE report (per judge and pooled rows, judge screening, anchor
+    diagnostics); absolute campaigns: how to fit the simplex model on the run."""
+    config = data.config
+    if config.reference is not None and any(r.kind == "reference" and r.status == "ok" for r in data.judgments):
+        from ..fit import fit_raee, format_raee
+
+        text = format_raee(fit_raee(data.path, soft=config.reference.soft))
+        return f"<section id='raee'><h2>RAEE: reference-anchored Elo</h2><pre>{escape(text)}</pre></section>"
+    if config.absolute is not None:
+        levels = len(next(iter(r.probs[0] for r in data.judgments if r.probs), {})) or 5
+        return (
+            "<section id='simplex'><h2>Bayesian simplex model</h2><p>The ranking above averages the judges' scores with equal "
+            f"weight (bootstrap over prompts). Judge quality as epistemic uncertainty: <code>orchestrator fit simplex {escape(data.path.name)} "
+            f"--levels {levels}</code> (MCMC, about a minute).</p></section>"
+        )
+    return ""
+
+
 def _efficiency_section(data: ReportData) -> str:
     c = data.curve
     parts = ['<section id="efficiency"><h2>Efficiency</h2><div class="charts">']
@@ -336,6 +355,7 @@ def render(data: ReportData) -> str:
             f"· scope {escape(data.config.data.scope)} · seed {escape(str(data.run.get('seed')))}</p><nav>{nav}</nav></header>",
             f"<section id='summary'><h2>Summary</h2><p class='summary'>{escape(summary_text(data))}</p></section>",
             _ranking_section(data),
+            _campaign_section(data),
             _efficiency_section(data),
             _spend_section(data),
             _judges_section(data),
