@@ -383,3 +383,16 @@ def test_sensitivity_sweep_through_therun_cli(tmp_path, capsys):
     assert [s["spearman_vs_base"] for s in base] == [1.0, 1.0]  # the base fit compared with itself
     assert all(-1 <= s["spearman_vs_base"] <= 1 and set(s["expected"]) == set(data.candidates) for s in report["sensitivity"])
     assert (tmp_path / "p" / "simplex-sensitivity.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_one_chain_has_no_rhat_and_the_json_stays_valid(capsys):
+    """`fit simplex --chains 1` (the sweep too) crashed on max() of no R-hat; NaN must not reach --json."""
+    code = run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--chains", "1", "--warmup", "50", "--draws", "50", "--json"])
+    assert code == 0
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} in --json output")
+
+    report = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert report["candidates"] and all(v is None for v in report["rhat"].values())

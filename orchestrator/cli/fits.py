@@ -90,6 +90,17 @@ def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
         raise OrchestratorError(f"--plot {folder}: is a file; give a folder for the plots")
 
 
+def _json_safe(value):
+    """NaN/±inf (an R-hat with one chain, a statistic of nothing) as null: --json stays valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _print_report(data: dict, text: Callable[[], str], plots: Callable[[], list[Path]], as_json: bool) -> None:
     """A fit report as JSON (with its plot paths) or as text, the plots named on stderr. The plots
     are drawn after the results are out (text) or their failure is part of the JSON: a plot that
@@ -103,7 +114,7 @@ def _print_report(data: dict, text: Callable[[], str], plots: Callable[[], list[
         paths, error = [], exc
     if as_json:
         extra = {"plot_error": str(error)} if error is not None else {}
-        print(json.dumps({**data, "plots": [str(p) for p in paths], **extra}))
+        print(json.dumps(_json_safe({**data, "plots": [str(p) for p in paths], **extra}), allow_nan=False))
     else:
         for path in paths:
             err_console.print(f"wrote {path}")

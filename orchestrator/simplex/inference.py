@@ -141,7 +141,7 @@ class SimplexFit:
 
     @property
     def max_rhat(self) -> float:
-        return max(v for v in self.rhat.values() if not math.isnan(v)) if self.rhat else math.nan
+        return max((v for v in self.rhat.values() if not math.isnan(v)), default=math.nan)  # one chain: no R-hat
 
     @property
     def converged(self) -> bool:
