@@ -233,10 +233,11 @@ def judges_for(
             base = api_base
             if profile.embedded and not api_base:
                 if profile.embedded not in servers:
+                    server = EmbeddedServer(profile.embedded, parallel=parallel)  # an unknown model fails here, first
                     started = time.monotonic()
                     if notify is not None:
                         notify(f"loading the embedded judge {profile.embedded!r} (llama.cpp; usually 10–60 s on a laptop)…")
-                    servers[profile.embedded] = stack.enter_context(EmbeddedServer(profile.embedded, parallel=parallel))
+                    servers[profile.embedded] = stack.enter_context(server)
                     if notify is not None:
                         notify(f"embedded judge {profile.embedded!r} ready after {time.monotonic() - started:.0f} s")
                 base = servers[profile.embedded].api_base

@@ -32,7 +32,8 @@ def _run_display(total: int | None):
 
     def on_event(event) -> None:
         if event.kind == "loading":
-            err_console.print(event.reason)
+            if err_console.is_terminal:  # for a person watching the bar; a log keeps one line per error
+                err_console.print(event.reason)
             return
         if event.kind == "draining":
             err_console.print(
