@@ -6,22 +6,13 @@ import random
 
 import pytest
 
-from judgekit import quality_behaviour, write_config, write_dataset
+from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import runs
-from orchestrator.cli import main
 from orchestrator.config import RunConfig
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.run.calibration import calibrate, temperatures_for
 from orchestrator.run.groups import Group, group_observations
 from orchestrator.store import JudgmentRecord
-
-
-def run_main(args) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def overconfident_rows(n=3000, factor=3.0, seed=0):
@@ -75,7 +66,7 @@ def test_calibrate_cli_on_a_run_and_temperature_fit_in_a_run(tmp_path, capsys):
         == "fit"
     )
     capsys.readouterr()
-    assert run_main(["calibrate", str(path), "--json", "--plot", str(tmp_path / "cal.png")]) == 0
+    assert run_cli(["calibrate", str(path), "--json", "--plot", str(tmp_path / "cal.png")]) == 0
     (judge,) = json.loads(capsys.readouterr().out)["judges"]
     assert judge["judge"] == "local-openai" and judge["n"] >= 5 and judge["temperature"] > 0
     assert (tmp_path / "cal.png").stat().st_size > 1000
@@ -88,10 +79,10 @@ def test_bad_calibration_requests_are_one_line(tmp_path, capsys):
     config.write_text(
         config.read_text().replace('truth = "coherence"\n', "").replace('debias = "none"', 'debias = "none"\ntemperature = "fit"')
     )
-    assert run_main(["run", str(config), "--dry-run", "--offline"]) == 2
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
     assert "set data.truth" in capsys.readouterr().err
     config.write_text(config.read_text().replace('temperature = "fit"', "temperature = -1"))
-    assert run_main(["run", str(config), "--dry-run", "--offline"]) == 2
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
     assert "finite number > 0" in capsys.readouterr().err
-    assert run_main(["calibrate", "--log", str(responses)]) == 2
+    assert run_cli(["calibrate", "--log", str(responses)]) == 2
     assert "--responses" in capsys.readouterr().err

@@ -7,9 +7,8 @@ import sqlite3
 
 import pytest
 
-from judgekit import quality_behaviour, write_config, write_dataset
+from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import runs
-from orchestrator.cli import main
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.report import collect, summary_text, write_report
 
@@ -26,19 +25,11 @@ def finished_run(tmp_path_factory):
     return tmp, path
 
 
-def run_main(args) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
-
-
 def test_the_report_is_one_self_contained_file_with_every_section(finished_run):
     tmp, path = finished_run
     out = tmp / "report.html"
     before = path.read_bytes()
-    assert run_main(["report", str(path), "--out", str(out)]) == 0
+    assert run_cli(["report", str(path), "--out", str(out)]) == 0
     assert path.read_bytes() == before  # read-only
     html = out.read_text()
     # nothing fetched: no external script, style, image or font
@@ -68,11 +59,11 @@ def test_the_summary_says_what_was_found_what_is_uncertain_and_what_it_cost(fini
 def test_bad_report_requests_are_one_line_and_touch_nothing(finished_run, tmp_path, capsys):
     _, path = finished_run
     before = path.read_bytes()
-    assert run_main(["report", str(path), "--out", str(path)]) == 2
+    assert run_cli(["report", str(path), "--out", str(path)]) == 2
     assert path.read_bytes() == before
     not_a_run = tmp_path / "notes.txt"
     not_a_run.write_text("hello")
-    assert run_main(["report", str(not_a_run), "--out", str(tmp_path / "r.html")]) == 2
+    assert run_cli(["report", str(not_a_run), "--out", str(tmp_path / "r.html")]) == 2
     assert not (tmp_path / "r.html").exists()
     err = capsys.readouterr().err.strip().splitlines()
     assert err and all("Traceback" not in line for line in err)
@@ -83,8 +74,8 @@ def test_run_writes_the_report_at_the_end_unless_told_not_to(tmp_path):
     with FakeOpenAIServer(quality_behaviour) as server:
         yes = write_config(tmp_path, server.url, name="with-report", prompts=prompts, responses=responses, max_calls=8)
         no = write_config(tmp_path, server.url, name="without-report", prompts=prompts, responses=responses, max_calls=8)
-        assert run_main(["run", str(yes)]) == 0
-        assert run_main(["run", str(no), "--no-report"]) == 0
+        assert run_cli(["run", str(yes)]) == 0
+        assert run_cli(["run", str(no), "--no-report"]) == 0
     assert (tmp_path / "runs" / "with-report.html").stat().st_size > 1000
     assert not (tmp_path / "runs" / "without-report.html").exists()
 

@@ -200,27 +200,12 @@ def _efficiency_section(data: ReportData) -> str:
         svg.line_chart(uncertainty, title="uncertainty against calls", xlabel="judge calls", ylabel="probability", y_range=(0.0, 0.5))
     )
     if any(p["spearman"] is not None for p in c):
-        rho = [(p["calls"], p["spearman"]) for p in c if p["spearman"] is not None]
-        parts.append(
-            svg.line_chart(
-                {"Spearman vs truth": rho},
-                title="Spearman with the truth against calls",
-                xlabel="judge calls",
-                ylabel="Spearman",
-                y_range=(-1.0, 1.0),
-            )
-        )
-        if any(p["usd"] for p in c):
-            money = [(p["usd"], p["spearman"]) for p in c if p["spearman"] is not None]
-            parts.append(
-                svg.line_chart(
-                    {"Spearman vs truth": money},
-                    title="Spearman with the truth against USD",
-                    xlabel="USD",
-                    ylabel="Spearman",
-                    y_range=(-1.0, 1.0),
-                )
-            )
+        for axis, label in (("calls", "judge calls"), ("usd", "USD")):
+            if axis == "usd" and not any(p["usd"] for p in c):
+                continue
+            points = [(p[axis], p["spearman"]) for p in c if p["spearman"] is not None]
+            title = f"Spearman with the truth against {'calls' if axis == 'calls' else 'USD'}"
+            parts.append(svg.line_chart({"Spearman vs truth": points}, title=title, xlabel=label, ylabel="Spearman", y_range=(-1.0, 1.0)))
     parts.append("</div>")
     if not c:
         parts.append("<p>No judgments yet.</p>")
