@@ -1,6 +1,7 @@
 """Issue #19: `orchestrator report` — one self-contained HTML file a person reads, checked in a real
 headless Chromium (skipped where neither Chromium nor Playwright is installed; `.ci/run` installs both)."""
 
+import json
 import re
 import shutil
 import sqlite3
@@ -128,3 +129,38 @@ def test_a_reference_campaign_report_carries_the_raee_section(tmp_path):
     html = write_report(path, tmp_path / "ref.html").read_text()  # type: ignore[union-attr]
     assert "RAEE: reference-anchored Elo" in html and "judge screen" in html and "SE Elo" in html
     assert html.count('<details class="judgment"') == sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (.ci/run installs the Debian package)")
+def test_hostile_names_and_texts_are_shown_as_text_never_run(tmp_path):
+    """Candidate names, prompt ids and texts with markup and script: the page shows them and runs nothing."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    (tmp_path / "data").mkdir()
+    names = ["<script>alert(1)</script>", 'a"b', "x'</script><b>", "plain"]
+    prompts, responses = tmp_path / "data" / "p.jsonl", tmp_path / "data" / "r.jsonl"
+    prompts.write_text(json.dumps({"id": "p</script>", "text": "Article </script><img src=x onerror=alert(2)>"}) + "\n")
+    responses.write_text(
+        "".join(
+            json.dumps({"prompt_id": "p</script>", "candidate": n, "text": f"Summary {n} <<q={0.2 * k:.4f}>>", "human": {"coherence": k}})
+            + "\n"
+            for k, n in enumerate(names)
+        )
+    )
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(tmp_path, server.url, name="hostile", prompts=prompts, responses=responses, max_calls=12)
+        path, _ = runs.start(config)
+    out = write_report(path, tmp_path / "hostile.html")
+    problems: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("console", lambda m: problems.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("dialog", lambda d: (problems.append(f"script ran: {d.message}"), d.dismiss()))
+        page.goto(out.as_uri())
+        first = page.locator("details.judgment").first
+        first.locator("summary").click()
+        text = first.inner_text()
+        browser.close()
+    assert problems == []
+    assert "Article </script><img src=x onerror=alert(2)>" in text and "Summary" in text
