@@ -101,7 +101,7 @@ def test_the_report_renders_in_a_real_browser_and_a_judgment_opens(finished_run)
         first = page.locator("details.judgment").first
         first.locator("summary").click()
         body = first.locator(".body")
-        body.wait_for(state="visible")
+        body.locator("h4").first.wait_for()  # filled by the toggle event, after the click returns
         text = body.inner_text()
         assert "Prompt" in text and "<<q=" in text and "P(A)" in text
         # the filter hides what does not match
@@ -160,6 +160,7 @@ def test_hostile_names_and_texts_are_shown_as_text_never_run(tmp_path):
         page.goto(out.as_uri())
         first = page.locator("details.judgment").first
         first.locator("summary").click()
+        first.locator(".body h4").first.wait_for()  # filled by the toggle event, after the click returns
         text = first.inner_text()
         browser.close()
     assert problems == []
