@@ -97,6 +97,8 @@ def _curve(data: ReportData, truth: dict[tuple[str, str], float]) -> list[dict]:
     points = sorted(set(rounds[::step]) | {rounds[-1]})
     poe_run = config.reference is None and config.absolute is None
     groups = build_groups_for(data.dataset, config.data.scope) if poe_run else []
+    # each member's truth as `rank` reports it (mean over its prompts), once per group
+    truth_of = {g["group"]: {r["candidate"]: r.get("truth") for r in g.get("ranking", [])} for g in data.ranking.get("groups", [])}
     out = []
     for last in points:
         upto = [r for r in data.judgments if r.round <= last]
@@ -114,22 +116,17 @@ def _curve(data: ReportData, truth: dict[tuple[str, str], float]) -> list[dict]:
             posteriors = fit_groups(groups, rows, poe_config(config), debias=config.model.debias, temperatures=temperatures)
             values = []
             for group, post in zip(groups, posteriors):
-                names = [n for n in group.names if _member_truth(group, n, data.dataset, truth) is not None]
+                member_truth = truth_of.get(group.key, {})
+                names = [n for n in group.names if member_truth.get(n) is not None]
                 if len(names) < 3 or post.n_comparisons == 0 and post.link is None:
                     continue
                 idx = [group.index[n] for n in names]
-                rho = _spearman(post.mean[idx].numpy(), np.array([_member_truth(group, n, data.dataset, truth) for n in names]))
+                rho = _spearman(post.mean[idx].numpy(), np.array([member_truth[n] for n in names]))
                 if rho is not None:
                     values.append(rho)
             point["spearman"] = float(np.mean(values)) if values else None
         out.append(point)
     return out
-
-
-def _member_truth(group, name: str, dataset: Dataset, truth: dict[tuple[str, str], float]) -> float | None:
-    candidate = group.candidate(name)
-    values = [truth[(p, candidate)] for p in dataset.responses if (p, candidate) in truth and group.member(p, candidate) == name]
-    return sum(values) / len(values) if values else None
 
 
 def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, dict]:
