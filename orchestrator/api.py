@@ -13,7 +13,20 @@ from typing import Any, Callable, cast
 
 from .errors import OrchestratorError
 
-__all__ = ["start", "dry_run", "resume", "status", "ranking", "report", "calibrate", "export", "replay", "fit_raee", "fit_simplex"]
+__all__ = [
+    "start",
+    "dry_run",
+    "resume",
+    "extend",
+    "status",
+    "ranking",
+    "report",
+    "calibrate",
+    "export",
+    "replay",
+    "fit_raee",
+    "fit_simplex",
+]
 
 
 def _config(config: str | Path | Any, runs_dir: str | Path | None):
@@ -30,12 +43,17 @@ def start(
     progress: Callable | None = None,
     judges: dict | None = None,
     from_log: str | Path | None = None,
+    cache: str | Path | bool | None = None,
+    pilot: int | None = None,
 ) -> tuple[Path, str]:
     """Create a run from a config (a TOML path or a loaded ``RunConfig``) and run it to its end.
 
     Returns ``(run file, stop reason)``. ``judges`` injects judges by profile name (tests, custom
     providers); ``from_log`` answers every request from a judgment log instead (the same engine,
-    no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects.
+    no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects;
+    ``cache``: the judgment cache shared by runs (``None``: the default file, ``$ORCHESTRATOR_CACHE``
+    or the user cache directory; a path; ``False``: none) — requests it answers cost nothing;
+    ``pilot``: stop after this many calls (resumable) with the forecast of the whole run's cost.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget (nothing is written).
@@ -43,7 +61,7 @@ def start(
     """
     from . import runs
 
-    return runs.start(_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log)
+    return runs.start(_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
 
 
 def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:
@@ -60,11 +78,36 @@ def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smo
     return estimate
 
 
-def resume(run: str | Path, *, api_base: str | None = None, progress: Callable | None = None, judges: dict | None = None) -> str | None:
-    """Continue an interrupted (or failed) run; the stop reason, or None when it had finished."""
+def resume(
+    run: str | Path,
+    *,
+    api_base: str | None = None,
+    progress: Callable | None = None,
+    judges: dict | None = None,
+    cache: str | Path | bool | None = None,
+) -> str | None:
+    """Continue an interrupted (or failed) run; the stop reason, or None when it had finished
+    (``cache`` as in :func:`start`)."""
     from . import runs
 
-    return runs.resume(run, progress=progress, judges=judges, api_base=api_base)
+    return runs.resume(run, progress=progress, judges=judges, api_base=api_base, cache=cache)
+
+
+def extend(
+    run: str | Path,
+    *,
+    responses: str | Path,
+    prompts: str | Path | None = None,
+    add_calls: int | None = None,
+    progress: Callable | None = None,
+    judges: dict | None = None,
+    cache: str | Path | bool | None = None,
+) -> tuple[list[str], str | None]:
+    """Add candidates (``responses``) or prompts to a run and go on, paying only for comparisons
+    that involve the new candidates; ``(new candidates, stop reason)``."""
+    from . import runs
+
+    return runs.extend(run, responses=responses, prompts=prompts, add_calls=add_calls, progress=progress, judges=judges, cache=cache)
 
 
 def status(run: str | Path) -> dict:

@@ -118,6 +118,10 @@ class SelectionConfig(_Section):
     """``mixed``: absolute scores (``judging.absolute_template``) compete with comparisons by
     expected uncertainty reduction per unit of cost, for every judge (one judge too), instead of
     being only a warm start; ``pairwise``: comparisons only (after the optional warm start)."""
+    only_with: list[str] = Field(default_factory=list)
+    """Spend only on comparisons (and absolute scores) that involve one of these candidates:
+    ``orchestrator extend`` sets it to the candidates it adds, so a grown leaderboard pays only to
+    place the newcomers on the existing scale. Empty: every pair."""
 
     @field_validator("strategy")
     @classmethod

@@ -16,14 +16,16 @@ from .dataset import Dataset, load_dataset
 from .errors import OrchestratorError, RunFailed
 from .judging.client import Judge, JudgeProfile, LiteLLMJudge, get_profile
 from .judging.templates import Template, get_template
-from .run.budget import judge_price, judge_prices, worst_case
+from .run.budget import judge_price, judge_prices, typical_cost, worst_case
 from .run.engine import RunEngine, RunEvent
 from .run.groups import build_groups_for
 from .run.planners import planner_for
+from .run.requests import render_messages
 from .secrets import redact_json
 from .store import RunStore, Spend, create_run, open_run
+from .store.cache import JudgmentCache
 
-__all__ = ["prepare", "dry_run", "smoke", "start", "resume", "ranking", "status", "export", "EXPORT_FORMATS"]
+__all__ = ["prepare", "dry_run", "smoke", "start", "resume", "extend", "ranking", "status", "export", "EXPORT_FORMATS"]
 
 # reading a run lives in orchestrator.offline.results; re-exported here, where callers look for it
 from .offline.results import EXPORT_FORMATS, export, ranking, status  # noqa: E402,F401
@@ -106,18 +108,11 @@ def check_budget_fits(prepared: Prepared) -> None:
     pid = min(dataset.responses, key=lambda p: size(p)[0])
     texts = size(pid)[1]
     prompt = dataset.prompts[pid]
-    values = {
-        "context": prompt.text,
-        "question": prompt.text,
-        "reference": prompt.reference or texts[0],
-        "response": texts[-1],
-        "A": texts[0],
-        "B": texts[-1],
-    }
+    shown = [texts[-1]] if template.kind == "absolute" else [texts[0], texts[-1]]
     tokens, usd = 0, 0.0
     per_judge = calls // len(prepared.profiles)
     for name, profile in prepared.profiles.items():
-        messages = template.render(values, attribute=config.judging.attribute, prefill=profile.prefill)
+        messages = render_messages(template, prompt, shown, attribute=config.judging.attribute, prefill=profile.prefill)
         t, u = worst_case(messages, template, profile, prices[name])
         tokens += per_judge * t
         usd += per_judge * u
@@ -163,26 +158,23 @@ def dry_run(prepared: Prepared) -> dict:
     planner = planner_for(config)
     possible = planner.possible_requests(config, dataset, len(prepared.profiles))
     calls = possible if config.budget.max_calls is None else min(possible, config.budget.max_calls)
-    # Mean worst case of a request, from the first prompts' typical requests.
-    rows = []
+    # Mean worst case (and expected cost) of a request, from the first prompts' typical requests.
+    rows: list[tuple[int, float]] = []
+    typical: list[tuple[float, float]] = []
     template = prepared.templates[planner.role]
     for name, profile in prepared.profiles.items():
         price = judge_price(profile, _is_local(profile, config.dispatch.api_base)) or (0.0, 0.0)
         for pid in list(dataset.responses)[:3]:
             prompt = dataset.prompts[pid]
             for text_a, text_b in planner.shown_texts(config, dataset, pid):
-                values = {
-                    "context": prompt.text,
-                    "question": prompt.text,
-                    "A": text_a,
-                    "B": text_b,
-                    "reference": text_a if planner.role == "reference" else prompt.reference or "",
-                    "response": text_b,
-                }
-                messages = template.render(values, attribute=config.judging.attribute, prefill=profile.prefill)
+                shown = [text_b] if template.kind == "absolute" else [text_a, text_b]
+                messages = render_messages(template, prompt, shown, attribute=config.judging.attribute, prefill=profile.prefill)
                 rows.append(worst_case(messages, template, profile, price))
+                typical.append(typical_cost(messages, template, profile, price))
     tokens = sum(t for t, _ in rows) / len(rows)
     usd = sum(u for _, u in rows) / len(rows)
+    expected_tokens = calls * sum(t for t, _ in typical) / len(typical)
+    expected_usd = calls * sum(u for _, u in typical) / len(typical)
     est_tokens = int(calls * tokens)
     est_usd = calls * usd
     if config.budget.max_tokens is not None:
@@ -199,8 +191,15 @@ def dry_run(prepared: Prepared) -> dict:
         "max_calls": calls,
         "max_tokens": est_tokens,
         "max_usd": round(est_usd, 6),
+        "expected_tokens": int(min(expected_tokens, est_tokens)),
+        "expected_usd": round(min(expected_usd, est_usd), 6),
         "worst_case_tokens_per_request": int(tokens),
-        "note": "upper bounds: every prompt byte counted as a token, completions at max_tokens",
+        "expected_tokens_per_request": int(round(expected_tokens / max(calls, 1))),
+        "note": (
+            "max_*: upper bounds (every prompt byte a token, completions at max_tokens); expected_*: ~4 bytes per token, "
+            "a one-token answer where logprobs read it, for max_calls calls (the stopping rule may end sooner: "
+            "`run --pilot N` forecasts when)"
+        ),
     }
 
 
@@ -245,6 +244,20 @@ def judges_for(
         yield judges, {n for n, p in profiles.items() if _is_local(p, api_base)}
 
 
+def _cached(
+    judges: dict[str, Judge], profiles: dict[str, JudgeProfile], config: RunConfig, cache: JudgmentCache | None
+) -> dict[str, Judge]:
+    """Each judge behind the judgment cache (none: as they are)."""
+    from .judging.cache import CachingJudge, judge_identity
+
+    if cache is None:
+        return judges
+    wrapped: dict[str, Judge] = {}
+    for name, judge in judges.items():
+        wrapped[name] = CachingJudge(judge, judge_identity(profiles[name], config.dispatch.api_base), cache)
+    return wrapped
+
+
 def _execute(
     store: RunStore,
     config: RunConfig,
@@ -252,11 +265,37 @@ def _execute(
     profiles: dict[str, JudgeProfile],
     progress: Callable[[RunEvent], None] | None,
     judges: dict[str, Judge] | None,
+    cache: str | Path | bool | None = False,
+    pilot: int | None = None,
 ) -> str:
-    if judges is not None:
-        local = {n for n, p in profiles.items() if _is_local(p, config.dispatch.api_base)}
-        engine = RunEngine(store, config, judges, profiles, templates, local=local, progress=progress)
-        return asyncio.run(engine.run())
+    """Run the engine. ``cache``: see :func:`start`; injected ``judges`` use the cache only when
+    it is named (a path or True)."""
+    from .judging.cache import open_cache
+
+    if judges is not None and cache is None:
+        cache = False
+    with contextlib.ExitStack() as stack:
+        opened = open_cache(cache)
+        if opened is not None:
+            stack.callback(opened.close)
+        if judges is not None:
+            local = {n for n, p in profiles.items() if _is_local(p, config.dispatch.api_base)}
+            engine = RunEngine(
+                store, config, _cached(judges, profiles, config, opened), profiles, templates, local=local, progress=progress, pilot=pilot
+            )
+            return asyncio.run(engine.run())
+        return _execute_live(store, config, templates, profiles, progress, opened, pilot)
+
+
+def _execute_live(
+    store: RunStore,
+    config: RunConfig,
+    templates: dict[str, Template],
+    profiles: dict[str, JudgeProfile],
+    progress: Callable[[RunEvent], None] | None,
+    cache: JudgmentCache | None,
+    pilot: int | None,
+) -> str:
 
     def notify(message: str) -> None:
         if progress is not None:
@@ -266,7 +305,9 @@ def _execute(
         made,
         local,
     ):
-        engine = RunEngine(store, config, made, profiles, templates, local=local, progress=progress)
+        engine = RunEngine(
+            store, config, _cached(made, profiles, config, cache), profiles, templates, local=local, progress=progress, pilot=pilot
+        )
         return asyncio.run(engine.run())
 
 
@@ -277,6 +318,8 @@ def start(
     judges: dict[str, Judge] | None = None,
     runs_dir: Path | None = None,
     from_log: str | Path | None = None,
+    cache: str | Path | bool | None = None,
+    pilot: int | None = None,
 ) -> tuple[Path, str]:
     """Create the run file from a config (a TOML path or a loaded one) and run it; returns
     (run file, stop reason).
@@ -288,6 +331,12 @@ def start(
     ``from_log``: answer every request from this judgment log (:class:`LogJudge`) instead of the
     judges' providers — the same engine, no network; a run's config on its own export asks the
     same requests in the same rounds and ends with the same ranking.
+
+    ``cache``: the judgment cache (:mod:`orchestrator.judging.cache`): ``None`` the default one
+    (``$ORCHESTRATOR_CACHE`` or the user cache directory; ``off`` there: none), a path that file,
+    ``False`` none. Requests answered from it cost nothing and are marked ``cached``. Injected
+    ``judges`` and ``from_log`` runs use it only when it is named. ``pilot``: stop (``interrupted``,
+    resumable) once this many calls are planned, with the forecast of the whole run's cost.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget; nothing is written.
@@ -311,7 +360,7 @@ def start(
     )
     try:
         with store:
-            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges)
+            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges, cache, pilot)
     except RunFailed:
         raise
     except OrchestratorError:
@@ -359,8 +408,9 @@ def resume(
     progress: Callable[[RunEvent], None] | None = None,
     judges: dict[str, Judge] | None = None,
     api_base: str | None = None,
+    cache: str | Path | bool | None = None,
 ) -> str | None:
-    """Continue a run from its file; None when it had finished already.
+    """Continue a run from its file; None when it had finished already (``cache`` as in :func:`start`).
 
     ``api_base`` replaces the config's ``dispatch.api_base``; it is needed when that address
     carried credentials (``https://user:pass@host``), which the run file does not store.
@@ -381,4 +431,61 @@ def resume(
             )
         profiles = {name: get_profile(name) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
-        return _execute(store, config, store.templates(), profiles, progress, judges)
+        return _execute(store, config, store.templates(), profiles, progress, judges, cache)
+
+
+def extend(
+    path: str | Path,
+    *,
+    responses: str | Path,
+    prompts: str | Path | None = None,
+    add_calls: int | None = None,
+    progress: Callable[[RunEvent], None] | None = None,
+    judges: dict[str, Judge] | None = None,
+    cache: str | Path | bool | None = None,
+) -> tuple[list[str], str | None]:
+    """Grow a run: add the candidates (and prompts) of ``responses`` (``prompts``) to its snapshot
+    and go on, spending only on comparisons that involve the new candidates
+    (``selection.only_with``) — they are placed on the scale the run has already built; what was
+    asked is never asked again. ``add_calls`` raises ``budget.max_calls`` by that much. Returns
+    ``(new candidates, stop reason)``.
+
+    Raises:
+        OrchestratorError: unreadable files, responses to prompts the run and ``prompts`` lack, a
+            changed text for a response or prompt already in the run, nothing new. Nothing is
+            written then.
+    """
+    from .dataset import PromptRow, ResponseText, load_prompts
+    from .records import load_responses
+
+    with open_run(path) as store:
+        config = RunConfig.from_stored(store.config)
+        current = store.dataset()
+        new_prompts: dict[str, PromptRow] = load_prompts(prompts) if prompts is not None else {}
+        by_prompt: dict[str, dict[str, ResponseText]] = {}
+        for line, row in load_responses(responses):
+            if row.prompt_id not in current.prompts and row.prompt_id not in new_prompts:
+                hint = "" if prompts is not None else " (give the new prompts with --prompts)"
+                raise OrchestratorError(f"{responses}:{line}: prompt {row.prompt_id!r} is not in the run{hint}")
+            if not row.text.strip():
+                raise OrchestratorError(f"{responses}:{line}: the response of {row.candidate!r} is empty")
+            by_prompt.setdefault(row.prompt_id, {})[row.candidate] = ResponseText(
+                prompt_id=row.prompt_id, candidate=row.candidate, text=row.text, human=dict(row.human)
+            )
+        known = {c for by in current.responses.values() for c in by}
+        new_candidates = sorted({c for by in by_prompt.values() for c in by} - known)
+        added_responses = sum(1 for p, by in by_prompt.items() for c in by if c not in current.responses.get(p, {}))
+        if not added_responses:
+            raise OrchestratorError(f"{responses}: nothing new: every response is in the run already")
+        selection = config.selection
+        if new_candidates:
+            selection = selection.model_copy(update={"only_with": sorted(set(selection.only_with) | set(new_candidates))})
+        budget = config.budget
+        if add_calls is not None:
+            budget = budget.model_copy(update={"max_calls": (budget.max_calls or store.spend().calls) + add_calls})
+        config = config.model_copy(update={"selection": selection, "budget": budget})
+        store.extend_dataset(Dataset(new_prompts, by_prompt), redact_json(config.to_json()))
+        store.set_status(
+            "interrupted", f"extended with {added_responses} responses ({', '.join(new_candidates) or 'new prompts'}); resume to continue"
+        )
+    return new_candidates, resume(path, progress=progress, judges=judges, cache=cache)

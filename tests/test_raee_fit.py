@@ -294,6 +294,7 @@ def test_a_version_1_run_file_is_migrated_when_opened_for_writing(tmp_path, two_
     db = sqlite3.connect(path)
     for table in ("requests", "judgments"):
         db.execute(f"alter table {table} drop column repeat")
+    db.execute("alter table judgments drop column cached")
     db.execute("pragma user_version = 1")
     db.commit()
     db.close()

@@ -36,7 +36,13 @@ PLACEHOLDERS = {
     "DIR": "plots",
     "runs/NAME.sqlite": "runs/summeval-absolute.sqlite",
 }
-EMBEDDED = ("run examples/summeval.toml", "run examples/summeval-raee.toml", "judge serve", "--judge qwen1.5b")
+EMBEDDED = (
+    "run examples/summeval.toml",
+    "run examples/summeval-raee.toml",
+    "judge serve",
+    "--judge qwen1.5b",
+    "extend runs/summeval-qwen.sqlite",
+)
 
 
 def readme_commands() -> list[str]:

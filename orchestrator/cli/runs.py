@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import OrchestratorError
-from .common import _finite, app, err_console, out_console
+from .common import _check_range, _finite, app, err_console, out_console
 
 
 def _run_display(total: int | None):
@@ -48,17 +48,43 @@ def _run_display(total: int | None):
             state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
         spend = event.spend
         info = f"{spend.tokens} tok"
+        if spend.cached:
+            info += f" ({spend.cached} cached)"
         if spend.usd:
             info += f" ${spend.usd:.4f}"
         if event.failed:
             info += f" · {event.failed} failed"
+        if event.forecast is not None:
+            state["forecast"] = event.forecast
         if state["entropy"] is not None:
             info += f" · entropy {state['entropy']:.2f} · max reorder {state['max_adj']:.2f} · top {' > '.join(state['top'][:3])}"
+        if state.get("forecast") and event.kind != "stop":
+            info += " · " + forecast_text(state["forecast"], short=True)
         progress.update(task, description=f"round {event.round}", completed=spend.calls, info=info)
         if event.kind == "stop" and not err_console.is_terminal:
-            err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls, {spend.tokens} tokens)")
+            cached = f", {spend.cached} from the cache" if spend.cached else ""
+            err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls{cached}, {spend.tokens} tokens)")
+        if event.kind == "stop" and event.forecast is not None and "pilot" in event.reason:
+            err_console.print("forecast: " + forecast_text(event.forecast), soft_wrap=True)
 
     return progress, on_event
+
+
+def forecast_text(f: dict, *, short: bool = False) -> str:
+    """The forecast of :mod:`orchestrator.run.forecast` in words."""
+    usd = lambda v: f"${v:.4f}" if v < 1 else f"${v:,.2f}"  # noqa: E731
+    if short:
+        return (
+            f"to stop ≈{f['calls']} calls (p90 {f['calls_p90']}), {usd(f['usd'])}"
+            if f["usd"]
+            else f"to stop ≈{f['calls']} calls (p90 {f['calls_p90']})"
+        )
+    stops = "the stopping rule" if f["stops_by"] == "the stopping rule" else f"{f['stops_by']} (before the stopping rule)"
+    return (
+        f"expected to stop by {stops} after ≈{f['calls']} calls (p90 {f['calls_p90']}), {f['tokens']:,} tokens "
+        f"(p90 {f['tokens_p90']:,}), {usd(f['usd'])} (p90 {usd(f['usd_p90'])}); worst case {f['worst_calls']} calls, "
+        f"{f['worst_tokens']:,} tokens, {usd(f['worst_usd'])} (estimated after {f['after_calls']} calls)"
+    )
 
 
 def _print_ranking(report: dict, limit_groups: int | None = None) -> None:
@@ -124,11 +150,21 @@ def run_cmd(
         help="Answer every request from this judgment log (e.g. an export) instead of the judges: same engine, no network.",
     ),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report runs/<name>.html at the end."),
+    cache: Optional[Path] = typer.Option(
+        None, "--cache", help="Judgment cache file shared by runs (default: $ORCHESTRATOR_CACHE or the user cache directory)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+    pilot: Optional[int] = typer.Option(
+        None, "--pilot", help="Stop after this many calls and forecast the whole run's calls, tokens and USD; `resume` goes on."
+    ),
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
     from ..config import load_config
 
+    _check_range(pilot, "--pilot", 1)
+    if pilot is not None and dry_run:
+        raise OrchestratorError("--pilot spends calls; --dry-run spends none: use one of them")
     if offline and not dry_run:
         # a run sends requests by definition: never let --offline look like a promise it cannot keep
         raise OrchestratorError("--offline only goes with --dry-run (a run asks its judges)")
@@ -160,10 +196,15 @@ def run_cmd(
     display, on_event = _run_display(cfg.budget.max_calls)
     try:
         with display:
-            path, reason = api.start(cfg, progress=on_event, from_log=from_log)
+            path, reason = api.start(cfg, progress=on_event, from_log=from_log, cache=_cache_setting(cache, no_cache), pilot=pilot)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
         raise typer.Exit(130)
+    if pilot is not None and "pilot" in reason:
+        err_console.print(
+            f"{reason}: continue with `orchestrator resume {path}`; `orchestrator status {path}` shows the forecast", soft_wrap=True
+        )
+        return
     err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
     _print_ranking(api.ranking(path), limit_groups=3)
     _summarise(path, report)
@@ -176,6 +217,10 @@ def resume_cmd(
         None, "--api-base", help="The judges' address, when the run's dispatch.api_base carried credentials (they are not stored)."
     ),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
+    cache: Optional[Path] = typer.Option(
+        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_CACHE or the user cache directory)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
     from .. import api
@@ -183,7 +228,7 @@ def resume_cmd(
     display, on_event = _run_display(None)
     try:
         with display:
-            reason = api.resume(run, progress=on_event, api_base=api_base)
+            reason = api.resume(run, progress=on_event, api_base=api_base, cache=_cache_setting(cache, no_cache))
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {run}")
         raise typer.Exit(130)
@@ -193,6 +238,42 @@ def resume_cmd(
     err_console.print(f"finished: {reason}")
     _print_ranking(api.ranking(run), limit_groups=3)
     _summarise(run, report)
+
+
+@app.command("extend")
+def extend_cmd(
+    run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite), finished or not."),
+    responses: Path = typer.Option(..., "--responses", help="responses.jsonl with the new candidates (and/or answers to new prompts)."),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="prompts.jsonl with new prompts, if the responses answer any."),
+    add_calls: Optional[int] = typer.Option(None, "--add-calls", help="Raise budget.max_calls by this many calls for the newcomers."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
+    cache: Optional[Path] = typer.Option(
+        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_CACHE or the user cache directory)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+) -> None:
+    """Grow a leaderboard: add candidates or prompts to a run and pay only for the comparisons that place them."""
+    from .. import api
+
+    _check_range(add_calls, "--add-calls", 1)
+    display, on_event = _run_display(None)
+    try:
+        with display:
+            added, reason = api.extend(
+                run, responses=responses, prompts=prompts, add_calls=add_calls, progress=on_event, cache=_cache_setting(cache, no_cache)
+            )
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; continue with: orchestrator resume {run}")
+        raise typer.Exit(130)
+    err_console.print(f"extended with {', '.join(added) or 'new prompts'}; finished: {reason}", soft_wrap=True)
+    _print_ranking(api.ranking(run), limit_groups=3)
+    _summarise(run, report)
+
+
+def _cache_setting(cache: Path | None, no_cache: bool) -> Path | bool | None:
+    if cache is not None and no_cache:
+        raise OrchestratorError("--cache and --no-cache exclude each other")
+    return False if no_cache else cache
 
 
 def _summarise(run: Path, report: bool) -> None:
@@ -253,9 +334,14 @@ def status_cmd(
         ),
         ("requests", ", ".join(f"{k} {v}" for k, v in sorted(summary["requests"].items())) or "none"),
         ("failures", ", ".join(f"{k} {v}" for k, v in sorted(summary["failures"].items())) or "none"),
-        ("calls", fmt(spent["calls"], budget["calls"])),
+        (
+            "calls",
+            fmt(spent["calls"], budget["calls"])
+            + (f" ({spent['cached']} answered from the judgment cache, free)" if spent.get("cached") else ""),
+        ),
         ("tokens", fmt(spent["tokens"], budget["tokens"])),
         ("USD", fmt(spent["usd"], budget["usd"])),
+        *([("forecast", forecast_text(summary["forecast"]))] if summary.get("forecast") else []),
         ("groups", str(summary["groups"])),
     ]
     if summary["mean_entropy"] is not None:

@@ -245,3 +245,24 @@ def record_cmd(
     )
     if counts["failed"]:
         raise typer.Exit(1)
+
+
+@app.command("import")
+def import_cmd(
+    fmt: str = typer.Argument(..., help="alpacaeval | mtbench | arenahard | csv"),
+    paths: list[Path] = typer.Argument(
+        ...,
+        help="alpacaeval: model_outputs.json file(s); mtbench/arenahard: the folder with question.jsonl and model_answer/; csv: CSV file(s).",
+    ),
+    out: Path = typer.Option(..., "--out", help="Folder for prompts.jsonl and responses.jsonl (created)."),
+) -> None:
+    """Turn AlpacaEval, MT-Bench, arena-hard or CSV data into prompts.jsonl + responses.jsonl for a run config."""
+    from ..importers import import_data, write_imported
+
+    imported = import_data(fmt, paths)
+    prompts, responses = write_imported(imported, out, [*paths, *(p / "question.jsonl" for p in paths if p.is_dir())])
+    candidates = sorted({c for _, c in imported.responses})
+    err_console.print(
+        f"wrote {prompts} ({len(imported.prompts)} prompts) and {responses} ({len(imported.responses)} responses of "
+        f"{len(candidates)} candidates: {', '.join(candidates[:8])}{' …' if len(candidates) > 8 else ''})"
+    )

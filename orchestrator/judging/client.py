@@ -119,6 +119,8 @@ class Judgment(BaseModel):
     retryable: bool = False
     retry_after_s: float | None = None
     note: str | None = None
+    cached: bool = False
+    """Answered from the judgment cache (:mod:`orchestrator.judging.cache`): nothing was paid."""
 
 
 class Judge(Protocol):

@@ -140,6 +140,13 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     return {"run": str(path), "scope": "absolute", "level": level, "groups": [group]}
 
 
+def _poe_posteriors(config: RunConfig, dataset: Dataset, judgments: list[JudgmentRecord]) -> tuple[list, list]:
+    """The run's groups and their cold fits on ``judgments`` (what ``rank`` and the engine fit)."""
+    groups = build_groups_for(dataset, config.data.scope)
+    temperatures = temperatures_for(config.model.temperature, judgments, dataset, config.data.truth)
+    return groups, fit_groups(groups, judgments, poe_config(config), debias=config.model.debias, temperatures=temperatures)
+
+
 def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals
     (for a reference campaign: the RAEE leaderboard per anchor)."""
@@ -152,9 +159,7 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
         return _reference_ranking(path, config, dataset, level)
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
-    groups = build_groups_for(dataset, config.data.scope)
-    temperatures = temperatures_for(config.model.temperature, judgments, dataset, config.data.truth)
-    posteriors = fit_groups(groups, judgments, poe_config(config), debias=config.model.debias, temperatures=temperatures)
+    groups, posteriors = _poe_posteriors(config, dataset, judgments)
     truth = config.data.truth
     out = []
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
@@ -203,6 +208,20 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     return {"run": str(path), "scope": config.data.scope, "level": level, "groups": out}
 
 
+def _forecast(store, config: RunConfig) -> dict | None:
+    """Expected calls, tokens and USD to the stopping rule (PoE runs with a pilot; :mod:`orchestrator.run.forecast`)."""
+    from ..run.forecast import forecast
+    from ..run.planners import planner_for
+
+    if config.reference is not None or config.absolute is not None:
+        return None
+    dataset = store.dataset()
+    _, posteriors = _poe_posteriors(config, dataset, list(store.judgments()))
+    n_judges = len(config.judging.judges)
+    possible = planner_for(config).possible_requests(config, dataset, n_judges)
+    return forecast(store, config, posteriors, n_judges=n_judges, possible=possible)
+
+
 def status(path: str | Path) -> dict:
     """Budget spent, rounds, state, and the uncertainty of the current ranking."""
     with open_run(path, write=False) as store:
@@ -212,6 +231,7 @@ def status(path: str | Path) -> dict:
         counts = store.request_counts()
         failures = store.failure_counts()
         rounds = store.last_round() + 1
+        forecast = _forecast(store, config) if run["status"] != "finished" else None
     b = config.budget
     poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
     rank = ranking(path)
@@ -224,12 +244,13 @@ def status(path: str | Path) -> dict:
         "rounds": rounds,
         "requests": counts,
         "failures": failures,
-        "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6)},
+        "spent": {"calls": spend.calls, "tokens": spend.tokens, "usd": round(spend.usd, 6), "cached": spend.cached},
         "budget": {"calls": b.max_calls, "tokens": b.max_tokens, "usd": b.max_usd},
         "groups": len(groups),
         "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if poe and groups else None,
         "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
         "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
+        "forecast": forecast,
     }
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
     if sp:
@@ -262,6 +283,7 @@ def _log_line(row: JudgmentRecord, anchor: str | None = None) -> dict:
         "latency_s": row.latency_s,
         "attempts": row.attempts,
         "note": row.note,
+        "cached": row.cached,
     }
 
 
@@ -289,6 +311,7 @@ CSV_COLUMNS = [
     "attempts",
     "error_type",
     "error",
+    "cached",
 ]
 
 

@@ -47,7 +47,16 @@ from .laplace import Posterior
 from .selection import pair_variance
 from .uncertainty import entropy
 
-__all__ = ["TIE_DELTA", "MAX_ERROR", "MIN_GAIN", "NeighbourStatus", "IndifferenceDecision", "neighbour_status", "indifference_stop"]
+__all__ = [
+    "TIE_DELTA",
+    "MAX_ERROR",
+    "MIN_GAIN",
+    "NeighbourStatus",
+    "IndifferenceDecision",
+    "error_and_gain",
+    "neighbour_status",
+    "indifference_stop",
+]
 
 TIE_DELTA = 0.5
 """Default indifference zone ``δ`` (score units; the better of two tied candidates wins ≤ σ(0.5) = 62%)."""
@@ -114,8 +123,21 @@ def neighbour_status(
     a, b = order[:-1], order[1:]
     gap = (posterior.mean[a] - posterior.mean[b]).clamp_min(0.0)
     v = pair_variance(posterior.cov)[a, b].clamp_min(1e-12)
-    error = _phi(-(gap + delta) / v.sqrt())
     c = scale**2 * expected_curvature(expert or soft_bradley_terry(), scale * gap)
+    error, gain = error_and_gain(gap, v, c, delta)
+    resolved = error < max_error
+    settled = resolved | ((gap < delta) & (gain < min_gain))
+    tie_probability = _phi((delta - gap) / v.sqrt()) - _phi((-delta - gap) / v.sqrt())
+    return NeighbourStatus(order, gap, v.sqrt(), error, gain, resolved, settled, tie_probability, tie_probability > 0.5)
+
+
+def error_and_gain(gap: Tensor, v: Tensor, c: Tensor, delta: float) -> tuple[Tensor, Tensor]:
+    """Indifference-zone error ``E`` and the expected gain ``G`` of one more comparison of pairs
+    with posterior gap ``gap ≥ 0``, variance ``v`` and per-comparison curvature ``c`` (all the same
+    shape, flattened here; module docstring for the formulas)."""
+    shape = gap.shape
+    gap, v, c = gap.reshape(-1), v.reshape(-1), c.reshape(-1)
+    error = _phi(-(gap + delta) / v.sqrt())
     v_next = (v - c * v * v / (1.0 + c * v)).clamp_min(1e-12)
     spread = (v - v_next).clamp_min(1e-12).sqrt()
     # E Φ(−(|m| + δ)/√v') with |m| folded-normal: ∫_0^U Φ(−(x + δ)/√v') [φ((x−μ)/sd) + φ((x+μ)/sd)]/sd dx
@@ -128,10 +150,7 @@ def neighbour_status(
     )
     expected = (_phi(-(x + delta) / v_next.sqrt()[:, None]) * folded * weights).sum(1)
     gain = (error - expected).clamp_min(0.0)
-    resolved = error < max_error
-    settled = resolved | ((gap < delta) & (gain < min_gain))
-    tie_probability = _phi((delta - gap) / v.sqrt()) - _phi((-delta - gap) / v.sqrt())
-    return NeighbourStatus(order, gap, v.sqrt(), error, gain, resolved, settled, tie_probability, tie_probability > 0.5)
+    return error.reshape(shape), gain.reshape(shape)
 
 
 @dataclass(frozen=True)

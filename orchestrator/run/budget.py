@@ -76,6 +76,22 @@ def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, 
     return tokens, usd
 
 
+BYTES_PER_TOKEN = 4.0
+"""What a typical BPE tokenizer averages on English text (the expected figure, not the bound)."""
+
+
+def typical_cost(messages: list[dict], template: Template, profile: JudgeProfile, price: tuple[float, float]) -> tuple[float, float]:
+    """Expected tokens and USD of one request, for planning before any call: prompt bytes / 4
+    plus the per-message allowance; a completion of one token where the answer is read from the
+    first token with logprobs, half of ``max_tokens`` otherwise. After a pilot the measured
+    figures replace this (:mod:`.forecast`)."""
+    prompt = sum(len(m["content"].encode()) / BYTES_PER_TOKEN + MESSAGE_OVERHEAD_TOKENS for m in messages)
+    first_token = profile.logprobs and template.read == "first_token"
+    completion = 1.0 if first_token else template.max_new_tokens / 2.0
+    calls = profile.samples if not profile.logprobs else 1
+    return calls * (prompt + completion), calls * (prompt * price[0] + completion * price[1])
+
+
 def fit_budget(units: list[list[PlannedRequest]], spend: Spend, budget: BudgetConfig) -> tuple[list[list[PlannedRequest]], str]:
     """Keep units (a comparison's requests) in priority order while their reservations fit in what
     ``budget`` leaves after ``spend``; the reason when one did not fit."""

@@ -57,6 +57,9 @@ class RunEvent:
     max_adjacent_reorder: float | None = None
     top: list[str] = field(default_factory=list)
     reason: str = ""
+    forecast: dict | None = None
+    """After the first round of a PoE run: expected calls, tokens and USD to reach the stopping
+    rule, with 90th percentiles and the worst case (:mod:`.forecast`)."""
 
 
 class RunEngine:
@@ -75,10 +78,13 @@ class RunEngine:
         sleep: Callable[[float], Any] = asyncio.sleep,
         answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None,
         observe: Callable[[Spend, Any], None] | None = None,
+        pilot: int | None = None,
     ):
         """``answerable``: which requests a judge can answer at all (see :class:`PlanContext`);
         ``observe(spend, planner)``: called whenever the planner has fitted the committed log,
-        before it plans the next round (replay draws its learning curves from it)."""
+        before it plans the next round (replay draws its learning curves from it); ``pilot``: plan
+        no round once this many calls are planned or spent — the run stops ``interrupted`` (resume
+        goes on) with its forecast, so a user sees what the whole run would cost first."""
         self.store = store
         self.config = config
         self.judges = judges
@@ -96,7 +102,10 @@ class RunEngine:
             answerable=answerable,
         )
         self.observe = observe
+        self.pilot = pilot
+        self._pilot_done = False
         self.planner = planner_for(config)(self.ctx)
+        self._possible = planner_for(config).possible_requests(config, self.ctx.dataset, len(profiles))
         for row in store.judgments():
             self.planner.add(row)
         # per-judge fail-fast; a resume gives every judge a fresh window (as the run-wide fail-fast
@@ -354,11 +363,24 @@ class RunEngine:
             )
         if self.judge_stops and not reason.startswith("every judge"):
             reason += "; " + "; ".join(self.judge_stops)
-        self.store.set_status("finished", reason)
+        self.store.set_status("interrupted" if self._pilot_done else "finished", reason)
         with self._cpu_work():
             summary = self.planner.summary(None)
-        self._event("stop", round_no, reason=reason, **summary)
+            forecast = self._forecast(None) if self.progress is not None else None
+        self._event("stop", round_no, reason=reason, forecast=forecast, **summary)
         return reason
+
+    def _forecast(self, cutoff: int | None) -> dict | None:
+        """What reaching the stopping rule is expected to cost (PoE runs; :mod:`.forecast`)."""
+        from .forecast import forecast
+
+        posteriors = getattr(self.planner, "posteriors", None)
+        if self.planner.kind != "poe" or not posteriors or any(p is None for p in posteriors):
+            return None
+        if cutoff is None:
+            posteriors = self.planner.refit()
+        judges = len([j for j in self.ctx.profiles if j not in self.ctx.disabled]) or 1
+        return forecast(self.store, self.config, posteriors, n_judges=judges, possible=self._possible)
 
     def _plan_round(self, round_no: int, cutoff: int) -> tuple[str, int, list[PlannedRequest] | None]:
         """Ask the planner for the next round and write it as pending requests. Returns ``(stop
@@ -370,6 +392,9 @@ class RunEngine:
             self.observe(self.store.planning_spend(cutoff), self.planner)
         if reason:
             return reason, round_no, None
+        if self.pilot is not None and self.store.planning_spend(cutoff).calls >= self.pilot:
+            self._pilot_done = True
+            return f"pilot of {self.pilot} calls done (resume to go on)", round_no, None
         timings["fit_s"] = time.perf_counter() - started
         started = time.perf_counter()
         plan = self.planner.next_round(round_no + 1, cutoff)
@@ -387,7 +412,9 @@ class RunEngine:
         )
         self.ctx.mark_asked(rows)
         self.planner.planned(rows)
-        self._event("round", round_no, planned_requests=len(rows), **summary)
+        self._event(
+            "round", round_no, planned_requests=len(rows), forecast=self._forecast(cutoff) if self.progress is not None else None, **summary
+        )
         return "", round_no, rows
 
     def _round_info(self) -> dict:

@@ -9,17 +9,33 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..config import RunConfig
-from ..dataset import Dataset
+from ..dataset import Dataset, PromptRow
 from ..judging.client import JudgeProfile
 from ..judging.templates import Template
 from ..record import request_key
 from ..store import PlannedRequest
 from .budget import worst_case
 
-__all__ = ["DATASET_ANCHOR", "PlanContext", "seeded_hash"]
+__all__ = ["DATASET_ANCHOR", "PlanContext", "render_messages", "seeded_hash"]
 
 DATASET_ANCHOR = "reference"
 """The anchor's name in the log when it is the dataset's reference text."""
+
+
+def render_messages(
+    template: Template, prompt: PromptRow, texts: list[str], *, attribute: str | None, prefill: bool
+) -> list[dict[str, str]]:
+    """The chat messages of one request: ``texts`` are the shown texts in order (absolute: the
+    response; pairwise: A, B; reference: the anchor, then the candidate). Every request a run
+    sends, estimates or smoke-tests is rendered here."""
+    values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or ""}
+    if template.kind == "absolute":
+        values["response"] = texts[0]
+    elif template.kind == "reference":  # A = the anchor, B = the candidate
+        values.update(A=texts[0], B=texts[1], reference=texts[0], response=texts[1])
+    else:
+        values.update(A=texts[0], B=texts[1])
+    return template.render(values, attribute=attribute, prefill=prefill)
 
 
 def seeded_hash(*parts: Any) -> str:
@@ -76,15 +92,8 @@ class PlanContext:
             prompt.reference or "" if c == DATASET_ANCHOR and template.kind == "reference" else self.dataset.responses[prompt_id][c].text
             for c in candidates
         ]
-        values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or ""}
-        if template.kind == "absolute":
-            values["response"] = texts[0]
-        elif template.kind == "reference":  # A = the anchor, B = the candidate
-            values.update(A=texts[0], B=texts[1], reference=texts[0], response=texts[1])
-        else:
-            values.update(A=texts[0], B=texts[1])
         attribute = self.config.judging.attribute
-        messages = template.render(values, attribute=attribute, prefill=profile.prefill)
+        messages = render_messages(template, prompt, texts, attribute=attribute, prefill=profile.prefill)
         tokens, usd = worst_case(messages, template, profile, self.prices[judge])
         key = request_key(self.run_name, judge, template.digest, attribute or "", prompt_id, *candidates, str(repeat))
         return PlannedRequest(

@@ -11,7 +11,7 @@ from ..dataset import Dataset
 from ..judging.client import Judge, JudgeRequest
 from ..judging.dispatch import RetryPolicy, call_with_retries
 from ..judging.templates import Template
-from .requests import DATASET_ANCHOR
+from .requests import DATASET_ANCHOR, render_messages
 
 __all__ = ["smoke_requests", "smoke_calls"]
 
@@ -29,15 +29,12 @@ def smoke_requests(dataset: Dataset, templates: dict[str, Template], attribute: 
     out = []
     for role, template in templates.items():
         if template.kind == "absolute":
-            shown, texts = [first], {"response": by[first].text}
+            shown, texts = [first], [by[first].text]
         elif template.kind == "reference":
-            anchor = prompt.reference or by[first].text
-            shown = [DATASET_ANCHOR if prompt.reference else first, second]
-            texts = {"A": anchor, "B": by[second].text, "reference": anchor, "response": by[second].text}
+            shown, texts = [DATASET_ANCHOR if prompt.reference else first, second], [prompt.reference or by[first].text, by[second].text]
         else:
-            shown, texts = [first, second], {"A": by[first].text, "B": by[second].text}
-        values = {"context": prompt.text, "question": prompt.text, "reference": prompt.reference or "", **texts}
-        messages = template.render(values, attribute=attribute, prefill=prefill)
+            shown, texts = [first, second], [by[first].text, by[second].text]
+        messages = render_messages(template, prompt, texts, attribute=attribute, prefill=prefill)
         out.append(JudgeRequest(key=f"smoke-{role}", template=template, messages=messages, prompt_id=pid, candidates=shown))
     return out
 

@@ -1,7 +1,7 @@
 """The run file: one SQLite database (WAL) per run, written through sqlite-utils.
 
-Tables (``SCHEMA_VERSION`` 2; ``PRAGMA user_version`` holds the version; a version-1 file gains the
-``repeat`` columns when it is opened for writing):
+Tables (``SCHEMA_VERSION`` 3; ``PRAGMA user_version`` holds the version; an older file gains the
+``repeat`` (version 2) and ``cached`` (version 3) columns when it is opened for writing):
 
 - ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
 - ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``).
@@ -13,7 +13,8 @@ Tables (``SCHEMA_VERSION`` 2; ``PRAGMA user_version`` holds the version; a versi
 - ``judgments``: one row per finished request (same ``key``): ``status`` (``ok``/``failed``), option
   ``probs`` at every read position, ``p_first`` (pairwise), ``method``, ``capped``, ``unresolved``,
   every ``top_logprobs`` list, ``text``, ``raw`` response, tokens, ``cost_usd``, ``latency_s``,
-  ``attempts``, ``error``/``error_type``.
+  ``attempts``, ``error``/``error_type``, ``cached`` (1: answered from the judgment cache, tokens
+  and USD 0: :mod:`orchestrator.store.cache`).
 - ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
   largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
 
@@ -48,14 +49,19 @@ from .schema import create_schema
 
 __all__ = ["SCHEMA_VERSION", "JudgmentRecord", "PlannedRequest", "RunStore", "Spend", "create_run", "open_run"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
 class Spend:
     calls: int = 0
+    """Judgments, cache hits included (``max_calls`` counts judgments)."""
     tokens: int = 0
+    """Tokens paid for (a cache hit counts 0)."""
     usd: float = 0.0
+    """USD paid (a cache hit counts 0)."""
+    cached: int = 0
+    """Judgments answered from the judgment cache."""
 
 
 def _connect(path: Path, *, wal: bool = True) -> sqlite_utils.Database:
@@ -89,7 +95,7 @@ FREEZE_AFTER = 20_000
 
 LIGHT_COLUMNS = (
     "key judge kind prompt_id candidates probs p_first round repeat status template method "
-    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at"
+    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached"
 ).split()
 """The judgment columns fits and the engine read (everything but the raw answer and top-k lists)."""
 
@@ -109,6 +115,7 @@ class RunStore:
         self.path = path
         self.db = db
         self._lock = lock
+        self._columns: set[str] | None = None
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -170,6 +177,13 @@ class RunStore:
                 prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"])
             )
         return Dataset(prompts, responses)
+
+    def extend_dataset(self, added: Dataset, config: dict[str, Any]) -> str:
+        """Add prompts and responses to the snapshot and store the run's new ``config`` in one
+        transaction (:func:`.snapshot.extend_snapshot`); returns the new fingerprint."""
+        from .snapshot import extend_snapshot
+
+        return extend_snapshot(self, added, config)
 
     # -- requests and judgments --------------------------------------------------------------
     def add_round(self, round_no: int, kind: str, selected: list, requests: list[PlannedRequest], info: dict) -> None:
@@ -239,6 +253,7 @@ class RunStore:
             "note": redact(judgment.note, values=secrets),
             "round": round_no,
             "created_at": time.time(),
+            "cached": int(judgment.cached),
         }
         status = "done" if judgment.status == "ok" else "failed"
         with self._transaction():
@@ -282,9 +297,23 @@ class RunStore:
                 gc.enable()
         return iter(records)
 
+    def answered(self) -> Iterator[tuple[PlannedRequest, JudgmentRecord]]:
+        """Every successful judgment (whole) with the request that asked it, rendered messages
+        included (what the judgment cache is filled from)."""
+        columns = ", ".join(f"j.[{c}] as [j_{c}]" for c in sorted(self._judgment_columns()))
+        cursor = self.db.conn.execute(
+            f"select r.*, {columns} from requests r join judgments j on j.key = r.key where j.status = 'ok' order by j.round, j.key"
+        )
+        names = [d[0] for d in cursor.description]
+        for values in cursor:
+            row = dict(zip(names, values))
+            yield PlannedRequest.from_row(row), JudgmentRecord.from_row({k[2:]: v for k, v in row.items() if k.startswith("j_")})
+
     def _judgment_columns(self) -> set[str]:
         """The ``judgments`` table's columns (an old read-only file may lack newer ones)."""
-        return {row[1] for row in self.db.conn.execute("PRAGMA table_info(judgments)")}
+        if self._columns is None:
+            self._columns = {row[1] for row in self.db.conn.execute("PRAGMA table_info(judgments)")}
+        return self._columns
 
     def judgment_counts(self) -> dict[str, int]:
         """Committed judgments by status (``ok``, ``failed``)."""
@@ -315,13 +344,14 @@ class RunStore:
         return None if row is None else (int(row["n"]), row["error_type"] or "error", row["error"] or "")
 
     def spend(self) -> Spend:
+        cached = "coalesce(sum(cached), 0)" if "cached" in self._judgment_columns() else "0"
         row = next(
             self.db.query(
                 "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
-                "coalesce(sum(cost_usd), 0.0) as usd from judgments"
+                f"coalesce(sum(cost_usd), 0.0) as usd, {cached} as cached from judgments"
             )
         )
-        return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]))
+        return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]), int(row["cached"]))
 
     def planning_spend(self, cutoff: int) -> Spend:
         """What planning may assume is spent: actual spend of rounds ``<= cutoff`` (all committed)
@@ -342,6 +372,11 @@ class RunStore:
             )
         )
         return Spend(int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]), float(done["usd"] + later["usd"]))
+
+    def reserved_per_request(self) -> tuple[float, float]:
+        """Mean worst-case ``(tokens, USD)`` reserved per planned request (0, 0 before any)."""
+        row = self.db.conn.execute("select avg(reserved_tokens), avg(reserved_usd) from requests").fetchone()
+        return float(row[0] or 0.0), float(row[1] or 0.0)
 
     def asked(self) -> set[tuple[str, str, tuple[str, ...]]]:
         """``(judge, prompt, candidates)`` of every planned request (asked or pending)."""
@@ -460,13 +495,17 @@ def _check_run_file(path: Path) -> None:
 
 
 def _migrate(store: RunStore) -> None:
-    """Bring a version-1 run file to version 2 (adds ``repeat``, 0 for every existing row)."""
+    """Bring an older run file to this version: version 2 adds ``repeat`` (0 for every existing
+    row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed)."""
     version = next(store.db.query("PRAGMA user_version"))["user_version"]
     if version >= SCHEMA_VERSION:
         return
     with store._transaction():
-        for table in ("requests", "judgments"):
-            store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [repeat] INTEGER NOT NULL DEFAULT 0")
+        if version < 2:
+            for table in ("requests", "judgments"):
+                store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [repeat] INTEGER NOT NULL DEFAULT 0")
+        if version < 3:
+            store.db.execute("ALTER TABLE [judgments] ADD COLUMN [cached] INTEGER NOT NULL DEFAULT 0")
         store.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         store.db.execute("update runs set schema_version = ?", [SCHEMA_VERSION])
 

@@ -63,6 +63,8 @@ class JudgmentRecord:
     error_type: str | None = None
     note: str | None = None
     created_at: float = 0.0
+    cached: bool = False
+    """Answered from the judgment cache: nothing paid (tokens and USD are 0)."""
 
     @classmethod
     def from_row(cls, row: dict) -> "JudgmentRecord":
@@ -99,6 +101,7 @@ class JudgmentRecord:
             error_type=row.get("error_type"),
             note=row.get("note"),
             created_at=row.get("created_at") or 0.0,
+            cached=bool(row.get("cached")),
         )
         return record
 

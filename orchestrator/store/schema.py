@@ -78,6 +78,7 @@ def create_schema(db: sqlite_utils.Database, schema_version: int) -> None:
             "note": str,
             "round": int,
             "created_at": float,
+            "cached": int,
         },
         pk="key",
         foreign_keys=[("key", "requests", "key")],

@@ -288,6 +288,9 @@ class PoEPlanner:
     def _pair_open(self, group: Group, i: int, j: int) -> bool:
         a, b = group.names[i], group.names[j]
         ca, cb = group.candidate(a), group.candidate(b)
+        focus = self.ctx.config.selection.only_with
+        if focus and ca not in focus and cb not in focus:
+            return False  # an extended run pays only to place its new candidates
         return any(self._askable(p, ca, cb) for p in group.pair_prompts(a, b))
 
     def _askable(self, prompt: str, a: str, b: str) -> list[str]:

@@ -1,0 +1,114 @@
+"""``orchestrator cache``: the judgment cache shared by runs — stats, prune, import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import OrchestratorError
+from .common import _check_range, _finite, app, err_console, out_console
+
+cache_app = typer.Typer(
+    no_args_is_help=True,
+    help="The judgment cache shared by runs: a request asked before (same judge, parameters, template, messages, repeat) is not paid again.",
+)
+app.add_typer(cache_app, name="cache")
+
+_CACHE_OPTION = typer.Option(None, "--cache", help="Cache file (default: $ORCHESTRATOR_CACHE or the user cache directory).")
+
+
+def _path(cache: Path | None) -> Path:
+    from ..judging.cache import default_cache_path
+
+    return cache if cache is not None else default_cache_path()
+
+
+@cache_app.command("stats")
+def stats_cmd(cache: Optional[Path] = _CACHE_OPTION, as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Entries, hits and what the cached judgments were paid (and saved), per model."""
+    from ..store.cache import JudgmentCache
+
+    path = _path(cache)
+    if not path.exists():
+        raise OrchestratorError(f"{path}: no judgment cache yet (a run creates it on its first call)")
+    with JudgmentCache(path, readonly=True) as opened:
+        stats = opened.stats()
+    if as_json:
+        out_console.print_json(json.dumps(stats))
+        return
+    table = Table(title=f"judgment cache {stats['path']} · {stats['entries']} entries · {stats['bytes'] / 1e6:.1f} MB")
+    for name in ("model", "entries", "hits", "paid USD", "saved USD"):
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for m in stats["models"]:
+        table.add_row(m["model"], str(m["entries"]), str(m["hits"]), f"{m['paid_usd']:.4f}", f"{m['saved_usd']:.4f}")
+    out_console.print(table)
+
+
+@cache_app.command("prune")
+def prune_cmd(
+    cache: Optional[Path] = _CACHE_OPTION,
+    older_than: Optional[float] = typer.Option(
+        None, "--older-than", parser=_finite("--older-than"), help="Remove entries not used for this many days."
+    ),
+    model: Optional[str] = typer.Option(None, "--model", help="Remove the entries of this model (litellm model string)."),
+    everything: bool = typer.Option(False, "--all", help="Remove every entry."),
+) -> None:
+    """Remove entries (by age or model, or all) and give the space back."""
+    from ..store.cache import JudgmentCache
+
+    if not (everything or older_than is not None or model is not None):
+        raise OrchestratorError("say what to prune: --older-than DAYS, --model MODEL or --all")
+    if everything and (older_than is not None or model is not None):
+        raise OrchestratorError("--all excludes --older-than and --model")
+    _check_range(older_than, "--older-than", 0)
+    path = _path(cache)
+    if not path.exists():
+        raise OrchestratorError(f"{path}: no judgment cache yet")
+    with JudgmentCache(path) as opened:
+        removed = opened.prune(older_than_days=older_than, model=model)
+        left = opened.stats()["entries"]
+    err_console.print(f"removed {removed} entries from {path}; {left} left")
+
+
+@cache_app.command("import")
+def import_cmd(
+    source: Path = typer.Argument(..., help="A run file (.sqlite) or a judgment log (.jsonl: a `record` log or an export)."),
+    cache: Optional[Path] = _CACHE_OPTION,
+    judge: Optional[str] = typer.Option(None, "--judge", help="Logs: the judge profile whose judgments they are."),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="Logs: the prompts file the judgments were asked on."),
+    responses: Optional[Path] = typer.Option(None, "--responses", help="Logs: the responses file."),
+    attribute: Optional[str] = typer.Option(None, "--attribute", help="Logs: the template attribute (when the lines name none)."),
+    template: Optional[str] = typer.Option(None, "--template", help="Logs: the template of lines that name none."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Logs: the judge's address, as the run's dispatch.api_base."),
+) -> None:
+    """Fill the cache from an old run file or a judgment log, so later runs do not pay for those requests again."""
+    from ..offline.cache_import import import_log, import_run
+    from ..store.cache import JudgmentCache
+
+    if not source.is_file():
+        raise OrchestratorError(f"{source}: no such file")
+    with source.open("rb") as fh:
+        is_run = fh.read(16) == b"SQLite format 3\x00"
+    path = _path(cache)
+    if path.exists() and path.resolve() == source.resolve():
+        raise OrchestratorError(f"{source}: that is the cache itself")
+    if is_run:
+        if judge or prompts or responses or template or attribute or api_base:
+            raise OrchestratorError(
+                "a run file carries its judges, templates and messages: --judge/--prompts/--responses/--template/--attribute/--api-base are for logs"
+            )
+        with JudgmentCache(path) as opened:
+            result = import_run(opened, source)
+    else:
+        if judge is None or prompts is None or responses is None:
+            raise OrchestratorError("importing a log needs --judge PROFILE --prompts FILE --responses FILE (to render its requests again)")
+        with JudgmentCache(path) as opened:
+            result = import_log(
+                opened, source, judge=judge, prompts=prompts, responses=responses, attribute=attribute, template=template, api_base=api_base
+            )
+    skipped = f" ({result.skipped} lines of other judges skipped)" if result.skipped else ""
+    err_console.print(f"{source}: {result.read} judgments read, {result.added} added to {path}{skipped}")

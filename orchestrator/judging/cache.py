@@ -1,0 +1,144 @@
+"""A judge that answers from the judgment cache before it pays (:mod:`orchestrator.store.cache`).
+
+:class:`CachingJudge` wraps any judge: a request whose answer is cached comes back at once, costing
+nothing (``cached = True``, tokens and USD 0, what it was paid the first time in ``note``); any other
+goes to the wrapped judge and, when it succeeds, is cached. The engine sees an ordinary judge.
+
+What makes two requests the same (:func:`cache_key`): the judge's identity (:func:`judge_identity`:
+model, address — the embedded model's name rather than its port —, logprobs settings, samples,
+prefill, every extra sampling parameter), the template's digest, the rendered messages and the
+repeat index. A judge sampled at temperature > 0 thus gives repeat 0 and repeat 1 separate samples,
+as without the cache, while a re-run asks neither again. The run's name, the judge's profile name,
+timeouts and prices are not part of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..store.cache import JudgmentCache
+from .client import Judge, JudgeProfile, JudgeRequest, Judgment
+
+__all__ = ["CachingJudge", "cache_key", "default_cache_path", "judge_identity", "open_cache"]
+
+CACHE_ENV = "ORCHESTRATOR_CACHE"
+"""A path for the cache file, or ``off`` (the tests set it so)."""
+
+
+def default_cache_path() -> Path:
+    """``$ORCHESTRATOR_CACHE``, else ``judgments.sqlite`` in the user cache directory (platformdirs:
+    ``~/.cache/llm-judge-orchestrator`` on Linux)."""
+    import platformdirs
+
+    configured = os.environ.get(CACHE_ENV, "").strip()
+    if configured and configured.lower() not in ("off", "0", "false", "no"):
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_cache_dir("llm-judge-orchestrator")) / "judgments.sqlite"
+
+
+def open_cache(setting: str | Path | bool | None) -> JudgmentCache | None:
+    """The cache a run uses: ``False`` none; a path that file; ``None``/``True`` the default (none
+    when ``$ORCHESTRATOR_CACHE`` is ``off``).
+
+    Raises:
+        OrchestratorError: the file is not a judgment cache or cannot be created.
+    """
+    if setting is False:
+        return None
+    if setting is None or setting is True:
+        if os.environ.get(CACHE_ENV, "").strip().lower() in ("off", "0", "false", "no"):
+            return None
+        return JudgmentCache(default_cache_path())
+    return JudgmentCache(Path(setting))
+
+
+def judge_identity(profile: JudgeProfile, api_base: str | None) -> dict[str, Any]:
+    """What about a judge decides its answers (see the module docstring). ``api_base``: the run's
+    ``dispatch.api_base`` (it replaces every profile's address, the embedded judge's too); without
+    it the judge is reached at ``$ORCHESTRATOR_API_BASE`` or the profile's own ``api_base``, and an
+    embedded judge at its local server, whatever port that has."""
+    if profile.embedded and not api_base:
+        address = f"embedded:{profile.embedded}"
+    else:
+        address = api_base or os.environ.get("ORCHESTRATOR_API_BASE") or profile.api_base or ""
+    return {
+        "model": profile.model,
+        "address": address,
+        "logprobs": profile.logprobs,
+        "top_logprobs": profile.top_logprobs if profile.logprobs else None,
+        "samples": 1 if profile.logprobs else profile.samples,
+        "prefill": profile.prefill,
+        "params": profile.params,
+    }
+
+
+def cache_key(identity: dict[str, Any], template_digest: str, messages: list[dict[str, str]], repeat: int) -> str:
+    """The content address of one request (sha256 over a canonical JSON of its parts)."""
+    canonical = json.dumps(
+        {"judge": identity, "template": template_digest, "messages": messages, "repeat": repeat},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class CachingJudge:
+    """``inner`` behind the cache; ``identity`` from :func:`judge_identity`."""
+
+    def __init__(self, inner: Judge, identity: dict[str, Any], cache: JudgmentCache):
+        self.inner = inner
+        self.name = inner.name
+        self.identity = identity
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+        self.write_errors = 0
+
+    async def judge(self, request: JudgeRequest) -> Judgment:
+        key = cache_key(self.identity, request.template.digest, request.messages, request.repeat)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            paid = f"${cached.get('cost_usd', 0.0):.6f}, {cached.get('prompt_tokens', 0) + cached.get('completion_tokens', 0)} tokens"
+            return Judgment.model_validate(
+                {
+                    **cached,
+                    "key": request.key,
+                    "judge": self.name,
+                    "prompt_id": request.prompt_id,
+                    "candidates": list(request.candidates),
+                    "cost_usd": 0.0,
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                    "latency_s": 0.0,
+                    "cached": True,
+                    "note": f"from the judgment cache (paid {paid} when first asked)",
+                }
+            )
+        self.misses += 1
+        judgment = await self.inner.judge(request)
+        if judgment.status == "ok" and not judgment.cached:
+            from ..secrets import redact, redact_json
+
+            stored = judgment.model_dump(exclude={"key", "judge", "retryable", "retry_after_s", "error", "error_type"})
+            stored["text"] = redact(stored["text"])
+            stored["raw"] = redact_json(stored["raw"])
+            stored["top_logprobs"] = redact_json(stored["top_logprobs"])
+            try:
+                self.cache.put(
+                    key,
+                    model=str(self.identity.get("model", "")),
+                    template_digest=request.template.digest,
+                    repeat=request.repeat,
+                    judgment=stored,
+                )
+            except sqlite3.Error:  # a cache that cannot be written (full disk, locked) must not lose a paid judgment
+                self.write_errors += 1
+        return judgment
