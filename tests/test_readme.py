@@ -40,7 +40,7 @@ EMBEDDED = (
     "run examples/summeval.toml",
     "run examples/summeval-raee.toml",
     "judge serve",
-    "--judge qwen1.5b",
+    "record --prompts",
     "extend runs/summeval-qwen.sqlite",
 )
 

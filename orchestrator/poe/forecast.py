@@ -25,8 +25,7 @@ import torch
 
 from .experts import Expert, expected_curvature, soft_bradley_terry
 from .laplace import Posterior
-from .selection import pair_variance
-from .stopping import MAX_ERROR, MIN_GAIN, TIE_DELTA, error_and_gain
+from .stopping import MAX_ERROR, MIN_GAIN, TIE_DELTA, error_and_gain, neighbour_gaps
 
 __all__ = ["MAX_COMPARISONS_PER_PAIR", "comparisons_to_settle"]
 
@@ -51,15 +50,12 @@ def comparisons_to_settle(
 ) -> np.ndarray:
     """``(draws,)`` forecasts of the comparisons still needed before every neighbour pair that
     matters is settled (module docstring). A posterior with one candidate needs none."""
-    scale = float(posterior.judges["sharpness"].log().mean().exp()) if "sharpness" in posterior.judges else 1.0
+    scale, order, gap, v = neighbour_gaps(posterior)
     delta_s = delta / scale
-    order = torch.argsort(posterior.mean, descending=True)
     if order.numel() < 2:
         return np.zeros(draws)
     upto = order.numel() - 1 if top_k is None else min(max(top_k, 1), order.numel() - 1)
-    a, b = order[:upto], order[1 : upto + 1]
-    gap = (posterior.mean[a] - posterior.mean[b]).clamp_min(0.0)
-    v = pair_variance(posterior.cov)[a, b].clamp_min(1e-12)
+    gap, v = gap[:upto], v[:upto]
     generator = torch.Generator().manual_seed(seed)
     true_gap = (gap[None, :] + v.sqrt()[None, :] * torch.randn(draws, upto, generator=generator, dtype=torch.float64)).abs()
     c = (scale**2 * expected_curvature(expert or soft_bradley_terry(), scale * true_gap)).clamp_min(1e-9)

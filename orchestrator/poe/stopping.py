@@ -54,6 +54,7 @@ __all__ = [
     "NeighbourStatus",
     "IndifferenceDecision",
     "error_and_gain",
+    "neighbour_gaps",
     "neighbour_status",
     "indifference_stop",
 ]
@@ -114,21 +115,27 @@ def neighbour_status(
     """
     if delta < 0:
         raise ValueError(f"delta must be >= 0 (got {delta})")
-    scale = float(posterior.judges["sharpness"].log().mean().exp()) if "sharpness" in posterior.judges else 1.0
+    scale, order, gap, v = neighbour_gaps(posterior)
     delta = delta / scale
-    order = torch.argsort(posterior.mean, descending=True)
     if order.numel() < 2:
         empty = torch.zeros(0, dtype=torch.float64)
         return NeighbourStatus(order, empty, empty, empty, empty, empty.bool(), empty.bool(), empty, empty.bool())
-    a, b = order[:-1], order[1:]
-    gap = (posterior.mean[a] - posterior.mean[b]).clamp_min(0.0)
-    v = pair_variance(posterior.cov)[a, b].clamp_min(1e-12)
     c = scale**2 * expected_curvature(expert or soft_bradley_terry(), scale * gap)
     error, gain = error_and_gain(gap, v, c, delta)
     resolved = error < max_error
     settled = resolved | ((gap < delta) & (gain < min_gain))
     tie_probability = _phi((delta - gap) / v.sqrt()) - _phi((-delta - gap) / v.sqrt())
     return NeighbourStatus(order, gap, v.sqrt(), error, gain, resolved, settled, tie_probability, tie_probability > 0.5)
+
+
+def neighbour_gaps(posterior: Posterior) -> tuple[float, Tensor, Tensor, Tensor]:
+    """``(t̄, order, gap, v)``: the panel's typical sharpness (1 without fitted sharpness), the
+    ranking best first, and each neighbour pair's posterior mean gap (≥ 0) and variance."""
+    scale = float(posterior.judges["sharpness"].log().mean().exp()) if "sharpness" in posterior.judges else 1.0
+    order = torch.argsort(posterior.mean, descending=True)
+    a, b = order[:-1], order[1:]
+    gap = (posterior.mean[a] - posterior.mean[b]).clamp_min(0.0)
+    return scale, order, gap, pair_variance(posterior.cov)[a, b].clamp_min(1e-12)
 
 
 def error_and_gain(gap: Tensor, v: Tensor, c: Tensor, delta: float) -> tuple[Tensor, Tensor]:
