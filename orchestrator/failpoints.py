@@ -4,7 +4,10 @@ an SQLite transaction, in the middle of the posterior update — places a random
 hits. Unset (always, outside the tests), a failpoint is one dictionary lookup.
 
 Points: ``commit_judgment`` (judgment row written, request not yet marked done, transaction open),
-``add_round`` (round row written, its requests not yet), ``refit`` (between two groups' fits).
+``add_round`` (round row written, its requests not yet), ``refit`` (between two groups' fits);
+batch mode: ``batch_recorded`` (batch row committed, nothing sent), ``batch_created`` (the provider
+has the batch, its id not yet committed), ``batch_poll`` (between two polls), ``batch_commit``
+(after a batch result's judgment was committed, before the next).
 
 ``ORCHESTRATOR_STALL="name:N"`` instead makes the N-th hit spin the CPU in Python for 60 s: a
 stand-in for a long posterior update, to test that signals still work during CPU-bound work.
@@ -20,7 +23,7 @@ from collections import Counter
 
 __all__ = ["failpoint", "POINTS"]
 
-POINTS = ("commit_judgment", "add_round", "refit")
+POINTS = ("commit_judgment", "add_round", "refit", "batch_recorded", "batch_created", "batch_poll", "batch_commit")
 
 
 def _parse(spec: str | None) -> dict[str, int]:

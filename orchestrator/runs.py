@@ -135,7 +135,10 @@ def check_judges(
     """Refuse combinations that would only produce failed (but counted) calls."""
     import os
 
+    from .judging.batch import check_batch_profile
+
     for name, profile in profiles.items():
+        check_batch_profile(profile)
         for template in templates.values():
             if template.prefill and not profile.prefill and template.read == "first_token":
                 raise OrchestratorError(

@@ -102,43 +102,56 @@ class CachingJudge:
         self.write_errors = 0
 
     async def judge(self, request: JudgeRequest) -> Judgment:
+        hit = self.lookup(request)
+        if hit is not None:
+            return hit
+        judgment = await self.inner.judge(request)
+        self.remember(request, judgment)
+        return judgment
+
+    def lookup(self, request: JudgeRequest) -> Judgment | None:
+        """The cached answer to ``request`` as a free judgment (``cached``), or None (a miss)."""
         key = cache_key(self.identity, request.template.digest, request.messages, request.repeat)
         cached = self.cache.get(key)
-        if cached is not None:
-            self.hits += 1
-            paid = f"${cached.get('cost_usd', 0.0):.6f}, {cached.get('prompt_tokens', 0) + cached.get('completion_tokens', 0)} tokens"
-            return Judgment.model_validate(
-                {
-                    **cached,
-                    "key": request.key,
-                    "judge": self.name,
-                    "prompt_id": request.prompt_id,
-                    "candidates": list(request.candidates),
-                    "cost_usd": 0.0,
-                    "prompt_tokens": 0,
-                    "completion_tokens": 0,
-                    "latency_s": 0.0,
-                    "cached": True,
-                    "note": f"from the judgment cache (paid {paid} when first asked)",
-                }
-            )
-        self.misses += 1
-        judgment = await self.inner.judge(request)
-        if judgment.status == "ok" and not judgment.cached:
-            from ..secrets import redact, redact_json
+        if cached is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        paid = f"${cached.get('cost_usd', 0.0):.6f}, {cached.get('prompt_tokens', 0) + cached.get('completion_tokens', 0)} tokens"
+        return Judgment.model_validate(
+            {
+                **cached,
+                "key": request.key,
+                "judge": self.name,
+                "prompt_id": request.prompt_id,
+                "candidates": list(request.candidates),
+                "cost_usd": 0.0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "latency_s": 0.0,
+                "cached": True,
+                "note": f"from the judgment cache (paid {paid} when first asked)",
+            }
+        )
 
-            stored = judgment.model_dump(exclude={"key", "judge", "retryable", "retry_after_s", "error", "error_type"})
-            stored["text"] = redact(stored["text"])
-            stored["raw"] = redact_json(stored["raw"])
-            stored["top_logprobs"] = redact_json(stored["top_logprobs"])
-            try:
-                self.cache.put(
-                    key,
-                    model=str(self.identity.get("model", "")),
-                    template_digest=request.template.digest,
-                    repeat=request.repeat,
-                    judgment=stored,
-                )
-            except sqlite3.Error:  # a cache that cannot be written (full disk, locked) must not lose a paid judgment
-                self.write_errors += 1
-        return judgment
+    def remember(self, request: JudgeRequest, judgment: Judgment) -> None:
+        """Keep a successful, paid answer (secrets redacted as in the run file)."""
+        if judgment.status != "ok" or judgment.cached:
+            return
+        from ..secrets import redact, redact_json
+
+        stored = judgment.model_dump(exclude={"key", "judge", "retryable", "retry_after_s", "error", "error_type"})
+        stored["text"] = redact(stored["text"])
+        stored["raw"] = redact_json(stored["raw"])
+        stored["top_logprobs"] = redact_json(stored["top_logprobs"])
+        key = cache_key(self.identity, request.template.digest, request.messages, request.repeat)
+        try:
+            self.cache.put(
+                key,
+                model=str(self.identity.get("model", "")),
+                template_digest=request.template.digest,
+                repeat=request.repeat,
+                judgment=stored,
+            )
+        except sqlite3.Error:  # a cache that cannot be written (full disk, locked) must not lose a paid judgment
+            self.write_errors += 1

@@ -52,6 +52,15 @@ class JudgeProfile(BaseModel):
     """Extra completion parameters (temperature, seed, ...)."""
     timeout_s: float = Field(default=120.0, gt=0, le=86400)
     """Seconds one call may take."""
+    batch: bool = False
+    """Ask through the provider's batch API (litellm files + batches; OpenAI-compatible providers):
+    each round's requests to this judge go out as one batch, at ``batch_price_factor`` of the price,
+    answered within the provider's completion window (:mod:`orchestrator.run.batching`)."""
+    batch_price_factor: float = Field(default=0.5, ge=0, le=1)
+    """What a batched call costs relative to the list price (OpenAI and Anthropic: half)."""
+    batch_poll_s: float = Field(default=10.0, gt=0, le=3600)
+    """First wait between polls of a running batch (doubling up to ``batch_poll_max_s``)."""
+    batch_poll_max_s: float = Field(default=300.0, gt=0, le=86400)
 
 
 def profile_dirs(extra: list[Path] | None = None) -> list[Path]:
@@ -233,10 +242,16 @@ class LiteLLMJudge:
         if p.logprobs:
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = p.top_logprobs
+        kwargs.update(self._kwargs_connection())
+        return kwargs
+
+    def _kwargs_connection(self) -> dict[str, Any]:
+        """Where the judge is and its key (live calls and the batch API alike)."""
+        kwargs: dict[str, Any] = {}
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        if p.api_key_env:
-            kwargs["api_key"] = os.environ.get(p.api_key_env)
+        if self.profile.api_key_env:
+            kwargs["api_key"] = os.environ.get(self.profile.api_key_env)
         elif self.api_base:
             kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
         return kwargs

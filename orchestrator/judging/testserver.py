@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, cast
 
-__all__ = ["FakeOpenAIServer", "FaultPlan", "FAULT_KINDS", "BILLABLE", "completion", "logprob_entry"]
+from .batchserver import BatchEndpoints, BatchFaults
+
+__all__ = ["FakeOpenAIServer", "FaultPlan", "BatchFaults", "FAULT_KINDS", "BILLABLE", "completion", "logprob_entry"]
 
 FAULT_KINDS = (
     "rate_limit",
@@ -136,8 +138,12 @@ class FakeOpenAIServer:
         faults: list[Reply | float] | None = None,
         delay_s: float = 0.0,
         plan: FaultPlan | None = None,
+        batch_delay_s: float = 0.05,
+        batch_faults: BatchFaults | None = None,
     ):
         self.behaviour = behaviour or _default_behaviour
+        self.batch = BatchEndpoints(self.behaviour, delay_s=batch_delay_s, faults=batch_faults)
+        """The files and batches endpoints (:mod:`.batchserver`): ``batch.lines`` counts submissions."""
         self.faults = list(faults or [])
         self.delay_s = delay_s
         self.plan = plan
@@ -157,10 +163,19 @@ class FakeOpenAIServer:
             def log_message(self, *args):  # keep test output clean
                 pass
 
+            def do_GET(self):
+                status, headers, data = server.batch.get(self.path)
+                self._send(status, headers, data)
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if server.batch.handles(self.path):
+                    status, headers, data = server.batch.post(self.path, self.headers, raw)
+                    self._send(status, headers, data)
+                    return
                 try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
+                    body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {}
                 key = request_identity(self.headers, body)
@@ -185,7 +200,8 @@ class FakeOpenAIServer:
 
             def _send(self, status: int, headers: dict, data: bytes, trickle_s: float = 0.0) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                if "Content-Type" not in headers:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in headers.items():
                     self.send_header(k, v)
