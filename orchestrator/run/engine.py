@@ -155,13 +155,14 @@ class RunEngine:
             self._stop_judge(row.judge)
         self._event("judgment", round_no)
 
-    def _batch_runner(self, judge: str, round_no: int) -> BatchRunner | None:
-        """The batch runner of a ``batch = true`` judge reached through litellm, else None."""
-        outer = self.judges[judge]
-        inner = getattr(outer, "inner", outer)
-        profile = getattr(inner, "profile", None)
-        if profile is None or not profile.batch or not isinstance(inner, LiteLLMJudge):
-            return None
+    def _batched(self, judge: str) -> LiteLLMJudge | None:
+        """The litellm judge behind ``judge`` when its profile says ``batch = true``, else None."""
+        inner = getattr(self.judges[judge], "inner", self.judges[judge])  # (behind the cache)
+        return inner if isinstance(inner, LiteLLMJudge) and inner.profile.batch else None
+
+    def _batch_runner(self, judge: str, round_no: int) -> BatchRunner:
+        outer, inner = self.judges[judge], self._batched(judge)
+        assert inner is not None
         return BatchRunner(
             self.store,
             judge,
@@ -181,7 +182,7 @@ class RunEngine:
         batched: dict[str, list[PlannedRequest]] = {}
         live: list[PlannedRequest] = []
         for row in rows:
-            (batched.setdefault(row.judge, []) if self._batch_runner(row.judge, round_no) is not None else live).append(row)
+            (batched.setdefault(row.judge, []) if self._batched(row.judge) is not None else live).append(row)
 
         async def one(row: PlannedRequest) -> None:
             request = self._request(row)
@@ -198,9 +199,7 @@ class RunEngine:
             self._commit(row, judgment, attempts, round_no)
 
         async def batch(judge: str, judge_rows: list[PlannedRequest]) -> None:
-            runner = self._batch_runner(judge, round_no)
-            assert runner is not None
-            await runner.run(judge_rows, round_no)
+            await self._batch_runner(judge, round_no).run(judge_rows, round_no)
 
         # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
         # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
