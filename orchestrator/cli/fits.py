@@ -209,6 +209,11 @@ def fit_simplex_cmd(
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
     mapping = _numbers(collapse, "--collapse", int)
+    if mapping is not None:  # checked before the fit, not after minutes of sampling when the plot is drawn
+        if any(v not in (1, 2, 3) for v in mapping):
+            raise OrchestratorError("--collapse must map every level to 1, 2 or 3 (three levels for the triangle)")
+        if levels is not None and len(mapping) != levels:
+            raise OrchestratorError(f"--collapse needs one number per level ({levels}), got {len(mapping)}")
     omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
     delta_value = tuple(_numbers(delta, "--delta") or ()) or None
     known_truth = truth_scores(responses, truth) if responses is not None and truth is not None else None

@@ -342,6 +342,10 @@ def status_cmd(
         ("tokens", fmt(spent["tokens"], budget["tokens"])),
         ("USD", fmt(spent["usd"], budget["usd"])),
         *([("forecast", forecast_text(summary["forecast"]))] if summary.get("forecast") else []),
+        *[
+            (f"deployments of {judge}", ", ".join(f"{d} {n}" for d, n in counts.items()))
+            for judge, counts in (summary.get("deployments") or {}).items()
+        ],
         ("groups", str(summary["groups"])),
     ]
     if summary["mean_entropy"] is not None:

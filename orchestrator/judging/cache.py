@@ -64,6 +64,8 @@ def judge_identity(profile: JudgeProfile, api_base: str | None) -> dict[str, Any
     embedded judge at its local server, whatever port that has."""
     if profile.embedded and not api_base:
         address = f"embedded:{profile.embedded}"
+    elif profile.deployments and not api_base:
+        address = "deployments:" + ",".join(sorted(d.api_base for d in profile.deployments))
     else:
         address = api_base or os.environ.get("ORCHESTRATOR_API_BASE") or profile.api_base or ""
     return {

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from .datafiles import data_dirs, find_data_file, load_toml_model
+from .deployments import ROUTING, Deployment, DeploymentRouter
 from .extract import OptionReading, continuation_mass, extract_options, split_prefix
 from .templates import Template
 
@@ -61,6 +62,13 @@ class JudgeProfile(BaseModel):
     batch_poll_s: float = Field(default=10.0, gt=0, le=3600)
     """First wait between polls of a running batch (doubling up to ``batch_poll_max_s``)."""
     batch_poll_max_s: float = Field(default=300.0, gt=0, le=86400)
+    deployments: list[Deployment] = Field(default_factory=list)
+    """Several endpoints of this judge, driven through litellm's Router (:mod:`.deployments`);
+    empty: the one ``api_base``."""
+    routing: ROUTING = "least-busy"
+    """The Router's strategy over ``deployments``."""
+    cooldown_s: float = Field(default=30.0, gt=0, le=86400)
+    """How long a deployment that keeps failing gets no calls."""
 
 
 def profile_dirs(extra: list[Path] | None = None) -> list[Path]:
@@ -227,6 +235,32 @@ class LiteLLMJudge:
         self.profile = profile
         self.name = profile.name
         self.api_base = api_base or os.environ.get("ORCHESTRATOR_API_BASE") or profile.api_base
+        self.router = (
+            DeploymentRouter(
+                profile.name,
+                profile.model,
+                profile.deployments,
+                routing=profile.routing,
+                cooldown_s=profile.cooldown_s,
+                timeout_s=profile.timeout_s,
+            )
+            if profile.deployments and not api_base
+            else None
+        )
+        """Several endpoints (a ``dispatch.api_base`` override sends everything to that one)."""
+
+    async def _complete(self, kwargs: dict[str, Any]) -> Any:
+        """One chat completion: through the deployments' Router, or litellm directly."""
+        import litellm
+
+        if self.router is None:
+            return await litellm.acompletion(**kwargs)
+        response = await self.router.acompletion(**kwargs)
+        try:
+            response._hidden_params["orchestrator_deployment"] = self.router.deployment_of(response)
+        except (AttributeError, TypeError):
+            pass
+        return response
 
     def _kwargs(self, request: JudgeRequest) -> dict[str, Any]:
         p = self.profile
@@ -288,7 +322,7 @@ class LiteLLMJudge:
         responses = []
         try:
             for _ in range(n_calls):
-                responses.append(await litellm.acompletion(**self._kwargs(request)))
+                responses.append(await self._complete(self._kwargs(request)))
         except Exception as exc:  # a failed call is data, not a crash
             kind, retryable, retry_after = _classify(exc)
             return Judgment(
@@ -333,7 +367,7 @@ class LiteLLMJudge:
         common: dict[str, Any] = dict(
             **base,
             text=text if isinstance(text, str) else str(text),
-            raw=dumps[0] if len(dumps) == 1 else {"samples": dumps},
+            raw=_with_deployment(dumps[0], responses[0]) if len(dumps) == 1 else {"samples": dumps},
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,
@@ -390,8 +424,6 @@ class LiteLLMJudge:
     async def _resolve_prefixes(self, request: JudgeRequest, reading: OptionReading) -> tuple[OptionReading, float]:
         """For two-token options the judge did not take (``10`` when it answered ``8``), continue
         the answer with the shared prefix (``1``) in a follow-up call and read P(``0`` | ``1``)."""
-        import litellm
-
         cost = 0.0
         messages = [m for m in request.messages if m["role"] != "assistant"]
         prefill = next((m["content"] for m in request.messages if m["role"] == "assistant"), "")
@@ -406,7 +438,7 @@ class LiteLLMJudge:
                 extra_headers={"X-Idempotency-Key": request.key + ":" + short},
             )
             try:
-                response = await litellm.acompletion(**kwargs)
+                response = await self._complete(kwargs)
             except Exception:  # keep the unresolved reading; it is flagged already
                 continue
             dump = _dump(response)
@@ -416,6 +448,13 @@ class LiteLLMJudge:
             if share is not None:
                 reading = split_prefix(reading, short, long, share)
         return reading, cost
+
+
+def _with_deployment(dump: dict, response: Any) -> dict:
+    """The raw response, with the deployment that answered (several endpoints) as ``_deployment``."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    deployment = hidden.get("orchestrator_deployment") if isinstance(hidden, dict) else None
+    return {**dump, "_deployment": deployment} if deployment else dump
 
 
 def _dump(response: Any) -> dict:

@@ -232,6 +232,7 @@ def status(path: str | Path) -> dict:
         failures = store.failure_counts()
         rounds = store.last_round() + 1
         forecast = _forecast(store, config) if run["status"] != "finished" else None
+        deployments = store.deployment_counts()
     b = config.budget
     poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
     rank = ranking(path)
@@ -251,6 +252,7 @@ def status(path: str | Path) -> dict:
         "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
         "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
         "forecast": forecast,
+        "deployments": deployments,
     }
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
     if sp:

@@ -87,7 +87,10 @@ def parse_self_map(spec: str | dict | None, judges: list[str], candidates: list[
             if "=" not in part:
                 raise OrchestratorError(f"--self-judging: {part!r} is not JUDGE=CANDIDATE[,CANDIDATE...]")
             judge, cands = part.split("=", 1)
-            out.setdefault(judge.strip(), set()).update(c.strip() for c in cands.split(",") if c.strip())
+            names = {c.strip() for c in cands.split(",") if c.strip()}
+            if not names:  # "judge=" would silently keep its self-judging data
+                raise OrchestratorError(f"--self-judging: {part!r} names no candidate for judge {judge.strip()!r}")
+            out.setdefault(judge.strip(), set()).update(names)
     else:
         out = {str(j): set(map(str, cs if isinstance(cs, (list, tuple, set)) else [cs])) for j, cs in spec.items()}
     for judge, shown in out.items():

@@ -373,6 +373,18 @@ class RunStore:
         )
         return Spend(int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]), float(done["usd"] + later["usd"]))
 
+    def deployment_counts(self) -> dict[str, dict[str, int]]:
+        """Judgments per judge and deployment (judges with several endpoints; the raw response's
+        ``_deployment``)."""
+        out: dict[str, dict[str, int]] = {}
+        rows = self.db.conn.execute(
+            "select judge, json_extract(raw, '$._deployment') as d, count(*) from judgments "
+            "where raw is not null and json_extract(raw, '$._deployment') is not null group by judge, d order by judge, d"
+        )
+        for judge, deployment, n in rows:
+            out.setdefault(judge, {})[deployment] = int(n)
+        return out
+
     def reserved_per_request(self) -> tuple[float, float]:
         """Mean worst-case ``(tokens, USD)`` reserved per planned request (0, 0 before any)."""
         row = self.db.conn.execute("select avg(reserved_tokens), avg(reserved_usd) from requests").fetchone()
