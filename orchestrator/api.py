@@ -255,9 +255,11 @@ def fit_simplex(
     level: float = 0.95,
     progress: bool = False,
     sweep_progress: Callable[[str], None] | None = None,
+    count_weight: float | None = None,
 ):
     """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
-    or ``beta_max`` None integrates it over its hyperprior (``--omega prior``)."""
+    or ``beta_max`` None integrates it over its hyperprior (``--omega prior``); ``count_weight``
+    None discounts the counts by the judges' design effect, 1 is the paper's likelihood."""
     from .offline.fit_simplex import run_simplex
     from .simplex import SimplexSettings
 
@@ -274,6 +276,7 @@ def fit_simplex(
         warmup=warmup,
         draws=draws,
         seed=seed,
+        count_weight=count_weight,
     )
     return run_simplex(
         source,

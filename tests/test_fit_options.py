@@ -100,6 +100,7 @@ SIMPLEX_BAD = {
     "--level": ["0", "1", "1.5", "nan"],
     "--collapse": ["1,2", "a,b,c,d,e", "0,1,2,3,4"],
     "--truth": ["coherence"],  # without --responses
+    "--count-weight": ["0", "1.5", "x", "nan", "-1"],
 }
 
 

@@ -396,3 +396,17 @@ def test_one_chain_has_no_rhat_and_the_json_stays_valid(capsys):
 
     report = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert report["candidates"] and all(v is None for v in report["rhat"].values())
+
+
+def test_design_effect_counts_judges_who_agree_on_an_answer_as_fewer_observations():
+    """Issue #20: the default fit discounts each score by the judges' design effect."""
+    from orchestrator.simplex.data import build_score_data, design_effect
+
+    rng = np.random.default_rng(0)
+    quality = {(c, q): int(rng.integers(1, 6)) for c in ("a", "b", "c") for q in range(40)}
+    agree = [(j, c, str(q), {str(s): 1.0}) for (c, q), s in quality.items() for j in ("j1", "j2", "j3", "j4")]
+    assert design_effect(build_score_data(agree, levels=5)) == pytest.approx(4.0)  # four copies of one score
+    noise = [(j, c, str(q), {str(int(rng.integers(1, 6))): 1.0}) for (c, q) in quality for j in ("j1", "j2", "j3", "j4")]
+    assert design_effect(build_score_data(noise, levels=5)) < 1.3  # independent judges: about 1
+    one = [(r[0], r[1], r[2], r[3]) for r in agree if r[0] == "j1"]
+    assert design_effect(build_score_data(one, levels=5)) == 1.0

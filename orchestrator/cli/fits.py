@@ -158,6 +158,11 @@ def fit_simplex_cmd(
     beta_max: str = typer.Option(
         "prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' (integrate over β_max ~ U(0, 20))."
     ),
+    count_weight: str = typer.Option(
+        "auto",
+        "--count-weight",
+        help="Weight of each judge score in the likelihood: 'auto' (1/design effect of judges scoring the same answers) or a number in (0, 1]; 1 = the paper's model.",
+    ),
     delta: Optional[str] = typer.Option(
         None,
         "--delta",
@@ -209,6 +214,9 @@ def fit_simplex_cmd(
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
     mapping = _numbers(collapse, "--collapse", int)
+    weight = None if count_weight == "auto" else _finite("--count-weight")(count_weight)
+    if weight is not None and not 0 < weight <= 1:
+        raise OrchestratorError(f"--count-weight must be 'auto' or a number in (0, 1] (got {count_weight})")
     if mapping is not None:  # checked before the fit, not after minutes of sampling when the plot is drawn
         if any(v not in (1, 2, 3) for v in mapping):
             raise OrchestratorError("--collapse must map every level to 1, 2 or 3 (three levels for the triangle)")
@@ -239,6 +247,7 @@ def fit_simplex_cmd(
         level=level,
         progress=interactive,
         sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None,
+        count_weight=weight,
     )
 
     def plots() -> list[Path]:

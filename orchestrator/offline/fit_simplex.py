@@ -241,6 +241,7 @@ def summarise(
             "draws": st.draws,
             "seed": st.seed,
             "target_accept": st.target_accept,
+            "count_weight": st.count_weight,
         },
         label=st.label(),
         level=level,

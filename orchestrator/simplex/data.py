@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import OrchestratorError
 
-__all__ = ["ScoreData", "build_score_data", "parse_self_map", "collapse_levels"]
+__all__ = ["ScoreData", "build_score_data", "design_effect", "parse_self_map", "collapse_levels"]
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,33 @@ def build_score_data(
                 if cand in ki:
                     self_pairs[ji[judge], ki[cand]] = True
     return ScoreData(judges, candidates, questions, levels, dist, runs, hard_counts, dist_sum.sum(axis=2), hard_mean, self_pairs)
+
+
+def design_effect(data: "ScoreData", *, soft: bool = False) -> float:
+    """How many judge scores one answer is worth: ``deff = 1 + (J̄ − 1)·ρ`` (Kish), ``ρ`` the
+    intra-answer correlation of the judges' scores once each judge's mean for each candidate is
+    removed (one-way ICC over answers), ``J̄`` the mean number of judges per answer.
+
+    The count likelihood (Eq. B.3) treats every judge's score as an independent observation of the
+    candidate's prevalence; judges who score the same answer share its quality, so J judges × Q
+    answers carry the information of about ``J·Q/deff`` independent scores. Returns 1 when it cannot
+    be estimated (one judge, fewer than three complete answers, no within-answer variation)."""
+    scores = data.item_scores(soft)
+    n_judges = scores.shape[0]
+    if n_judges < 2:
+        return 1.0
+    with np.errstate(invalid="ignore"):
+        centred = scores - np.nanmean(scores, axis=2, keepdims=True)
+    items = centred.transpose(1, 2, 0).reshape(-1, n_judges)
+    items = items[~np.isnan(items).any(axis=1)]
+    if len(items) < 3:
+        return 1.0
+    means = items.mean(axis=1)
+    between = n_judges * float(((means - means.mean()) ** 2).sum()) / (len(items) - 1)
+    within = float(((items - means[:, None]) ** 2).sum()) / (len(items) * (n_judges - 1))
+    if between + (n_judges - 1) * within <= 0:
+        return 1.0
+    rho = min(1.0, max(0.0, (between - within) / (between + (n_judges - 1) * within)))
+    answered = np.sum(~np.isnan(scores), axis=0)
+    mean_judges = float(answered[answered > 0].mean()) if np.any(answered > 0) else 1.0
+    return 1.0 + max(mean_judges - 1.0, 0.0) * rho

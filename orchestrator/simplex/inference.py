@@ -86,11 +86,21 @@ class SimplexSettings:
     draws: int = 1000
     seed: int = 0
     target_accept: float = 0.95
+    count_weight: float | None = None
+    """Every count is worth this much in the likelihood (a power likelihood). None (the default):
+    ``1/deff``, the design effect of judges who score the same answers
+    (:func:`~orchestrator.simplex.data.design_effect`; our extension, issue #20); 1: the paper's
+    likelihood, every score an independent observation."""
 
     def label(self) -> str:
         om = "ω ~ U(0.1, 8)" if self.omega is None else (f"ω = {self.omega:g}" + (" (no random effects)" if self.omega == 0 else ""))
         be = "β_max ~ U(0, 20)" if self.beta_max is None else f"β_max = {self.beta_max:g}"
-        return f"{om}, {be}"
+        weight = (
+            ""
+            if self.count_weight is None or self.count_weight == 1.0
+            else f", counts × {self.count_weight:.2f} (design effect {1 / self.count_weight:.2f})"
+        )
+        return f"{om}, {be}{weight}"
 
 
 @dataclass
@@ -181,7 +191,7 @@ class _Sampler:
         numpyro, jax = _jax()
         import jax.numpy as jnp
 
-        counts = data.counts(settings.soft)
+        counts = data.counts(settings.soft) * (1.0 if settings.count_weight is None else settings.count_weight)
         if settings.self_preference == "exclude":
             counts = counts * ~data.self_pairs[:, :, None]
         delta = jnp.asarray(settings.delta if settings.delta is not None else np.ones(data.levels), dtype=jnp.float32)
@@ -209,6 +219,8 @@ def _check(data: ScoreData, settings: SimplexSettings) -> list[str]:
         raise OrchestratorError(f"--omega must be ≥ 0 (got {settings.omega:g})")
     if settings.beta_max is not None and settings.beta_max < 0:
         raise OrchestratorError(f"--beta-max must be ≥ 0 (got {settings.beta_max:g})")
+    if settings.count_weight is not None and not (0 < settings.count_weight <= 1):
+        raise OrchestratorError(f"--count-weight must be in (0, 1] (got {settings.count_weight:g})")
     if settings.delta is not None and (len(settings.delta) != data.levels or min(settings.delta) <= 0):
         raise OrchestratorError(f"--delta needs {data.levels} positive numbers (one per level)")
     counts = data.counts(settings.soft)
@@ -244,6 +256,10 @@ def fit_simplex(
         OrchestratorError: invalid settings or nothing to fit.
     """
     warnings = _check(data, settings)
+    if settings.count_weight is None:
+        from .data import design_effect
+
+        settings = replace(settings, count_weight=1.0 / design_effect(data, soft=settings.soft))
     shift = settings.self_preference == "shift" and bool(data.self_pairs.any())
     started = time.perf_counter()
     sampler = _sampler or _Sampler(data.levels, _structure(settings, shift), settings, progress)
