@@ -57,6 +57,15 @@ def test_rounds_go_out_as_batches_at_half_price_and_equal_a_live_run(tmp_path, j
     assert db.execute("select count(*), min(status), max(status) from batches").fetchone() == (6, "completed", "completed")
 
 
+def test_a_lost_create_answer_and_failing_status_calls_never_submit_twice(tmp_path, judges, data):
+    faults = BatchFaults(lost_creates=2, status_errors=3)
+    with FakeOpenAIServer(quality_behaviour, batch_faults=faults) as server:
+        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
+        batched, _ = runs.start(_config(tmp_path, server, data, "batched", "batch-openai"))
+        assert set(server.batch.lines.values()) == {1} and server.batch.created == 6  # found by its tag, not resubmitted
+    assert _judgments(batched) == _judgments(live)
+
+
 @pytest.mark.parametrize(
     "faults, ended",
     [

@@ -54,7 +54,9 @@ class BatchClient:
 
     def _connection(self) -> dict[str, Any]:
         kwargs = self.judge._kwargs_connection()
-        return {"custom_llm_provider": self.provider, **kwargs}
+        # no hidden retries inside the client: a retried create could make a second batch; retries
+        # are ours (orchestrator.run.batching), which look for the batch by its tag first
+        return {"custom_llm_provider": self.provider, "max_retries": 0, **kwargs}
 
     def line(self, request: JudgeRequest) -> dict[str, Any]:
         """One input line: the body a live call would send."""

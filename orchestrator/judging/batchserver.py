@@ -33,6 +33,10 @@ class BatchFaults:
     """Expire each batch after answering this many of its lines (the rest get no output)."""
     fail_batches: int = 0
     """The first this many batches fail validation (status ``failed``, no output)."""
+    lost_creates: int = 0
+    """The first this many batch creations succeed but answer 500 (the answer is lost)."""
+    status_errors: int = 0
+    """The first this many status requests answer 500."""
     seed: int = 0
     rng: random.Random = field(init=False)
 
@@ -75,6 +79,9 @@ class BatchEndpoints:
                 data = sorted(self.batches.values(), key=lambda b: -b["created_at_ns"])
                 return 200, {}, json.dumps({"object": "list", "data": [self._public(b) for b in data], "has_more": False}).encode()
             if len(parts) == 3 and parts[1] == "batches" and parts[2] in self.batches:
+                if self.faults.status_errors > 0:
+                    self.faults.status_errors -= 1
+                    return 500, {}, json.dumps({"error": {"message": "injected status failure"}}).encode()
                 return 200, {}, json.dumps(self._public(self.batches[parts[2]])).encode()
             if len(parts) == 4 and parts[1] == "files" and parts[3] == "content" and parts[2] in self.files:
                 return 200, {"Content-Type": "application/octet-stream"}, self.files[parts[2]]
@@ -140,6 +147,10 @@ class BatchEndpoints:
             }
             self.batches[batch_id] = batch
         threading.Thread(target=self._work, args=(batch_id,), daemon=True).start()
+        with self.lock:
+            if self.faults.lost_creates > 0:
+                self.faults.lost_creates -= 1
+                return 500, {}, json.dumps({"error": {"message": "injected: created, answer lost"}}).encode()
         return 200, {}, json.dumps(self._public(batch)).encode()
 
     def _cancel(self, batch_id: str) -> tuple[int, dict, bytes]:

@@ -24,13 +24,17 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
+from ..errors import OrchestratorError
 from ..failpoints import failpoint
 from ..judging.batch import TERMINAL, BatchClient
-from ..judging.client import JudgeRequest, Judgment
+from ..judging.client import JudgeRequest, Judgment, error_text
 from ..store import PlannedRequest, RunStore
 from ..store.batches import BatchRecord, open_batches, record_batch, update_batch
 
-__all__ = ["BatchRunner"]
+__all__ = ["BatchRunner", "PROVIDER_TRIES"]
+
+PROVIDER_TRIES = 5
+"""Tries of each batch-API call (list, status, download) before the run stops, resumable."""
 
 
 class BatchRunner:
@@ -78,21 +82,60 @@ class BatchRunner:
             failpoint("batch_recorded")
             await self._finish(batch, pending)
 
+    async def _provider(self, call: Callable[..., Any], *args: Any) -> Any:
+        """A batch-API call, tried again with backoff when it raises (a 5xx, a dropped connection).
+
+        Raises:
+            OrchestratorError: it kept failing; the batch stays open, and ``resume`` goes on from it.
+        """
+        wait = self.client.profile.batch_poll_s
+        for attempt in range(1, PROVIDER_TRIES + 1):
+            try:
+                return await call(*args)
+            except Exception as exc:
+                if attempt == PROVIDER_TRIES:
+                    raise OrchestratorError(
+                        f"judge {self.judge!r}: the batch API failed {attempt} times ({error_text(exc)[:200]}); "
+                        "the batch is kept in the run file — `orchestrator resume` goes on from it"
+                    ) from None
+                await self.sleep(wait)
+                wait = min(wait * 2, self.client.profile.batch_poll_max_s)
+
+    async def _submit(self, batch: BatchRecord, pending: dict[str, PlannedRequest]) -> str:
+        """Create the batch; after a failed attempt, look for it by its tag before trying again (the
+        provider may have accepted it and only the answer was lost), so it is never created twice."""
+        requests = [self.request(pending[k]) for k in batch.keys if k in pending]
+        wait = self.client.profile.batch_poll_s
+        for attempt in range(1, PROVIDER_TRIES + 1):
+            try:
+                return await self.client.submit(batch.id, requests)
+            except Exception as exc:
+                if attempt == PROVIDER_TRIES:
+                    raise OrchestratorError(
+                        f"judge {self.judge!r}: submitting a batch failed {attempt} times ({error_text(exc)[:200]}); "
+                        "`orchestrator resume` tries again (it finds a batch that did arrive)"
+                    ) from None
+                await self.sleep(wait)
+                wait = min(wait * 2, self.client.profile.batch_poll_max_s)
+                found = await self._provider(self.client.find, batch.id)
+                if found is not None:
+                    return found
+        raise AssertionError("unreachable")
+
     async def _finish(self, batch: BatchRecord, pending: dict[str, PlannedRequest]) -> None:
         """Submit (or find) the batch, wait for it, commit its answers; what it did not answer
         stays pending (or fails for good after ``max_attempts`` batches)."""
         started = time.perf_counter()
         provider_id = batch.provider_id
         if provider_id is None:
-            provider_id = await self.client.find(batch.id)  # created just before a crash?
+            provider_id = await self._provider(self.client.find, batch.id)  # created just before a crash?
             if provider_id is None:
-                rows = [pending[k] for k in batch.keys if k in pending]
-                provider_id = await self.client.submit(batch.id, [self.request(r) for r in rows])
+                provider_id = await self._submit(batch, pending)
             failpoint("batch_created")
             update_batch(self.store, batch.id, status="submitted", provider_id=provider_id)
         wait = self.client.profile.batch_poll_s
         while True:
-            info = await self.client.status(provider_id)
+            info = await self._provider(self.client.status, provider_id)
             if info.status in TERMINAL:
                 break
             if self.draining():
@@ -100,7 +143,7 @@ class BatchRunner:
             await self.sleep(wait)
             failpoint("batch_poll")
             wait = min(wait * 2, self.client.profile.batch_poll_max_s)
-        results = await self.client.results(info)
+        results = await self._provider(self.client.results, info)
         latency = time.perf_counter() - started
         for key in batch.keys:
             row = pending.get(key)
