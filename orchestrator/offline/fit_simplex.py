@@ -298,15 +298,25 @@ def format_simplex(report: SimplexReport) -> str:
         if report.outcome == "hard"
         else "soft scores (option probabilities as fractional counts; our extension)"
     )
-    lines = [
+    banner = []
+    if not report.converged:  # said first and loudly: the intervals below are not to be trusted
+        banner = [
+            f"NOT CONVERGED: the chains disagree on the ranking (R-hat {report.rhat.get('expected_centred', float('nan')):.3f} > 1.01). "
+            "The expected scores and rank intervals below are NOT valid. Try: more --warmup and --draws; "
+            "the default --count-weight auto (the paper's likelihood, --count-weight 1, mixes worse); --omega 0; "
+            "--sweep to see whether the ranking depends on ω or β_max.",
+            "",
+        ]
+    lines = banner + [
         f"Bayesian simplex model — {report.levels} levels, {outcome}; {report.label}; "
         f"{report.settings['chains']} chains × ({report.settings['warmup']} warm-up + {report.settings['draws']} draws), "
         f"{report.seconds:.1f} s",
         "",
     ]
     truth = any(r.truth is not None for r in report.candidates)
+    invalid = "" if report.converged else " (NOT VALID)"
     header = (
-        f"{'rank':>4}  {'candidate':<24} {'E[true score]':>13} {f'{report.level:.0%} interval':>17} "
+        f"{'rank':>4}  {'candidate':<24} {'E[true score]':>13} {f'{report.level:.0%} interval{invalid}':>17} "
         f"{'mean rank':>9} {f'{report.level:.0%} rank':>9} {'P(best)':>8} {'scores':>7}"
         + (f" {'truth':>7} {'true rank':>9}" if truth else "")
     )
