@@ -82,11 +82,14 @@ class BatchRunner:
             failpoint("batch_recorded")
             await self._finish(batch, pending)
 
-    async def _provider(self, call: Callable[..., Any], *args: Any) -> Any:
-        """A batch-API call, tried again with backoff when it raises (a 5xx, a dropped connection).
+    async def _provider(self, call: Callable[..., Any], *args: Any, recover: Callable[[], Any] | None = None) -> Any:
+        """A batch-API call, tried again with backoff when it raises (a 5xx, a dropped connection);
+        ``recover()`` runs before each new try and may answer instead (a created batch found by its
+        tag after its answer was lost).
 
         Raises:
-            OrchestratorError: it kept failing; the batch stays open, and ``resume`` goes on from it.
+            OrchestratorError: it kept failing; the batch stays in the run file, and ``resume`` goes on
+                from it (finding a batch that did arrive).
         """
         wait = self.client.profile.batch_poll_s
         for attempt in range(1, PROVIDER_TRIES + 1):
@@ -100,27 +103,17 @@ class BatchRunner:
                     ) from None
                 await self.sleep(wait)
                 wait = min(wait * 2, self.client.profile.batch_poll_max_s)
+                if recover is not None:
+                    found = await recover()
+                    if found is not None:
+                        return found
+        raise AssertionError("unreachable")
 
     async def _submit(self, batch: BatchRecord, pending: dict[str, PlannedRequest]) -> str:
         """Create the batch; after a failed attempt, look for it by its tag before trying again (the
         provider may have accepted it and only the answer was lost), so it is never created twice."""
         requests = [self.request(pending[k]) for k in batch.keys if k in pending]
-        wait = self.client.profile.batch_poll_s
-        for attempt in range(1, PROVIDER_TRIES + 1):
-            try:
-                return await self.client.submit(batch.id, requests)
-            except Exception as exc:
-                if attempt == PROVIDER_TRIES:
-                    raise OrchestratorError(
-                        f"judge {self.judge!r}: submitting a batch failed {attempt} times ({error_text(exc)[:200]}); "
-                        "`orchestrator resume` tries again (it finds a batch that did arrive)"
-                    ) from None
-                await self.sleep(wait)
-                wait = min(wait * 2, self.client.profile.batch_poll_max_s)
-                found = await self._provider(self.client.find, batch.id)
-                if found is not None:
-                    return found
-        raise AssertionError("unreachable")
+        return await self._provider(self.client.submit, batch.id, requests, recover=lambda: self._provider(self.client.find, batch.id))
 
     async def _finish(self, batch: BatchRecord, pending: dict[str, PlannedRequest]) -> None:
         """Submit (or find) the batch, wait for it, commit its answers; what it did not answer
