@@ -336,7 +336,7 @@ def start(
     same requests in the same rounds and ends with the same ranking.
 
     ``cache``: the judgment cache (:mod:`orchestrator.judging.cache`): ``None`` the default one
-    (``$ORCHESTRATOR_CACHE`` or the user cache directory; ``off`` there: none), a path that file,
+    (``$ORCHESTRATOR_JUDGMENT_CACHE`` or the user cache directory; ``off`` there: none), a path that file,
     ``False`` none. Requests answered from it cost nothing and are marked ``cached``. Injected
     ``judges`` and ``from_log`` runs use it only when it is named. ``pilot``: stop (``interrupted``,
     resumable) once this many calls are planned, with the forecast of the whole run's cost.

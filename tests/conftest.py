@@ -7,7 +7,7 @@ import torch
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # runs in tests never read or fill the user's judgment cache (tests that want one name it)
-os.environ["ORCHESTRATOR_CACHE"] = "off"
+os.environ["ORCHESTRATOR_JUDGMENT_CACHE"] = "off"
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 DATA = Path(__file__).parent / "data"

@@ -70,7 +70,7 @@ def test_the_same_config_under_a_second_name_sends_nothing_and_ranks_identically
 
 def test_no_cache_asks_again_and_the_cache_never_crosses_judges_parameters_or_templates(tmp_path, server, data, monkeypatch):
     cache = tmp_path / "cache.sqlite"
-    monkeypatch.setenv("ORCHESTRATOR_CACHE", str(cache))  # the CLI's default cache
+    monkeypatch.setenv("ORCHESTRATOR_JUDGMENT_CACHE", str(cache))  # the CLI's default cache
     judges = write_judge(tmp_path / "judges", "local-openai")
     write_judge(judges, "other-openai")  # another model on the same server
     write_judge(judges, "warm-openai", model="openai/local")  # same model, other parameters:

@@ -18,7 +18,7 @@ cache_app = typer.Typer(
 )
 app.add_typer(cache_app, name="cache")
 
-_CACHE_OPTION = typer.Option(None, "--cache", help="Cache file (default: $ORCHESTRATOR_CACHE or the user cache directory).")
+_CACHE_OPTION = typer.Option(None, "--cache", help="Cache file (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory).")
 
 
 def _path(cache: Path | None) -> Path:

@@ -151,7 +151,7 @@ def run_cmd(
     ),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report runs/<name>.html at the end."),
     cache: Optional[Path] = typer.Option(
-        None, "--cache", help="Judgment cache file shared by runs (default: $ORCHESTRATOR_CACHE or the user cache directory)."
+        None, "--cache", help="Judgment cache file shared by runs (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory)."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
     pilot: Optional[int] = typer.Option(
@@ -218,7 +218,7 @@ def resume_cmd(
     ),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
     cache: Optional[Path] = typer.Option(
-        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_CACHE or the user cache directory)."
+        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory)."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
 ) -> None:
@@ -248,7 +248,7 @@ def extend_cmd(
     add_calls: Optional[int] = typer.Option(None, "--add-calls", help="Raise budget.max_calls by this many calls for the newcomers."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
     cache: Optional[Path] = typer.Option(
-        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_CACHE or the user cache directory)."
+        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory)."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
 ) -> None:

@@ -26,12 +26,12 @@ from .client import Judge, JudgeProfile, JudgeRequest, Judgment
 
 __all__ = ["CachingJudge", "cache_key", "default_cache_path", "judge_identity", "open_cache"]
 
-CACHE_ENV = "ORCHESTRATOR_CACHE"
+CACHE_ENV = "ORCHESTRATOR_JUDGMENT_CACHE"
 """A path for the cache file, or ``off`` (the tests set it so)."""
 
 
 def default_cache_path() -> Path:
-    """``$ORCHESTRATOR_CACHE``, else ``judgments.sqlite`` in the user cache directory (platformdirs:
+    """``$ORCHESTRATOR_JUDGMENT_CACHE``, else ``judgments.sqlite`` in the user cache directory (platformdirs:
     ``~/.cache/llm-judge-orchestrator`` on Linux)."""
     import platformdirs
 
@@ -43,7 +43,7 @@ def default_cache_path() -> Path:
 
 def open_cache(setting: str | Path | bool | None) -> JudgmentCache | None:
     """The cache a run uses: ``False`` none; a path that file; ``None``/``True`` the default (none
-    when ``$ORCHESTRATOR_CACHE`` is ``off``).
+    when ``$ORCHESTRATOR_JUDGMENT_CACHE`` is ``off``).
 
     Raises:
         OrchestratorError: the file is not a judgment cache or cannot be created.
