@@ -66,6 +66,9 @@ def test_the_same_config_under_a_second_name_sends_nothing_and_ranks_identically
     with JudgmentCache(cache) as opened:
         stats = opened.stats()
     assert stats["entries"] == 24 and stats["hits"] == 24
+    from orchestrator.report import collect, summary_text
+
+    assert "24 answered from the judgment cache at no cost" in summary_text(collect(second))
 
 
 def test_no_cache_asks_again_and_the_cache_never_crosses_judges_parameters_or_templates(tmp_path, server, data, monkeypatch):

@@ -110,7 +110,14 @@ def summary_text(data: ReportData) -> str:
     failed = sum(1 for r in data.judgments if r.status != "ok")
     usd = sum(r.cost_usd for r in data.judgments)
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in data.judgments)
-    spent = f"It spent {calls} judge calls ({failed} failed), {tokens:,} tokens" + (f" and ${usd:.4f}" if usd else "") + "."
+    cached = sum(1 for r in data.judgments if getattr(r, "cached", False))
+    spent = (
+        f"It spent {calls} judge calls ({failed} failed"
+        + (f"; {cached} answered from the judgment cache at no cost" if cached else "")
+        + f"), {tokens:,} tokens"
+        + (f" and ${usd:.4f}" if usd else "")
+        + "."
+    )
     reason = data.run.get("stop_reason") or ""
     status = f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + "."
     if not groups:
