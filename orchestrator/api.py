@@ -170,6 +170,7 @@ def replay(
     with_absolute: bool = False,
     judge_reliability: bool = True,
     panel: str = "cost_aware",
+    posterior: str = "auto",
     progress: Callable[[int, int], None] | None = None,
 ):
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
@@ -192,6 +193,7 @@ def replay(
         with_absolute=with_absolute,
         judge_reliability=judge_reliability,
         panel=panel,
+        posterior=posterior,
         progress=progress,
     )
 

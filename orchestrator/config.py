@@ -81,6 +81,11 @@ class ModelConfig(_Section):
     the scores: a random judge's weight goes to zero) and its precision ``κ_j`` (how closely its
     probabilities follow the fit: a reproducible judge counts for more). Every judge also gets its
     own position bias (``debias = "home"``) and absolute link whatever this says."""
+    posterior: Literal["auto", "dense", "sparse"] = "auto"
+    """How the Laplace posterior is held: ``dense`` (the ``N × N`` covariance), ``sparse`` (sparse
+    Hessian, conjugate gradients, variances from posterior draws, candidate pairs instead of all
+    ``N²``: for large rankings, e.g. ``scope = "items"`` over a benchmark) or ``auto`` (sparse from
+    2,000 candidates in a group)."""
     temperature: float | dict[str, float] | Literal["fit"] | None = None
     """Temperature scaling of the judges' pairwise probabilities before the fit, ``σ(logit(p)/T)``
     (PoE App. B): one ``T`` for every judge, a table ``{judge = T}`` (what ``orchestrator calibrate``
@@ -108,7 +113,7 @@ class ModelConfig(_Section):
 class SelectionConfig(_Section):
     strategy: str = "reorder"
     """reorder | variance | min_uncertainty | random | eps:<x> | diverse."""
-    batch: int = Field(default=4, ge=1, le=4096)
+    batch: int = Field(default=4, ge=1, le=100_000)
     """Comparisons chosen per posterior update (one round)."""
     panel: Literal["cost_aware", "all"] = "cost_aware"
     """With several judges: ``cost_aware`` asks each selected comparison of the judge with the most

@@ -34,6 +34,9 @@ def replay(
         True, "--reliability/--no-reliability", help="Per-judge reliability, as a run's model.judge_reliability (default on)."
     ),
     panel: str = typer.Option("cost_aware", "--panel", help="cost_aware | all: which judges a selected comparison is asked of."),
+    posterior: str = typer.Option(
+        "auto", "--posterior", help="auto | dense | sparse: the Laplace posterior as a matrix or sparse (large N; auto: from 2,000)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
@@ -64,6 +67,7 @@ def replay(
             with_absolute=with_absolute,
             judge_reliability=reliability,
             panel=panel,
+            posterior=posterior,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
     if plot is not None:
@@ -100,11 +104,11 @@ def replay(
 
 def _ranking_table(result, *, with_truth: bool = True, title: str = "") -> Table:
     """The final ranking of a replayed group, with 95% rank intervals."""
-    from ..poe import rank_intervals, ranking_order
+    from ..poe import marginal_variances, rank_intervals, ranking_order
 
     post = result.final
     intervals = rank_intervals(post)
-    sd = post.cov.diagonal().sqrt()
+    sd = marginal_variances(post).sqrt()
     table = Table(title=f"{title}ranking after {result.curve[-1][0]} calls (rank 1 = best)")
     columns = (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"), ("95% rank interval", "center"))
     for name, justify in columns + ((("truth", "right"),) if with_truth else ()):

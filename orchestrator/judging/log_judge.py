@@ -32,6 +32,10 @@ class LogJudge:
     def __len__(self) -> int:
         return sum(len(v) for v in self._answers.values())
 
+    def pairwise_requests(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``(prompt, shown candidates)`` of every pairwise judgment the log holds."""
+        return [(prompt, cands) for prompt, cands, kind, _ in self._answers if kind == "pairwise"]
+
     def holds(self, prompt_id: str, candidates: tuple[str, ...], kind: str, repeat: int = 0) -> bool:
         """Whether the log can answer this request (planners ask only what it can, in replay)."""
         return (prompt_id, tuple(candidates), kind, repeat) in self._answers

@@ -209,7 +209,7 @@ def summarise(
                 rank_mean=round(float(ranks.mean_rank[k]), 3),
                 rank_low=int(ranks.lower[k]),
                 rank_high=int(ranks.upper[k]),
-                p_best=round(float(ranks.rank_probs[k, 0]), 4),
+                p_best=round(float(ranks.rank_probs[k, 0]), 4) if ranks.rank_probs is not None else math.nan,
                 scores=round(float(counts[:, k].sum()), 3),
                 truth=None if not truth or cand not in truth else round(truth[cand], 4),
                 true_rank=None if true_rank is None else true_rank.get(cand),

@@ -187,6 +187,7 @@ def _replay_group(
                 "debias": debias,
                 "absolute_warm_start": with_absolute,
                 "judge_reliability": poe.judge_sharpness,
+                "posterior": poe.posterior,
             },
             # the paper's protocol spends the budget: no stopping rule
             "stopping": {"rule": "budget"},
@@ -230,6 +231,7 @@ def _replay_group(
             local=set(names),  # a log judge costs nothing (and needs no price lookup)
             progress=progress if tick is not None else None,
             answerable=lambda judge, prompt, cands, kind: judges[judge].holds(prompt, cands, kind),
+            known_pairs=lambda: {pair for judge in judges.values() for pair in judge.pairwise_requests()},
             observe=observe,
         )
         try:
@@ -304,6 +306,7 @@ def replay(
     with_absolute: bool = False,
     judge_reliability: bool = True,
     panel: str = "cost_aware",
+    posterior: str = "auto",
     progress=None,
 ) -> ReplayReport:
     """Replay ``strategy`` on every group for ``seeds`` seeds (``seed``, ``seed + 1``, …) and
@@ -320,7 +323,11 @@ def replay(
     try:
         strat = parse_strategy(strategy) if isinstance(strategy, str) else strategy
         config = PoEConfig(
-            expert=get_expert(expert), home_advantage=debias == "home", judge_sharpness=judge_reliability, judge_precision=judge_reliability
+            expert=get_expert(expert),
+            home_advantage=debias == "home",
+            judge_sharpness=judge_reliability,
+            judge_precision=judge_reliability,
+            posterior=posterior,
         )
     except ValueError as exc:
         raise OrchestratorError(str(exc)) from None

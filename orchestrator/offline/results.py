@@ -12,8 +12,8 @@ from ..config import RunConfig
 from ..dataset import Dataset
 from ..errors import OrchestratorError
 from ..outputs import open_output
-from ..poe import rank_intervals, ranking_order
-from ..poe.uncertainty import adjacent_reorder_probabilities, entropy
+from ..poe import marginal_variances, posterior_entropy, rank_intervals, ranking_order
+from ..poe.uncertainty import adjacent_reorder_probabilities
 from ..run.calibration import temperatures_for
 from ..run.groups import build_groups_for, fit_groups, split_by_group
 from ..run.planners import reference_items
@@ -164,7 +164,7 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     out = []
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
         intervals = rank_intervals(post, level=level)
-        sd = post.cov.diagonal().sqrt()
+        sd = marginal_variances(post).sqrt()
         _, adj = adjacent_reorder_probabilities(post)
         rows = []
         for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
@@ -190,7 +190,7 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
         entry: dict[str, Any] = {
             "group": group.key,
             "comparisons": post.n_comparisons,
-            "entropy": round(entropy(post.cov), 4),
+            "entropy": round(posterior_entropy(post), 4),
             "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0,
             "ranking": rows,
         }

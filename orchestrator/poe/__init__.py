@@ -5,6 +5,7 @@ Pure functions and frozen dataclasses over torch tensors; no I/O. See the PoE pa
 """
 
 from .bias import DEBIAS_MODES, permutation_debias
+from .candidates import ORDER_IJ, ORDER_JI, candidate_pairs
 from .experts import (
     EXPERT_NAMES,
     MIN_ABSOLUTE_VARIANCE,
@@ -18,7 +19,7 @@ from .experts import (
     sigma_beta,
     soft_bradley_terry,
 )
-from .laplace import Posterior, fit_laplace, newton_map, threads_for
+from .laplace import Posterior, fit_laplace, marginal_variances, newton_map, pair_variances, threads_for
 from .objective import NegLogPosterior, Observations, PoEConfig
 from .reliability import fit_with_reliability, judge_precision
 from .selection import (
@@ -26,6 +27,7 @@ from .selection import (
     Strategy,
     eps_metric,
     min_uncertainty_metric,
+    pair_metric,
     pair_variance,
     parse_strategy,
     reorder_probability,
@@ -42,6 +44,7 @@ from .uncertainty import (
     entropy,
     expected_calibration_error,
     fit_temperature,
+    posterior_entropy,
     rank_intervals,
     rank_intervals_from_draws,
     ranking_order,
@@ -50,6 +53,13 @@ from .uncertainty import (
 )
 
 __all__ = [
+    "ORDER_IJ",
+    "ORDER_JI",
+    "candidate_pairs",
+    "marginal_variances",
+    "pair_variances",
+    "pair_metric",
+    "posterior_entropy",
     "fit_with_reliability",
     "judge_precision",
     "IndifferenceDecision",

@@ -19,8 +19,11 @@ import torch
 from torch import Tensor
 
 from .objective import DTYPE, NegLogPosterior, Observations, PoEConfig
+from .sparse import SPARSE_MIN_N, SparseCovariance, sparse_covariance, sparse_newton
 
-__all__ = ["Posterior", "fit_laplace", "newton_map", "threads_for"]
+__all__ = ["Posterior", "fit_laplace", "newton_map", "threads_for", "pair_variances", "marginal_variances", "POSTERIOR_METHODS"]
+
+POSTERIOR_METHODS = ("auto", "dense", "sparse")
 
 SMALL_GROUP = 256
 """Below this many candidates one torch thread fits faster than the thread pool."""
@@ -36,12 +39,14 @@ class Posterior:
 
     mean: Tensor
     """``(N,)`` posterior mode of the scores μ (higher is better)."""
-    cov: Tensor
-    """``(N, N)`` Laplace covariance Σ of the scores (Δ and link marginalised)."""
+    cov: Tensor | None
+    """``(N, N)`` Laplace covariance Σ of the scores (Δ and link marginalised); None for a sparse
+    posterior (:attr:`sparse`), whose variances come from :func:`pair_variances`."""
     theta: Tensor
     """Full parameter vector at the mode ``[s, Δ?, a?, b?]``; pass it back as a warm start."""
-    theta_cov: Tensor
-    """Inverse Hessian over all of θ (``cov`` is its score block); reused by warm starts."""
+    theta_cov: Tensor | None
+    """Inverse Hessian over all of θ (``cov`` is its score block); reused by warm starts; None
+    for a sparse posterior."""
     delta: float | None
     """Fitted home advantage Δ (``d = s_i − s_j − Δ``; Δ < 0 favours the first-shown), or None."""
     delta_sd: float | None
@@ -59,14 +64,52 @@ class Posterior:
     bias Δ_j), ``sharpness``/``sharpness_low``/``sharpness_high`` (``t_j`` with its 95% interval
     from the Laplace sd of ``η_j = log t_j``), ``slope``/``intercept`` (the absolute link)."""
 
+    sparse: SparseCovariance | None = None
+    """For many candidates (:mod:`orchestrator.poe.sparse`): posterior draws and the sparse
+    precision instead of ``cov``."""
+
     @property
     def n(self) -> int:
         return int(self.mean.numel())
 
+    def dense_cov(self) -> Tensor:
+        """``Σ`` as a matrix (for a sparse posterior, the draws' sample covariance: only for small
+        inspections, it is ``N × N``)."""
+        if self.cov is not None:
+            return self.cov
+        assert self.sparse is not None
+        x = self.sparse.draws
+        return (x.T @ x) / x.shape[0]
+
+
+def pair_variances(posterior: Posterior, a: Tensor, b: Tensor) -> Tensor:
+    """``V_ab = Σ_aa + Σ_bb − 2Σ_ab`` for index tensors ``a``, ``b`` (PoE Eq. 4): exact from ``Σ``,
+    estimated for a sparse posterior (:class:`~orchestrator.poe.sparse.SparseCovariance`)."""
+    if posterior.cov is None:
+        assert posterior.sparse is not None
+        return posterior.sparse.pair(a, b)
+    cov = posterior.cov
+    return (cov.diagonal()[a] + cov.diagonal()[b] - 2.0 * cov[a, b]).clamp_min(0.0)
+
+
+def marginal_variances(posterior: Posterior) -> Tensor:
+    """``(N,)`` posterior variances ``Σ_ii`` of the scores (estimated for a sparse posterior)."""
+    if posterior.cov is None:
+        assert posterior.sparse is not None
+        return posterior.sparse.marginal()
+    return posterior.cov.diagonal().clone()
+
 
 def _armijo(objective: NegLogPosterior, theta: Tensor, value: Tensor, grad: Tensor, step: Tensor) -> Tensor | None:
-    """Backtracking along ``−step``; None when no decrease is found (numerical optimum)."""
+    """Backtracking along ``−step``; None when no decrease is found (numerical optimum).
+
+    When the predicted decrease is below the resolution of the objective's value (a large sum, so
+    ``eps·|value|`` is large: 1e-9 at a million comparisons), comparing values is comparing
+    rounding noise, which accepts tiny steps and stalls; there the full (Newton) step is taken."""
     slope = float(grad @ step)
+    if 0.0 <= slope < 1e3 * torch.finfo(DTYPE).eps * max(1.0, abs(float(value))):
+        candidate = theta - step
+        return candidate if bool(torch.isfinite(candidate).all()) else None
     t = 1.0
     while t >= 1e-12:
         candidate = theta - t * step
@@ -117,7 +160,7 @@ def newton_map(
             converged = True
             it -= 1
             break
-        chol, _ = _damped_cholesky(hess)
+        chol, _ = _damped_cholesky(hess)  # (dense: Σ is cheap and warm-starts the next fit, always made)
         step = torch.cholesky_solve(grad[:, None], chol)[:, 0]
         candidate = _armijo(objective, theta, value, grad, step)
         if candidate is None:
@@ -167,6 +210,9 @@ def fit_laplace(
     *,
     tol: float = 1e-7,
     max_iter: int = 100,
+    method: str | None = None,
+    seed: int = 0,
+    draws: bool = True,
 ) -> Posterior:
     """Laplace approximation ``N(μ, Σ)`` of the PoE posterior (PoE §4.1).
 
@@ -176,17 +222,29 @@ def fit_laplace(
         warm_start: a previous :class:`Posterior` (or parameter vector) to start Newton from;
             parameters it lacks (e.g. the link, once absolute experts appear) start at their prior.
         tol: convergence tolerance on the max-norm of the gradient.
+        method: ``config.posterior`` unless given: ``dense`` (``Σ`` as a matrix), ``sparse`` (:mod:`orchestrator.poe.sparse`: sparse
+            Hessian, conjugate gradients, variances from posterior draws) or ``auto`` (sparse from
+            :data:`~orchestrator.poe.sparse.SPARSE_MIN_N` candidates).
+        seed: seed of the sparse posterior's draws.
+        draws: False skips a sparse posterior's draws and nuisance variances (an intermediate fit
+            whose mode is all that is used: ``sparse`` and ``cov`` are then both None).
 
     Returns:
         The :class:`Posterior`. With no observations it is the prior.
     """
     config = config or PoEConfig()
+    method = method or config.posterior
+    if method not in POSTERIOR_METHODS:
+        raise ValueError(f"method must be one of {', '.join(POSTERIOR_METHODS)} (got {method!r})")
+    use_sparse = method == "sparse" or (method == "auto" and obs.n >= SPARSE_MIN_N)
     objective = NegLogPosterior(obs, config)
     theta0 = objective.initial()
     guess = None
     if (
-        isinstance(warm_start, Posterior)
+        not use_sparse
+        and isinstance(warm_start, Posterior)
         and objective.dim >= QUASI_NEWTON_MIN_DIM
+        and warm_start.theta_cov is not None
         and warm_start.theta_cov.shape == (objective.dim, objective.dim)
     ):
         guess = warm_start.theta_cov
@@ -202,14 +260,24 @@ def fit_laplace(
     elif warm_start is not None:  # a raw parameter vector: its leading entries are scores
         m = min(int(warm_start.numel()), objective.dim)
         theta0[:m] = warm_start[:m]
-    theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter, inverse_hessian_guess=guess)
-    chol, _ = _damped_cholesky(hess)
-    full_cov = torch.cholesky_inverse(chol)
     n = obs.n
+    sparse = None
+    full_cov: Tensor | None = None
+    if use_sparse:
+        theta, sparse_hess, pattern, n_iter, converged = sparse_newton(objective, theta0, tol=tol, max_iter=max_iter)
+        theta_var = torch.zeros(objective.dim, dtype=DTYPE)
+        if draws:
+            sparse = sparse_covariance(objective, theta, sparse_hess, pattern, seed=seed)
+            theta_var[n:] = sparse.nuisance_var
+    else:
+        theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter, inverse_hessian_guess=guess)
+        chol, _ = _damped_cholesky(hess)
+        full_cov = torch.cholesky_inverse(chol)
+        theta_var = full_cov.diagonal()
     delta = delta_sd = None
     if objective.delta_index is not None:
         delta = float(theta[objective.delta_index])
-        delta_sd = float(full_cov[objective.delta_index, objective.delta_index].sqrt())
+        delta_sd = float(theta_var[objective.delta_index].sqrt())
     link = None
     if objective.link_index is not None:
         link = (float(theta[objective.link_index]), float(theta[objective.link_index + 1]))
@@ -218,10 +286,10 @@ def fit_laplace(
     if objective.delta_index is not None:
         block = slice(objective.delta_index, objective.delta_index + J)
         judges["delta"] = theta[block].clone()
-        judges["delta_sd"] = full_cov.diagonal()[block].sqrt()
+        judges["delta_sd"] = theta_var[block].sqrt()
     if objective.sharp_index is not None:
         block = slice(objective.sharp_index, objective.sharp_index + J)
-        eta, eta_sd = theta[block], full_cov.diagonal()[block].sqrt()
+        eta, eta_sd = theta[block], theta_var[block].sqrt()
         judges["sharpness"] = eta.exp()
         judges["sharpness_low"] = (eta - 1.96 * eta_sd).exp()
         judges["sharpness_high"] = (eta + 1.96 * eta_sd).exp()
@@ -230,7 +298,7 @@ def fit_laplace(
         judges["intercept"] = theta[objective.link_index + 1 : objective.link_index + 2 * J : 2].clone()
     return Posterior(
         mean=theta[:n].clone(),
-        cov=full_cov[:n, :n] if objective.dim > n else full_cov,
+        cov=None if full_cov is None else full_cov[:n, :n] if objective.dim > n else full_cov,
         theta=theta,
         theta_cov=full_cov,
         delta=delta,
@@ -240,6 +308,7 @@ def fit_laplace(
         converged=converged,
         n_comparisons=obs.n_comparisons,
         judges=judges,
+        sparse=sparse,
     )
 
 

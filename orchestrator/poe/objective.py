@@ -122,7 +122,14 @@ class PoEConfig:
     how many Bernoulli trials one of its probabilities is worth, from the dispersion of its
     residuals (used by :func:`~orchestrator.poe.reliability.fit_with_reliability`)."""
 
+    posterior: str = "auto"
+    """``dense`` (``Σ`` as an ``N × N`` matrix), ``sparse`` (sparse Hessian, conjugate gradients,
+    variances from posterior draws: :mod:`orchestrator.poe.sparse`) or ``auto`` (sparse from
+    :data:`~orchestrator.poe.sparse.SPARSE_MIN_N` candidates)."""
+
     def __post_init__(self) -> None:
+        if self.posterior not in ("auto", "dense", "sparse"):
+            raise ValueError(f"posterior must be auto, dense or sparse (got {self.posterior!r})")
         if self.prior_precision < 0:
             raise ValueError(f"prior_precision must be >= 0 (got {self.prior_precision})")
         if self.delta_prior_sd <= 0 or self.link_slope_prior[1] <= 0 or self.link_intercept_prior_sd <= 0 or self.sharpness_prior_sd <= 0:
@@ -226,7 +233,22 @@ class NegLogPosterior:
         return value, grad
 
     def evaluate(self, theta: Tensor, hessian: bool = True) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Value, gradient ``(P,)`` and Hessian ``(P, P)`` of ``−log p(θ | C, A)``.
+        """Value, gradient ``(P,)`` and dense Hessian ``(P, P)`` of ``−log p(θ | C, A)``
+        (:meth:`hessian_entries` for the terms)."""
+        P = self.dim
+        value, grad, entries = self.hessian_entries(theta, hessian=hessian)
+        if entries is None:
+            return value, grad, None
+        rows, cols, vals = entries
+        hess = torch.zeros(P * P, dtype=DTYPE).index_add_(0, rows * P + cols, vals)
+        return value, grad, hess.view(P, P)
+
+    def hessian_entries(
+        self, theta: Tensor, hessian: bool = True, *, gauss_newton: bool = False
+    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor, Tensor] | None]:
+        """Value, gradient ``(P,)`` and the Hessian as unsummed entries ``(rows, cols, vals)``
+        (duplicates add up): the dense path scatters them into a ``(P, P)`` matrix, the sparse
+        path (:mod:`orchestrator.poe.sparse`) into a CSR matrix with ``O(P + K)`` entries.
 
         Comparative block: ``d = t x`` with ``x = u·θ``, ``u = e_i − e_j − e_Δj`` and ``t = exp(η_j)``
         (``t = 1`` without sharpness). With per-expert derivatives ``g = ∂ log e/∂d`` and
@@ -235,14 +257,19 @@ class NegLogPosterior:
         ``∇² = Σ (−h) ∇d ∇dᵀ − g ∇²d``: without sharpness a weighted graph Laplacian.
         Absolute block (Gaussian in ``(s_n, a_j, b_j)``, closed form): with ``r = μ_n − a_j s_n − b_j``
         and ``w = 1/σ_n²`` the terms are ``½ w r²``.
+
+        ``gauss_newton`` zeroes the terms with second derivatives of ``d`` and ``r`` (``−g ∇²d``,
+        the ``−w r`` in ``∂²/∂s∂a``; the entries stay, so the sparsity pattern is the same): what remains is a sum of squares, the covariance of the sparse
+        path's perturbation noise (:mod:`orchestrator.poe.sparse`).
         """
         obs, P = self.obs, self.dim
         precision, mean = self._prior_terms()
         value = 0.5 * (precision * (theta - mean) ** 2).sum()
         grad = precision * (theta - mean)
-        hess = torch.zeros(P * P if hessian else 0, dtype=DTYPE)
-        if hessian:
-            hess.index_add_(0, torch.arange(P) * (P + 1), precision)
+        diagonal = torch.arange(P)
+        rows: list[Tensor] = [diagonal]
+        cols: list[Tensor] = [diagonal]
+        vals: list[Tensor] = [precision]
 
         if obs.n_comparisons:
             d = self._differences(theta)
@@ -265,22 +292,21 @@ class NegLogPosterior:
             for at, v in zip(index, slope):
                 grad.index_add_(0, at, -g * v)
             if hessian:
-                rows, cols, vals = [], [], []
                 for k in range(len(index)):
                     for m in range(len(index)):
                         rows.append(index[k])
                         cols.append(index[m])
                         vals.append(c * slope[k] * slope[m])
                 if self.sharp_index is not None:
+                    second = 0.0 if gauss_newton else 1.0  # (zeros keep the entries' layout)
                     eta = index[-1]
                     for k in range(linear_terms):  # −g ∂²d/∂η∂θ_k, both orders
                         rows += [eta, index[k]]
                         cols += [index[k], eta]
-                        vals += [-g * slope[k], -g * slope[k]]
+                        vals += [-second * g * slope[k], -second * g * slope[k]]
                     rows.append(eta)
                     cols.append(eta)
-                    vals.append(-g * d)
-                hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
+                    vals.append(-second * g * d)
 
         if self.link_index is not None:
             a, b, s_item, w, r = self._absolute_residuals(theta)
@@ -291,12 +317,12 @@ class NegLogPosterior:
             grad.index_add_(0, item, -w * r * a)
             grad.index_add_(0, ka, -w * r * s_item)
             grad.index_add_(0, kb, -w * r)
-            if not hessian:
-                return value, grad, None
-            cross_a = -w * (r - a * s_item)  # ∂²(½wr²)/∂s∂a
-            cross_b = w * a
-            rows = [item, item, ka, item, kb, ka, ka, kb, kb]
-            cols = [item, ka, item, kb, item, ka, kb, ka, kb]
-            vals = [w * a * a, cross_a, cross_a, cross_b, cross_b, w * s_item * s_item, w * s_item, w * s_item, w]
-            hess.index_add_(0, torch.cat(rows) * P + torch.cat(cols), torch.cat(vals))
-        return value, grad, hess.view(P, P) if hessian else None
+            if hessian:
+                cross_a = w * a * s_item if gauss_newton else -w * (r - a * s_item)  # ∂²(½wr²)/∂s∂a
+                cross_b = w * a
+                rows += [item, item, ka, item, kb, ka, ka, kb, kb]
+                cols += [item, ka, item, kb, item, ka, kb, ka, kb]
+                vals += [w * a * a, cross_a, cross_a, cross_b, cross_b, w * s_item * s_item, w * s_item, w * s_item, w]
+        if not hessian:
+            return value, grad, None
+        return value, grad, (torch.cat(rows), torch.cat(cols), torch.cat(vals))

@@ -73,7 +73,7 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
     if not (sharp or config.judge_precision) or obs.n_comparisons == 0:
         return fit_laplace(obs, dataclasses.replace(config, judge_sharpness=sharp), warm_start=warm_start)
     plain_config = dataclasses.replace(config, judge_sharpness=False)
-    plain = fit_laplace(obs, plain_config, warm_start=warm_start)
+    plain = fit_laplace(obs, plain_config, warm_start=warm_start, draws=False)  # only its mode is used
     J = obs.n_judges
     judge = obs.judges_of_comparisons()
     plain_objective = NegLogPosterior(obs, plain_config)

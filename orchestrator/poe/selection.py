@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .candidates import ORDER_IJ, ORDER_JI, rank_candidates
 from .experts import Expert, expected_curvature, soft_bradley_terry
-from .laplace import Posterior
+from .laplace import Posterior, pair_variances
 
 __all__ = [
     "STRATEGIES",
@@ -39,6 +40,7 @@ __all__ = [
     "selection_scores",
     "select_pairs",
     "select_across",
+    "pair_metric",
 ]
 
 STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse")
@@ -154,7 +156,7 @@ def _with_tie_break(key: Tensor, generator: torch.Generator) -> Tensor:
 def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
     """The strategy's metric for every ordered pair, ``(N, N)`` (for inspection and reports)."""
     strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
-    mean, cov = posterior.mean, posterior.cov
+    mean, cov = posterior.mean, posterior.dense_cov()
     if strategy.name == "min_uncertainty":
         return min_uncertainty_metric(mean, cov)
     if strategy.name == "variance":
@@ -164,6 +166,24 @@ def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
     if strategy.name == "eps":
         return eps_metric(mean, cov, strategy.eps)
     return torch.ones_like(cov)
+
+
+def pair_metric(posterior: Posterior, strategy: Strategy | str, a: Tensor, b: Tensor) -> Tensor:
+    """The strategy's metric for the pairs ``(a[k], b[k])`` only (what :func:`selection_scores`
+    holds at ``[a, b]``, without an ``N × N`` matrix)."""
+    strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
+    dmu = posterior.mean[a] - posterior.mean[b]
+    v = pair_variances(posterior, a, b)
+    if strategy.name == "min_uncertainty":
+        return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * v
+    if strategy.name == "variance":
+        return v
+    if strategy.name in ("reorder", "diverse"):
+        prob = torch.special.ndtr(-dmu.abs() / v.sqrt().clamp_min(1e-150))
+        return torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob).masked_fill(a == b, 0.0)
+    if strategy.name == "eps":
+        return v / dmu.abs().pow(strategy.eps)
+    return torch.ones_like(dmu)
 
 
 def select_pairs(
@@ -182,7 +202,10 @@ def select_pairs(
         posterior: the current Laplace posterior.
         strategy: a :class:`Strategy` or its text form (see :data:`STRATEGIES`).
         available: ``(N, N)`` bool; ``available[i, j]`` means the comparison with ``i`` shown
-            first and ``j`` second may still be asked.
+            first and ``j`` second may still be asked. Or, for a large posterior, candidate pairs
+            ``(M, 3)`` long ``[i, j, bits]`` (:func:`~orchestrator.poe.candidates.candidate_pairs`;
+            bit ``ORDER_IJ``: ``i`` first may be asked, ``ORDER_JI``: ``j`` first): only these
+            are scored.
         batch_size: the most pairs to return (fewer when fewer are available).
         ordered: True when each order is its own comparison (no debiasing, or home advantage):
             an unordered pair is eligible while either order is available, and the order is
@@ -224,7 +247,16 @@ def select_across(
         proposals += [(key, g, i, j) for key, (i, j) in zip(keys, pairs)]
     proposals.sort(key=lambda t: -t[0])
     # orient only the winners (most proposals lose; orienting them all dominated the cost)
-    return [(g, *_orient(i, j, available[g], ordered, generator)) for _, g, i, j in proposals[:batch_size]]
+    bits: dict[int, dict[tuple[int, int], int]] = {}
+    out = []
+    for _, g, i, j in proposals[:batch_size]:
+        if available[g].dtype == torch.bool:
+            out.append((g, *_orient(i, j, available[g], ordered, generator)))
+            continue
+        if g not in bits:
+            bits[g] = {(int(a), int(b)): int(c) for a, b, c in available[g].tolist()}
+        out.append((g, *_orient_bits(i, j, bits[g][(i, j)], ordered, generator)))
+    return out
 
 
 def _ranked_pairs(
@@ -242,9 +274,11 @@ def _ranked_pairs(
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
     n = posterior.n
+    generator = generator or torch.Generator().manual_seed(0)
+    if available.dtype != torch.bool:
+        return _ranked_candidates(posterior, strategy, available, batch_size, ordered, generator, orient)
     if available.shape != (n, n):
         raise ValueError(f"available must be ({n}, {n}), got {tuple(available.shape)}")
-    generator = generator or torch.Generator().manual_seed(0)
     available = available.clone()
     available.fill_diagonal_(False)
     upper = torch.ones(n, n, dtype=torch.bool).triu(1)
@@ -254,7 +288,11 @@ def _ranked_pairs(
         return [], []
 
     dmu = mean_differences(posterior.mean)
-    v = pair_variance(posterior.cov)
+    if posterior.cov is not None:
+        v = pair_variance(posterior.cov)
+    else:  # a sparse posterior asked about every pair (a small one, e.g. in tests)
+        grid = torch.arange(n)
+        v = pair_variances(posterior, grid.repeat_interleave(n), grid.repeat(n)).view(n, n)
     key = _ranking_key(strategy, dmu, v, generator)
     key = _with_tie_break(key, generator) if strategy.name != "random" else key
     key = key.masked_fill_(~eligible, -math.inf).view(-1)
@@ -269,6 +307,37 @@ def _ranked_pairs(
     if not orient:
         return pairs, keys
     return [_orient(i, j, available, ordered, generator) for i, j in pairs], keys
+
+
+def _ranked_candidates(
+    posterior: Posterior, strategy: Strategy, candidates: Tensor, batch_size: int, ordered: bool, generator: torch.Generator, orient: bool
+) -> tuple[list[tuple[int, int]], list[float]]:
+    """:func:`_ranked_pairs` over candidate pairs ``[i, j, bits]`` (a sparse posterior)."""
+    if candidates.ndim != 2 or candidates.shape[1] != 3:
+        raise ValueError(f"candidate pairs must be (M, 3) [i, j, bits], got {tuple(candidates.shape)}")
+    bits = candidates[:, 2]
+    eligible = (bits != 0) if ordered else (bits == ORDER_IJ | ORDER_JI)
+    cands = candidates[eligible & (candidates[:, 0] != candidates[:, 1])]
+
+    def key_of(dmu: Tensor, v: Tensor) -> Tensor:
+        key = _ranking_key(strategy, dmu, v, generator)
+        return key if strategy.name == "random" else _with_tie_break(key, generator)
+
+    rows, keys = rank_candidates(posterior, key_of, cands, batch_size, diverse=strategy.name == "diverse")
+    chosen = cands[rows]
+    pairs = [(int(i), int(j)) for i, j in chosen[:, :2].tolist()]
+    if not orient:
+        return pairs, keys.tolist()
+    return [_orient_bits(i, j, b, ordered, generator) for (i, j), b in zip(pairs, chosen[:, 2].tolist())], keys.tolist()
+
+
+def _orient_bits(i: int, j: int, bits: int, ordered: bool, generator: torch.Generator) -> tuple[int, int]:
+    """:func:`_orient` for a candidate pair's availability bits."""
+    if not ordered:
+        return (i, j)
+    if bits == ORDER_IJ | ORDER_JI:
+        return (i, j) if float(torch.rand((), generator=generator)) < 0.5 else (j, i)
+    return (i, j) if bits & ORDER_IJ else (j, i)
 
 
 def _orient(i: int, j: int, available: Tensor, ordered: bool, generator: torch.Generator) -> tuple[int, int]:
@@ -292,7 +361,7 @@ def _diverse_batch(
     a pair's variance, so the batch is drawn from the ``shortlist_factor · b`` pairs ranked
     highest before any update, which keeps a batch O(N·b + b²·factor) instead of O(N²·b).
     """
-    cov = posterior.cov
+    cov = posterior.dense_cov()
     n = cov.shape[0]
     finite = int(torch.isfinite(key).sum())
     short = torch.topk(key, min(finite, max(batch_size * shortlist_factor, batch_size))).indices

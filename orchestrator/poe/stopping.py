@@ -43,9 +43,8 @@ import torch
 from torch import Tensor
 
 from .experts import Expert, expected_curvature, soft_bradley_terry
-from .laplace import Posterior
-from .selection import pair_variance
-from .uncertainty import entropy
+from .laplace import Posterior, pair_variances
+from .uncertainty import posterior_entropy
 
 __all__ = [
     "TIE_DELTA",
@@ -135,7 +134,7 @@ def neighbour_gaps(posterior: Posterior) -> tuple[float, Tensor, Tensor, Tensor]
     order = torch.argsort(posterior.mean, descending=True)
     a, b = order[:-1], order[1:]
     gap = (posterior.mean[a] - posterior.mean[b]).clamp_min(0.0)
-    return scale, order, gap, pair_variance(posterior.cov)[a, b].clamp_min(1e-12)
+    return scale, order, gap, pair_variances(posterior, a, b).clamp_min(1e-12)
 
 
 def error_and_gain(gap: Tensor, v: Tensor, c: Tensor, delta: float) -> tuple[Tensor, Tensor]:
@@ -190,7 +189,7 @@ def indifference_stop(
     status = neighbour_status(posterior, delta=delta, max_error=max_error, min_gain=min_gain, expert=expert)
     count = status.error.numel()
     upto = count if top_k is None else min(max(top_k, 1), count)
-    ent = entropy(posterior.cov)
+    ent = posterior_entropy(posterior)
     if count == 0:
         return IndifferenceDecision(True, "one candidate", entropy=ent)
     worst = float(status.error[:upto].max())

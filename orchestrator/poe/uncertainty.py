@@ -9,11 +9,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .laplace import Posterior
-from .selection import reorder_probability
+from .laplace import Posterior, pair_variances
 
 __all__ = [
     "entropy",
+    "posterior_entropy",
     "adjacent_reorder_probabilities",
     "RankIntervals",
     "rank_intervals",
@@ -33,6 +33,17 @@ def entropy(cov: Tensor) -> float:
     return float(n * (1.0 + math.log(2.0 * math.pi)) / 2.0 + 0.5 * logdet)
 
 
+def posterior_entropy(posterior: Posterior) -> float:
+    """:func:`entropy` of the scores' posterior. For a sparse posterior (no ``Σ``) the lower bound
+    from Hadamard's inequality ``ln det H ≤ Σ ln H_ii`` on the score block's precision:
+    ``N(1 + ln 2π)/2 − ½ Σ ln H_ii`` (exact when the candidates share no comparison)."""
+    if posterior.cov is not None:
+        return entropy(posterior.cov)
+    assert posterior.sparse is not None
+    n = posterior.n
+    return float(n * (1.0 + math.log(2.0 * math.pi)) / 2.0 - 0.5 * posterior.sparse.hess_diag.log().sum())
+
+
 def adjacent_reorder_probabilities(posterior: Posterior) -> tuple[Tensor, Tensor]:
     """Probability of reordering for each pair of neighbours in the current ranking.
 
@@ -43,8 +54,11 @@ def adjacent_reorder_probabilities(posterior: Posterior) -> tuple[Tensor, Tensor
     order = torch.argsort(posterior.mean, descending=True)
     if order.numel() < 2:
         return order, torch.zeros(0, dtype=posterior.mean.dtype)
-    probs = reorder_probability(posterior.mean, posterior.cov)
-    return order, probs[order[:-1], order[1:]]
+    a, b = order[:-1], order[1:]
+    dmu = (posterior.mean[a] - posterior.mean[b]).abs()
+    v = pair_variances(posterior, a, b)
+    prob = torch.special.ndtr(-dmu / v.sqrt().clamp_min(1e-150))
+    return order, torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
 
 
 @dataclass(frozen=True)
@@ -59,14 +73,17 @@ class RankIntervals:
     """``(N,)`` worst rank of that interval."""
     level: float
     """Credible level of the interval, e.g. 0.95."""
-    rank_probs: Tensor
-    """``(N, N)``: ``rank_probs[i, r]`` = P(candidate i has rank r+1)."""
+    rank_probs: Tensor | None
+    """``(N, N)``: ``rank_probs[i, r]`` = P(candidate i has rank r+1); None from
+    :data:`RANK_PROBS_MAX_N` candidates (the matrix alone would need ``8 N²`` bytes)."""
 
 
 def rank_intervals(
     posterior: Posterior, *, level: float = 0.95, n_samples: int = 4000, generator: torch.Generator | None = None
 ) -> RankIntervals:
-    """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3).
+    """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3). A sparse
+    posterior's own draws are used (:data:`~orchestrator.poe.sparse.N_DRAWS` of them, so the
+    interval ends are those of a few dozen draws).
 
     Raises:
         ValueError: level outside (0, 1) or fewer than 100 samples.
@@ -77,6 +94,9 @@ def rank_intervals(
         raise ValueError(f"n_samples must be >= 100, got {n_samples}")
     generator = generator or torch.Generator().manual_seed(0)
     n = posterior.n
+    if posterior.cov is None:
+        assert posterior.sparse is not None
+        return rank_intervals_from_draws(posterior.mean + posterior.sparse.draws, level=level)
     chol, info = torch.linalg.cholesky_ex(posterior.cov)
     if int(info) != 0:
         chol = torch.linalg.cholesky(posterior.cov + 1e-10 * torch.eye(n, dtype=posterior.cov.dtype))
@@ -91,11 +111,30 @@ def rank_intervals_from_draws(draws: Tensor | np.ndarray, *, level: float = 0.95
     draws = draws.to(torch.float64) if isinstance(draws, Tensor) else torch.tensor(np.asarray(draws, dtype=np.float64))
     n_samples, n = draws.shape
     ranks = torch.argsort(torch.argsort(-draws, dim=1), dim=1) + 1
+    if n >= RANK_PROBS_MAX_N:
+        lower, upper = _shortest_sample_intervals(ranks, level)
+        return RankIntervals(ranks.to(torch.float64).mean(0), lower, upper, level, None)
     rank_probs = torch.zeros(n, n, dtype=torch.float64)
     rank_probs.scatter_add_(1, (ranks - 1).T, torch.ones(n, n_samples, dtype=torch.float64))
     rank_probs /= n_samples
     lower, upper = _shortest_intervals(rank_probs, level)
     return RankIntervals(ranks.to(torch.float64).mean(0), lower, upper, level, rank_probs)
+
+
+RANK_PROBS_MAX_N = 4000
+"""From this many candidates rank intervals come from each candidate's sampled ranks directly."""
+
+
+def _shortest_sample_intervals(ranks: Tensor, level: float) -> tuple[Tensor, Tensor]:
+    """Shortest interval holding ``⌈level·S⌉`` of each candidate's ``S`` sampled ranks (the
+    sample version of :func:`_shortest_intervals`, ``O(N S log S)``)."""
+    n_samples = ranks.shape[0]
+    keep = min(n_samples, math.ceil(level * n_samples - 1e-9))
+    ordered = torch.sort(ranks, dim=0).values  # (S, N)
+    widths = ordered[keep - 1 :] - ordered[: n_samples - keep + 1]
+    start = torch.argmin(widths, dim=0)
+    cols = torch.arange(ranks.shape[1])
+    return ordered[start, cols], ordered[start + keep - 1, cols]
 
 
 def _shortest_intervals(rank_probs: Tensor, level: float) -> tuple[Tensor, Tensor]:
@@ -151,7 +190,7 @@ def stopping_rule(posterior: Posterior, *, max_adjacent_reorder: float | None = 
     or when the posterior entropy is below ``entropy_target`` (either rule may be None)."""
     _, adj = adjacent_reorder_probabilities(posterior)
     worst = float(adj.max()) if adj.numel() else 0.0
-    ent = entropy(posterior.cov)
+    ent = posterior_entropy(posterior)
     if max_adjacent_reorder is not None and worst < max_adjacent_reorder:
         return StopDecision(True, f"max adjacent reorder probability {worst:.4f} < {max_adjacent_reorder}", worst, ent)
     if entropy_target is not None and ent < entropy_target:

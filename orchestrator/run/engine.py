@@ -20,7 +20,7 @@ import signal
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..config import RunConfig
 from ..errors import RunFailed
@@ -81,8 +81,10 @@ class RunEngine:
         answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None,
         observe: Callable[[Spend, Any], None] | None = None,
         pilot: int | None = None,
+        known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None,
     ):
-        """``answerable``: which requests a judge can answer at all (see :class:`PlanContext`);
+        """``answerable``: which requests a judge can answer at all, ``known_pairs``: the pairs
+        they can answer where that is a known set (see :class:`PlanContext`);
         ``observe(spend, planner)``: called whenever the planner has fitted the committed log,
         before it plans the next round (replay draws its learning curves from it); ``pilot``: plan
         no round once this many calls are planned or spent — the run stops ``interrupted`` (resume
@@ -103,8 +105,10 @@ class RunEngine:
             prices=judge_prices(profiles, local or set(), max_usd=config.budget.max_usd),
             asked=store.asked(),
             answerable=answerable,
+            known_pairs=known_pairs,
         )
         self.observe = observe
+        self._spend: Spend | None = None
         self.pilot = pilot
         self._pilot_done = False
         self.planner = planner_for(config)(self.ctx)
@@ -146,6 +150,14 @@ class RunEngine:
         """Store one finished request and tell the planner, the health check and the display."""
         judgment = judgment.model_copy(update={"judge": row.judge})
         committed = self.store.commit_judgment(judgment, attempts, round_no, row.repeat)
+        if self._spend is not None:  # the running total the progress events show (module: _event)
+            s = self._spend
+            self._spend = Spend(
+                s.calls + 1,
+                s.tokens + committed.prompt_tokens + committed.completion_tokens,
+                s.usd + committed.cost_usd,
+                s.cached + int(committed.cached),
+            )
         if judgment.status == "ok":
             self._ok += 1
             self.planner.add(committed)
@@ -212,9 +224,14 @@ class RunEngine:
 
     # -- the loop ----------------------------------------------------------------------------
     def _event(self, kind: str, round_no: int, **extra) -> None:
+        """A progress event. A judgment's event carries the running spend (kept up to date by
+        ``_commit``): querying the store for every judgment made a run quadratic in its length
+        (a 60,000-call replay spent most of its time there); every other event re-reads it."""
         if self.progress is None:
             return
-        self.progress(RunEvent(kind, round_no, self._ok, self._failed, self.store.spend(), **extra))
+        if kind != "judgment" or self._spend is None:
+            self._spend = self.store.spend()
+        self.progress(RunEvent(kind, round_no, self._ok, self._failed, self._spend, **extra))
 
     async def run(self) -> str:
         """Run to the end; returns the stop reason. Judgments are committed as they arrive.

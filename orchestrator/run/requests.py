@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..config import RunConfig
 from ..dataset import Dataset, PromptRow
@@ -59,6 +59,11 @@ class PlanContext:
     answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None
     """``(judge, prompt, shown candidates, kind) → bool``: whether a judge can answer a request at
     all (a judge replaying a log answers only what the log holds); None: every judge, anything."""
+
+    known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None
+    """``() → (prompt, shown candidates)`` of every pairwise request some judge can answer, where
+    that set is known and small (a replayed log): planners of large rankings score these pairs
+    besides their own candidates, so a sparse log is not searched for at random."""
 
     disabled: set[str] = field(default_factory=set)
     """Judges stopped by the per-judge fail-fast (:mod:`orchestrator.run.health`): asked no more."""

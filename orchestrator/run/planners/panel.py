@@ -178,7 +178,7 @@ class PanelRounds:
                     continue
                 t, kappa = params[judge]
                 value = tie_break(
-                    pairwise_values(post.mean, post.cov, scores, t, kappa, planner.poe.expert) / costs[judge], group.key, judge
+                    pairwise_values(post.mean, post.dense_cov(), scores, t, kappa, planner.poe.expert) / costs[judge], group.key, judge
                 )
                 value = value.masked_fill(~eligible, -torch.inf).view(-1)
                 top = torch.topk(value, min(batch, int(eligible.sum())))
@@ -191,7 +191,7 @@ class PanelRounds:
                 if not bool(open_items.any()):
                     continue
                 cost = self._cost(k, judge, "absolute")
-                value = absolute_values(post.cov, scores, self._absolute_curvature(post, fitted_names, rows, judge)) / cost
+                value = absolute_values(post.dense_cov(), scores, self._absolute_curvature(post, fitted_names, rows, judge)) / cost
                 value = tie_break(value, group.key, judge, "absolute")
                 value = value.masked_fill(~open_items, -torch.inf)
                 top = torch.topk(value, min(batch, int(open_items.sum())))

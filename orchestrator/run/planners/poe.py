@@ -5,6 +5,7 @@ every candidate first (combined PoE, §3.2)."""
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from typing import ClassVar
@@ -20,14 +21,14 @@ from ...poe import (
     PoEConfig,
     Posterior,
     adjacent_reorder_probabilities,
-    entropy,
     get_expert,
     indifference_stop,
     neighbour_status,
+    pair_metric,
     parse_strategy,
+    posterior_entropy,
     ranking_order,
     select_across,
-    selection_scores,
     stopping_rule,
     threads_for,
 )
@@ -36,6 +37,7 @@ from ..calibration import temperatures_for
 from ..groups import Group, build_groups_for, fit_group, judge_names
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
+from .candidates import CandidateAvailability
 from .panel import PanelRounds
 
 __all__ = ["PoEPlanner", "poe_config", "stop_decision"]
@@ -49,6 +51,7 @@ def poe_config(config: RunConfig) -> PoEConfig:
         home_advantage=m.debias == "home",
         judge_sharpness=m.judge_reliability,
         judge_precision=m.judge_reliability,
+        posterior=m.posterior,
     )
 
 
@@ -101,7 +104,8 @@ class PoEPlanner:
         self._judgments: list[list[JudgmentRecord]] = [[] for _ in self.groups]
         self._fit_judges: list[list[str]] = [[] for _ in self.groups]
         self._where = {g.key: k for k, g in enumerate(self.groups)}
-        self._avail: list[torch.Tensor] | None = None  # built at the first selection, then updated
+        self._avail: list[torch.Tensor | None] | None = None  # built at the first selection, then updated
+        self._candidates: list[CandidateAvailability | None] = [None] * len(self.groups)  # sparse groups
         self._avail_disabled: set[str] = set()
         self._panel = PanelRounds(self, mix_absolute=config.selection.kinds == "mixed")
         self._stable = 0  # rank stability (stopping.stable_rounds)
@@ -240,13 +244,17 @@ class PoEPlanner:
                 continue
             i, j = group.index[a], group.index[b]
             self._panel.planned(k, i, j)
-            if self._avail is not None:
-                self._avail[k][i, j] = self._pair_open(group, i, j)
-                self._avail[k][j, i] = self._pair_open(group, j, i)
+            sparse = self._candidates[k]
+            if sparse is not None:
+                sparse.touched(i, j)
+            avail = self._avail[k] if self._avail is not None else None
+            if avail is not None:
+                avail[i, j] = self._pair_open(group, i, j)
+                avail[j, i] = self._pair_open(group, j, i)
 
     def summary(self, cutoff: int | None) -> dict:
         posteriors = self.refit() if cutoff is None else self.posteriors
-        ent = [entropy(p.cov) for p in posteriors]  # type: ignore[union-attr]
+        ent = [posterior_entropy(p) for p in posteriors]  # type: ignore[arg-type]
         worst = 0.0
         for p in posteriors:
             _, adj = adjacent_reorder_probabilities(p)  # type: ignore[arg-type]
@@ -321,18 +329,34 @@ class PoEPlanner:
     def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[PlannedRequest]], list[list]]:
         ctx = self.ctx
         batch = ctx.config.selection.batch
-        if self._cost_aware():
+        if self._cost_aware() and all(p.cov is not None for p in posteriors):
+            # (a sparse posterior has no Σ for the panel's value of every pair and judge: a large
+            # ranking asks each selected comparison of every judge instead; README "Scaling up")
             return self._panel.units(round_no, posteriors, batch)
         if self._avail is None or self._avail_disabled != ctx.disabled:
-            # (re)built at the first selection and when a judge was stopped: a pair open only for it is closed
-            self._avail = [self._available(g) for g in self.groups]
+            # (re)built at the first selection and when a judge was stopped: a pair open only for it is
+            # closed. A group with a sparse posterior gets candidate pairs each round instead of a matrix.
+            self._avail = [None if p.cov is None else self._available(g) for g, p in zip(self.groups, posteriors)]
+            for k, group in enumerate(self.groups):
+                if self._avail[k] is None:
+                    if self._candidates[k] is None:
+                        self._candidates[k] = CandidateAvailability(ctx, group, functools.partial(self._pair_open, group))
+                    self._candidates[k].reset()  # type: ignore[union-attr]
             self._avail_disabled = set(ctx.disabled)
         generator = torch.Generator().manual_seed(ctx.seed * 1_000_003 + round_no)
+        available = [
+            avail if avail is not None else self._candidates[k].candidates(posteriors[k], batch, generator)  # type: ignore[union-attr]
+            for k, avail in enumerate(self._avail)
+        ]
         picks = select_across(
-            posteriors, self.strategy, self._avail, batch, ordered=self.ordered, generator=generator, expert=self.poe.expert
+            posteriors, self.strategy, available, batch, ordered=self.ordered, generator=generator, expert=self.poe.expert
         )
+        metric: dict[int, dict[tuple[int, int], float]] = {}  # the strategy's metric of each pick, per group
+        for g in {g for g, _, _ in picks}:
+            ps = [(i, j) for h, i, j in picks if h == g]
+            values = pair_metric(posteriors[g], self.strategy, torch.tensor([p[0] for p in ps]), torch.tensor([p[1] for p in ps]))
+            metric[g] = dict(zip(ps, values.tolist()))
         units, selected = [], []
-        scores: dict[int, torch.Tensor] = {}
         use = ctx.prompt_use()
         for g, i, j in picks:
             group = self.groups[g]
@@ -344,7 +368,5 @@ class PoEPlanner:
             use[prompt] += 1
             orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
             units.append([ctx.request(jn, "pairwise", prompt, list(o)) for jn in self._askable(prompt, ca, cb) for o in orders])
-            if g not in scores:
-                scores[g] = selection_scores(posteriors[g], self.strategy)
-            selected.append([group.key, prompt, a, b, round(float(scores[g][i, j]), 6)])
+            selected.append([group.key, prompt, a, b, round(float(metric[g][(i, j)]), 6)])
         return units, selected
