@@ -151,25 +151,42 @@ def newton_map(
             theta = candidate
             it += 1
             value, grad = objective.value_and_grad(theta)
-    value, grad, hess = objective.evaluate(theta)
-    assert hess is not None  # (evaluate returns the Hessian unless told not to)
+
+    def evaluate(theta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        value, grad, hess = objective.evaluate(theta)
+        assert hess is not None  # (evaluate returns the Hessian unless told not to)
+        return value, grad, hess
+
+    def solve(hess: Tensor, grad: Tensor) -> Tensor:
+        chol, _ = _damped_cholesky(hess)
+        return torch.cholesky_solve(grad[:, None], chol)[:, 0]
+
+    return newton_steps(objective, theta, evaluate, solve, tol=tol, max_iter=max_iter, done=it)
+
+
+def newton_steps(objective: NegLogPosterior, theta: Tensor, evaluate, solve, *, tol: float, max_iter: int, done: int = 0):
+    """Damped Newton iterations from ``theta`` with Armijo backtracking, for either Hessian:
+    ``evaluate(θ) → (value, grad, hess)`` and ``solve(hess, grad) → H⁻¹ grad`` (dense Cholesky here,
+    conjugate gradients in :mod:`.sparse`). ``done``: iterations already taken.
+
+    Returns:
+        ``(theta, hess_at_theta, iterations, converged)``.
+    """
+    value, grad, hess = evaluate(theta)
     converged = False
-    start = it
-    for it in range(start + 1, start + max_iter + 1):
+    it = done
+    for it in range(done + 1, done + max_iter + 1):
         if float(grad.abs().max()) < tol:
             converged = True
             it -= 1
             break
-        chol, _ = _damped_cholesky(hess)  # (dense: Σ is cheap and warm-starts the next fit, always made)
-        step = torch.cholesky_solve(grad[:, None], chol)[:, 0]
-        candidate = _armijo(objective, theta, value, grad, step)
+        candidate = _armijo(objective, theta, value, grad, solve(hess, grad))
         if candidate is None:
             # No decrease along the Newton direction: we are at the numerical optimum.
             converged = float(grad.abs().max()) < max(tol, 1e-5)
             break
         theta = candidate
-        value, grad, hess = objective.evaluate(theta)
-        assert hess is not None
+        value, grad, hess = evaluate(theta)
         if not torch.isfinite(value):
             raise FloatingPointError("PoE objective became non-finite; check the judge probabilities")
     else:

@@ -135,33 +135,22 @@ def sparse_newton(
     Returns:
         ``(theta, hessian_at_theta, pattern, iterations, converged)``.
     """
-    from .laplace import _armijo  # (one line search for both paths)
+    from .laplace import newton_steps  # (one Newton loop and line search for both paths)
 
     theta = theta0.detach().to(DTYPE).clone()
-    value, grad, entries = objective.hessian_entries(theta)
+    _, _, entries = objective.hessian_entries(theta)
     assert entries is not None
     pattern = HessianPattern(entries[0], entries[1], objective.dim)
-    hess = pattern.matrix(entries[2])
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        if float(grad.abs().max()) < tol:
-            converged = True
-            it -= 1
-            break
-        step = torch.from_numpy(damped_solve(hess, grad.numpy(), rtol=1e-10))
-        candidate = _armijo(objective, theta, value, grad, step)
-        if candidate is None:
-            converged = float(grad.abs().max()) < max(tol, 1e-5)
-            break
-        theta = candidate
+
+    def evaluate(theta: Tensor) -> tuple[Tensor, Tensor, sp.csr_matrix]:
         value, grad, entries = objective.hessian_entries(theta)
         assert entries is not None
-        if not torch.isfinite(value):
-            raise FloatingPointError("PoE objective became non-finite; check the judge probabilities")
-        hess = pattern.matrix(entries[2])
-    else:
-        converged = float(grad.abs().max()) < tol
+        return value, grad, pattern.matrix(entries[2])
+
+    def solve(hess: sp.csr_matrix, grad: Tensor) -> Tensor:
+        return torch.from_numpy(damped_solve(hess, grad.numpy(), rtol=1e-10))
+
+    theta, hess, it, converged = newton_steps(objective, theta, evaluate, solve, tol=tol, max_iter=max_iter)
     return theta, hess, pattern, it, converged
 
 
