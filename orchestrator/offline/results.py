@@ -147,9 +147,10 @@ def _poe_posteriors(config: RunConfig, dataset: Dataset, judgments: list[Judgmen
     return groups, fit_groups(groups, judgments, poe_config(config), debias=config.model.debias, temperatures=temperatures)
 
 
-def ranking(path: str | Path, *, level: float = 0.95) -> dict:
+def ranking(path: str | Path, *, level: float = 0.95, fits: tuple[list, list] | None = None) -> dict:
     """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals
-    (for a reference campaign: the RAEE leaderboard per anchor)."""
+    (for a reference campaign: the RAEE leaderboard per anchor). ``fits``: the groups and posteriors
+    of :func:`_poe_posteriors` when the caller has them already (``status`` fits once for both)."""
     with open_run(path, write=False) as store:
         config = RunConfig.from_stored(store.config)
         dataset = store.dataset()
@@ -159,7 +160,7 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
         return _reference_ranking(path, config, dataset, level)
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
-    groups, posteriors = _poe_posteriors(config, dataset, judgments)
+    groups, posteriors = fits if fits is not None else _poe_posteriors(config, dataset, judgments)
     truth = config.data.truth
     out = []
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
@@ -208,15 +209,12 @@ def ranking(path: str | Path, *, level: float = 0.95) -> dict:
     return {"run": str(path), "scope": config.data.scope, "level": level, "groups": out}
 
 
-def _forecast(store, config: RunConfig) -> dict | None:
+def _forecast(store, config: RunConfig, posteriors: list) -> dict | None:
     """Expected calls, tokens and USD to the stopping rule (PoE runs with a pilot; :mod:`orchestrator.run.forecast`)."""
     from ..run.forecast import forecast
     from ..run.planners import planner_for
 
-    if config.reference is not None or config.absolute is not None:
-        return None
     dataset = store.dataset()
-    _, posteriors = _poe_posteriors(config, dataset, list(store.judgments()))
     n_judges = len(config.judging.judges)
     possible = planner_for(config).possible_requests(config, dataset, n_judges)
     return forecast(store, config, posteriors, n_judges=n_judges, possible=possible)
@@ -231,11 +229,13 @@ def status(path: str | Path) -> dict:
         counts = store.request_counts()
         failures = store.failure_counts()
         rounds = store.last_round() + 1
-        forecast = _forecast(store, config) if run["status"] != "finished" else None
+        poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
+        # one fit of every group serves the forecast and the ranking
+        fits = _poe_posteriors(config, store.dataset(), list(store.judgments())) if poe else None
+        forecast = _forecast(store, config, fits[1]) if fits is not None and run["status"] != "finished" else None
         deployments = store.deployment_counts()
     b = config.budget
-    poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
-    rank = ranking(path)
+    rank = ranking(path, fits=fits)
     groups = rank["groups"]
     summary = {
         "run": str(path),
