@@ -140,7 +140,7 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     return {"run": str(path), "scope": "absolute", "level": level, "groups": [group]}
 
 
-def _poe_posteriors(config: RunConfig, dataset: Dataset, judgments: list[JudgmentRecord]) -> tuple[list, list]:
+def poe_fits(config: RunConfig, dataset: Dataset, judgments: list[JudgmentRecord]) -> tuple[list, list]:
     """The run's groups and their cold fits on ``judgments`` (what ``rank`` and the engine fit)."""
     groups = build_groups_for(dataset, config.data.scope)
     temperatures = temperatures_for(config.model.temperature, judgments, dataset, config.data.truth)
@@ -150,7 +150,7 @@ def _poe_posteriors(config: RunConfig, dataset: Dataset, judgments: list[Judgmen
 def ranking(path: str | Path, *, level: float = 0.95, fits: tuple[list, list] | None = None) -> dict:
     """The run's current ranking per group: cold fits on every committed judgment, 95% rank intervals
     (for a reference campaign: the RAEE leaderboard per anchor). ``fits``: the groups and posteriors
-    of :func:`_poe_posteriors` when the caller has them already (``status`` fits once for both)."""
+    of :func:`poe_fits` when the caller has them already (``status`` fits once for both)."""
     with open_run(path, write=False) as store:
         config = RunConfig.from_stored(store.config)
         dataset = store.dataset()
@@ -160,7 +160,7 @@ def ranking(path: str | Path, *, level: float = 0.95, fits: tuple[list, list] | 
         return _reference_ranking(path, config, dataset, level)
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
-    groups, posteriors = fits if fits is not None else _poe_posteriors(config, dataset, judgments)
+    groups, posteriors = fits if fits is not None else poe_fits(config, dataset, judgments)
     truth = config.data.truth
     out = []
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
@@ -231,7 +231,7 @@ def status(path: str | Path) -> dict:
         rounds = store.last_round() + 1
         poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
         # one fit of every group serves the forecast and the ranking
-        fits = _poe_posteriors(config, store.dataset(), list(store.judgments())) if poe else None
+        fits = poe_fits(config, store.dataset(), list(store.judgments())) if poe else None
         forecast = _forecast(store, config, fits[1]) if fits is not None and run["status"] != "finished" else None
         deployments = store.deployment_counts()
     b = config.budget

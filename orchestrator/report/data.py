@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import RunConfig
 from ..dataset import Dataset
+from ..offline.results import poe_fits
 from ..offline.results import ranking as run_ranking
 from ..poe import neighbour_status
 from ..run.calibration import calibrate, temperatures_for, truth_scores
@@ -50,17 +51,14 @@ class ReportData:
     ``max_error``; ``uncertain``: the rest)."""
 
 
-def _neighbours(data: ReportData) -> dict[str, int] | None:
-    config = data.config
-    ok = [r for r in data.judgments if r.status == "ok"]
-    if config.reference is not None or config.absolute is not None or not ok:
+def _neighbours(data: ReportData, posteriors: list | None) -> dict[str, int] | None:
+    """``posteriors``: the final fits of a PoE run (None for campaigns or without judgments)."""
+    if posteriors is None:
         return None
-    s = config.stopping
-    poe = poe_config(config)
+    s = data.config.stopping
+    poe = poe_config(data.config)
     counts = {"resolved": 0, "tied": 0, "uncertain": 0, "total": 0}
-    groups = build_groups_for(data.dataset, config.data.scope)
-    temperatures = temperatures_for(config.model.temperature, ok, data.dataset, config.data.truth)
-    for post in fit_groups(groups, ok, poe, debias=config.model.debias, temperatures=temperatures):
+    for post in posteriors:
         if post.n_comparisons == 0 and post.link is None:
             continue
         status = neighbour_status(post, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, expert=poe.expert)
@@ -173,7 +171,10 @@ def collect(path: str | Path) -> ReportData:
         dataset = store.dataset()
         judgments = list(store.judgments(ok_only=False, full=True))
         rounds = store.rounds()
-    data = ReportData(path, run, config, dataset, run_ranking(path), judgments, rounds)
+    ok = [r for r in judgments if r.status == "ok"]
+    poe_run = config.reference is None and config.absolute is None
+    fits = poe_fits(config, dataset, ok) if poe_run and ok else None  # one final fit for the ranking and the neighbours
+    data = ReportData(path, run, config, dataset, run_ranking(path, fits=fits), judgments, rounds)
     per_round: dict[int, list[JudgmentRecord]] = defaultdict(list)
     for r in judgments:
         per_round[r.round].append(r)
@@ -184,5 +185,5 @@ def collect(path: str | Path) -> ReportData:
     truth = truth_scores(dataset, config.data.truth)
     data.curve = _curve(data, truth)
     data.judges = _judges(data, truth)
-    data.neighbours = _neighbours(data)
+    data.neighbours = _neighbours(data, fits[1] if fits is not None else None)
     return data
