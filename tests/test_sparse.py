@@ -233,3 +233,16 @@ def test_replay_with_a_sparse_posterior_runs_through_the_engine(tmp_path):
     assert sparse.curve[-1][0] == 400 == dense.curve[-1][0]  # the log's pairs were found: the whole budget was spent
     assert sparse.curve[-1][1] > 0.6
     assert abs(sparse.curve[-1][1] - dense.curve[-1][1]) < 0.1
+
+
+def test_a_non_finite_hessian_raises_instead_of_damping_for_ever():
+    """A NaN on the diagonal made the damping schedule's scale NaN, and the sparse solve looped."""
+    import scipy.sparse as sp
+
+    from orchestrator.poe.sparse import damped_solve
+
+    with pytest.raises(FloatingPointError, match="not finite"):
+        damped_solve(sp.csr_matrix(np.array([[np.nan, 0.0], [0.0, 1.0]])), np.ones(2))
+    # an indefinite matrix is damped until it is positive definite, as the dense Cholesky does
+    x = damped_solve(sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]])), np.ones(2))
+    assert np.allclose(x, [1 / 3, 1 / 3])

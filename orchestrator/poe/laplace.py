@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from .objective import DTYPE, NegLogPosterior, Observations, PoEConfig
-from .sparse import SPARSE_MIN_N, SparseCovariance, sparse_covariance, sparse_newton
+from .sparse import SPARSE_MIN_N, SparseCovariance, damping_schedule, sparse_covariance, sparse_newton
 
 __all__ = ["Posterior", "fit_laplace", "newton_map", "threads_for", "pair_variances", "marginal_variances", "POSTERIOR_METHODS"]
 
@@ -201,23 +201,16 @@ def _hessian(objective: NegLogPosterior, theta: Tensor) -> Tensor:
 
 
 def _damped_cholesky(hess: Tensor) -> tuple[Tensor, float]:
-    """Cholesky of ``hess + λI`` with the smallest λ in ``{0, 1e-6·s, 1e-5·s, ...}`` that works."""
+    """Cholesky of ``hess + λI`` with the smallest λ of :func:`~orchestrator.poe.sparse.damping_schedule`
+    (``0, 1e-6·s, 1e-5·s, …``) that works."""
     if not bool(torch.isfinite(hess).all()):
-        # (a NaN scale would make the damping loop below run for ever)
         raise FloatingPointError("PoE Hessian is not finite; check the judge probabilities and the expert's parameters")
-    chol, info = torch.linalg.cholesky_ex(hess)
-    if int(info) == 0:
-        return chol, 0.0
     eye = torch.eye(hess.shape[0], dtype=hess.dtype)
-    scale = float(hess.diagonal().abs().max()) or 1.0
-    damping = 1e-6 * scale
-    while True:
-        chol, info = torch.linalg.cholesky_ex(hess + damping * eye)
+    for damping in damping_schedule(hess.diagonal().numpy()):
+        chol, info = torch.linalg.cholesky_ex(hess + damping * eye if damping else hess)
         if int(info) == 0:
             return chol, damping
-        damping *= 10.0
-        if damping > 1e12 * scale:
-            raise FloatingPointError("PoE Hessian could not be regularised")
+    raise AssertionError("unreachable: the schedule raises when it ends")
 
 
 def fit_laplace(

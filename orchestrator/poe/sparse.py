@@ -25,6 +25,7 @@ error against the dense ``Σ`` (RESULTS.md); the draws also give rank intervals.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,7 +34,17 @@ from torch import Tensor
 
 from .objective import DTYPE, NegLogPosterior
 
-__all__ = ["SPARSE_MIN_N", "N_DRAWS", "SparseCovariance", "HessianPattern", "block_pcg", "sparse_newton", "sparse_covariance"]
+__all__ = [
+    "SPARSE_MIN_N",
+    "N_DRAWS",
+    "SparseCovariance",
+    "HessianPattern",
+    "block_pcg",
+    "damped_solve",
+    "damping_schedule",
+    "sparse_newton",
+    "sparse_covariance",
+]
 
 SPARSE_MIN_N = 2000
 """From this many candidates a posterior is fitted sparse (``model.posterior = "auto"``): below it
@@ -112,18 +123,36 @@ def block_pcg(
     raise FloatingPointError(f"conjugate gradients did not converge in {max_iter} products")
 
 
+def damping_schedule(diagonal: np.ndarray) -> Iterator[float]:
+    """Levenberg damping to try, smallest first: ``0, 1e-6·s, 1e-5·s, …, 1e12·s`` with ``s`` the
+    largest ``|H_ii|`` (the dense and the sparse solves share it).
+
+    Raises:
+        FloatingPointError: the Hessian is not finite (a NaN scale would never end the schedule), or
+            no damping in the schedule was enough.
+    """
+    if not np.all(np.isfinite(diagonal)):
+        raise FloatingPointError("PoE Hessian is not finite; check the judge probabilities and the expert's parameters")
+    scale = float(np.abs(diagonal).max(initial=0.0)) or 1.0
+    yield 0.0
+    damping = 1e-6 * scale
+    while damping <= 1e12 * scale:
+        yield damping
+        damping *= 10.0
+    raise FloatingPointError("PoE Hessian could not be regularised")
+
+
 def damped_solve(matrix: sp.csr_matrix, rhs: np.ndarray, *, rtol: float = 1e-10) -> np.ndarray:
-    """``H⁻¹ B``, with the smallest Levenberg damping ``λ ∈ {0, 1e-6·s, 1e-5·s, …}`` that makes ``H +
-    λI`` positive definite (as the dense path's damped Cholesky)."""
-    scale = float(np.abs(matrix.diagonal()).max()) or 1.0
-    damping = 0.0
-    while True:
+    """``H⁻¹ B``, with the smallest damping of :func:`damping_schedule` that makes ``H + λI``
+    positive definite (as the dense path's damped Cholesky)."""
+    if not np.all(np.isfinite(matrix.data)):
+        raise FloatingPointError("PoE Hessian is not finite; check the judge probabilities and the expert's parameters")
+    for damping in damping_schedule(matrix.diagonal()):
         try:
             return block_pcg(matrix, rhs, rtol=rtol, damping=damping)[0]
         except NegativeCurvature:
-            damping = 1e-6 * scale if damping == 0.0 else damping * 10.0
-            if damping > 1e12 * scale:
-                raise FloatingPointError("PoE Hessian could not be regularised") from None
+            continue
+    raise AssertionError("unreachable: the schedule raises when it ends")
 
 
 def sparse_newton(
