@@ -93,10 +93,26 @@ def mean_differences(mean: Tensor) -> Tensor:
     return mean[:, None] - mean[None, :]
 
 
+def _metric(strategy: Strategy, dmu: Tensor, v: Tensor) -> Tensor:
+    """The strategy's metric from mean differences ``dmu`` and pair variances ``v`` (any shape, the
+    same): Eq. (3), (4), (5)'s probability of reordering, (6); 1 for ``random``. The matrix functions
+    below and :func:`pair_metric` are this on all pairs or on some."""
+    if strategy.name == "min_uncertainty":
+        return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * v
+    if strategy.name == "variance":
+        return v
+    if strategy.name in ("reorder", "diverse"):
+        dmu = dmu.abs()
+        prob = torch.special.ndtr(-dmu / v.sqrt().clamp_min(1e-150))
+        return torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
+    if strategy.name == "eps":
+        return v / dmu.abs().pow(strategy.eps)
+    return torch.ones_like(dmu)
+
+
 def min_uncertainty_metric(mean: Tensor, cov: Tensor) -> Tensor:
     """PoE Eq. (3): ``σ(μ_i−μ_j) σ(μ_j−μ_i) (Σ_ii − 2Σ_ij + Σ_jj)``."""
-    dmu = mean_differences(mean)
-    return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * pair_variance(cov)
+    return _metric(Strategy("min_uncertainty", 0.0), mean_differences(mean), pair_variance(cov))
 
 
 def variance_metric(mean: Tensor, cov: Tensor) -> Tensor:
@@ -111,18 +127,12 @@ def reorder_probability(mean: Tensor, cov: Tensor) -> Tensor:
     The diagonal is 0 (a candidate is not reordered with itself); a pair with ``V_ij = 0``
     and distinct means has probability 0.
     """
-    dmu = mean_differences(mean).abs()
-    v = pair_variance(cov)
-    z = -dmu / v.sqrt().clamp_min(1e-150)
-    prob = torch.special.ndtr(z)
-    prob = torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
-    prob.fill_diagonal_(0.0)
-    return prob
+    return _metric(Strategy("reorder"), mean_differences(mean), pair_variance(cov)).fill_diagonal_(0.0)
 
 
 def eps_metric(mean: Tensor, cov: Tensor, eps: float) -> Tensor:
     """PoE Eq. (6): ``V_ij / |μ_i − μ_j|^ε`` (may be ``inf`` where means coincide)."""
-    return pair_variance(cov) / mean_differences(mean).abs().pow(eps)
+    return _metric(Strategy("eps", eps), mean_differences(mean), pair_variance(cov))
 
 
 def _ranking_key(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Generator) -> Tensor:
@@ -172,18 +182,9 @@ def pair_metric(posterior: Posterior, strategy: Strategy | str, a: Tensor, b: Te
     """The strategy's metric for the pairs ``(a[k], b[k])`` only (what :func:`selection_scores`
     holds at ``[a, b]``, without an ``N × N`` matrix)."""
     strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
-    dmu = posterior.mean[a] - posterior.mean[b]
-    v = pair_variances(posterior, a, b)
-    if strategy.name == "min_uncertainty":
-        return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * v
-    if strategy.name == "variance":
-        return v
-    if strategy.name in ("reorder", "diverse"):
-        prob = torch.special.ndtr(-dmu.abs() / v.sqrt().clamp_min(1e-150))
-        return torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob).masked_fill(a == b, 0.0)
-    if strategy.name == "eps":
-        return v / dmu.abs().pow(strategy.eps)
-    return torch.ones_like(dmu)
+    values = _metric(strategy, posterior.mean[a] - posterior.mean[b], pair_variances(posterior, a, b))
+    # (as the matrix's diagonal: a candidate is not reordered with itself)
+    return values.masked_fill(a == b, 0.0) if strategy.name in ("reorder", "diverse") else values
 
 
 def select_pairs(

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .laplace import Posterior, pair_variances
+from .laplace import Posterior
+from .selection import pair_metric
 
 __all__ = [
     "entropy",
@@ -28,9 +29,12 @@ __all__ = [
 
 def entropy(cov: Tensor) -> float:
     """Differential entropy of ``N(μ, Σ)`` (PoE §4.3): ``N(1 + ln 2π)/2 + ½ ln det Σ``."""
-    n = cov.shape[0]
     _, logdet = torch.linalg.slogdet(cov)
-    return float(n * (1.0 + math.log(2.0 * math.pi)) / 2.0 + 0.5 * logdet)
+    return _gaussian_entropy(cov.shape[0], float(logdet))
+
+
+def _gaussian_entropy(n: int, logdet_cov: float) -> float:
+    return n * (1.0 + math.log(2.0 * math.pi)) / 2.0 + 0.5 * logdet_cov
 
 
 def posterior_entropy(posterior: Posterior) -> float:
@@ -40,8 +44,7 @@ def posterior_entropy(posterior: Posterior) -> float:
     if posterior.cov is not None:
         return entropy(posterior.cov)
     assert posterior.sparse is not None
-    n = posterior.n
-    return float(n * (1.0 + math.log(2.0 * math.pi)) / 2.0 - 0.5 * posterior.sparse.hess_diag.log().sum())
+    return _gaussian_entropy(posterior.n, -float(posterior.sparse.hess_diag.log().sum()))
 
 
 def adjacent_reorder_probabilities(posterior: Posterior) -> tuple[Tensor, Tensor]:
@@ -54,11 +57,7 @@ def adjacent_reorder_probabilities(posterior: Posterior) -> tuple[Tensor, Tensor
     order = torch.argsort(posterior.mean, descending=True)
     if order.numel() < 2:
         return order, torch.zeros(0, dtype=posterior.mean.dtype)
-    a, b = order[:-1], order[1:]
-    dmu = (posterior.mean[a] - posterior.mean[b]).abs()
-    v = pair_variances(posterior, a, b)
-    prob = torch.special.ndtr(-dmu / v.sqrt().clamp_min(1e-150))
-    return order, torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
+    return order, pair_metric(posterior, "reorder", order[:-1], order[1:])
 
 
 @dataclass(frozen=True)
