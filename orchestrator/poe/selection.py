@@ -220,7 +220,7 @@ def select_pairs(
         Distinct pairs ``(first, second)``, best first; never an unavailable or repeated one,
         and at most one order of an unordered pair per batch.
     """
-    pairs, _ = _ranked_pairs(posterior, strategy, available, batch_size, ordered, generator, expert)
+    pairs, _, _ = _ranked_pairs(posterior, strategy, available, batch_size, ordered, generator, expert)
     return pairs
 
 
@@ -242,22 +242,16 @@ def select_across(
     variance). Returns ``(group, first, second)`` triples.
     """
     generator = generator or torch.Generator().manual_seed(0)
-    proposals: list[tuple[float, int, int, int]] = []
+    proposals: list[tuple[float, int, int, int, int | None]] = []
     for g, (post, avail) in enumerate(zip(posteriors, available)):
-        pairs, keys = _ranked_pairs(post, strategy, avail, batch_size, ordered, generator, expert, orient=False)
-        proposals += [(key, g, i, j) for key, (i, j) in zip(keys, pairs)]
+        pairs, keys, bits = _ranked_pairs(post, strategy, avail, batch_size, ordered, generator, expert, orient=False)
+        proposals += [(key, g, i, j, None if bits is None else bits[k]) for k, (key, (i, j)) in enumerate(zip(keys, pairs))]
     proposals.sort(key=lambda t: -t[0])
     # orient only the winners (most proposals lose; orienting them all dominated the cost)
-    bits: dict[int, dict[tuple[int, int], int]] = {}
-    out = []
-    for _, g, i, j in proposals[:batch_size]:
-        if available[g].dtype == torch.bool:
-            out.append((g, *_orient(i, j, available[g], ordered, generator)))
-            continue
-        if g not in bits:
-            bits[g] = {(int(a), int(b)): int(c) for a, b, c in available[g].tolist()}
-        out.append((g, *_orient_bits(i, j, bits[g][(i, j)], ordered, generator)))
-    return out
+    return [
+        (g, *(_orient(i, j, available[g], ordered, generator) if b is None else _orient_bits(i, j, b, ordered, generator)))
+        for _, g, i, j, b in proposals[:batch_size]
+    ]
 
 
 def _ranked_pairs(
@@ -270,7 +264,7 @@ def _ranked_pairs(
     expert: Expert | None,
     *,
     orient: bool = True,
-) -> tuple[list[tuple[int, int]], list[float]]:
+) -> tuple[list[tuple[int, int]], list[float], list[int] | None]:
     strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
@@ -286,7 +280,7 @@ def _ranked_pairs(
     eligible = (available | available.T) if ordered else (available & available.T)
     eligible &= upper
     if not bool(eligible.any()):
-        return [], []
+        return [], [], None
 
     dmu = mean_differences(posterior.mean)
     if posterior.cov is not None:
@@ -306,14 +300,15 @@ def _ranked_pairs(
         pairs = [(int(t) // n, int(t) % n) for t in top.indices]
         keys = top.values.tolist()
     if not orient:
-        return pairs, keys
-    return [_orient(i, j, available, ordered, generator) for i, j in pairs], keys
+        return pairs, keys, None
+    return [_orient(i, j, available, ordered, generator) for i, j in pairs], keys, None
 
 
 def _ranked_candidates(
     posterior: Posterior, strategy: Strategy, candidates: Tensor, batch_size: int, ordered: bool, generator: torch.Generator, orient: bool
-) -> tuple[list[tuple[int, int]], list[float]]:
-    """:func:`_ranked_pairs` over candidate pairs ``[i, j, bits]`` (a sparse posterior)."""
+) -> tuple[list[tuple[int, int]], list[float], list[int] | None]:
+    """:func:`_ranked_pairs` over candidate pairs ``[i, j, bits]`` (a sparse posterior); the third
+    list is the picks' availability bits, to orient them later (``orient=False``)."""
     if candidates.ndim != 2 or candidates.shape[1] != 3:
         raise ValueError(f"candidate pairs must be (M, 3) [i, j, bits], got {tuple(candidates.shape)}")
     bits = candidates[:, 2]
@@ -327,9 +322,10 @@ def _ranked_candidates(
     rows, keys = rank_candidates(posterior, key_of, cands, batch_size, diverse=strategy.name == "diverse")
     chosen = cands[rows]
     pairs = [(int(i), int(j)) for i, j in chosen[:, :2].tolist()]
+    pick_bits: list[int] = chosen[:, 2].tolist()
     if not orient:
-        return pairs, keys.tolist()
-    return [_orient_bits(i, j, b, ordered, generator) for (i, j), b in zip(pairs, chosen[:, 2].tolist())], keys.tolist()
+        return pairs, keys.tolist(), pick_bits
+    return [_orient_bits(i, j, b, ordered, generator) for (i, j), b in zip(pairs, pick_bits)], keys.tolist(), pick_bits
 
 
 def _orient_bits(i: int, j: int, bits: int, ordered: bool, generator: torch.Generator) -> tuple[int, int]:

@@ -167,20 +167,20 @@ def sparse_newton(
     from .laplace import newton_steps  # (one Newton loop and line search for both paths)
 
     theta = theta0.detach().to(DTYPE).clone()
-    _, _, entries = objective.hessian_entries(theta)
-    assert entries is not None
-    pattern = HessianPattern(entries[0], entries[1], objective.dim)
+    found: list[HessianPattern] = []  # the pattern, from the first evaluation's entries
 
     def evaluate(theta: Tensor) -> tuple[Tensor, Tensor, sp.csr_matrix]:
         value, grad, entries = objective.hessian_entries(theta)
         assert entries is not None
-        return value, grad, pattern.matrix(entries[2])
+        if not found:
+            found.append(HessianPattern(entries[0], entries[1], objective.dim))
+        return value, grad, found[0].matrix(entries[2])
 
     def solve(hess: sp.csr_matrix, grad: Tensor) -> Tensor:
         return torch.from_numpy(damped_solve(hess, grad.numpy(), rtol=1e-10))
 
     theta, hess, it, converged = newton_steps(objective, theta, evaluate, solve, tol=tol, max_iter=max_iter)
-    return theta, hess, pattern, it, converged
+    return theta, hess, found[0], it, converged
 
 
 @dataclass(frozen=True)

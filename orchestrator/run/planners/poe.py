@@ -351,9 +351,11 @@ class PoEPlanner:
         picks = select_across(
             posteriors, self.strategy, available, batch, ordered=self.ordered, generator=generator, expert=self.poe.expert
         )
+        by_group: dict[int, list[tuple[int, int]]] = {}
+        for g, i, j in picks:
+            by_group.setdefault(g, []).append((i, j))
         metric: dict[int, dict[tuple[int, int], float]] = {}  # the strategy's metric of each pick, per group
-        for g in {g for g, _, _ in picks}:
-            ps = [(i, j) for h, i, j in picks if h == g]
+        for g, ps in by_group.items():
             values = pair_metric(posteriors[g], self.strategy, torch.tensor([p[0] for p in ps]), torch.tensor([p[1] for p in ps]))
             metric[g] = dict(zip(ps, values.tolist()))
         units, selected = [], []
