@@ -110,10 +110,14 @@ class ModelConfig(_Section):
         return expert
 
 
+MAX_BATCH = 100_000
+"""The most comparisons one round may select (a replay checks its ``--batch`` against it too)."""
+
+
 class SelectionConfig(_Section):
     strategy: str = "reorder"
     """reorder | variance | min_uncertainty | random | eps:<x> | diverse."""
-    batch: int = Field(default=4, ge=1, le=100_000)
+    batch: int = Field(default=4, ge=1, le=MAX_BATCH)
     """Comparisons chosen per posterior update (one round)."""
     panel: Literal["cost_aware", "all"] = "cost_aware"
     """With several judges: ``cost_aware`` asks each selected comparison of the judge with the most

@@ -246,3 +246,18 @@ def test_a_non_finite_hessian_raises_instead_of_damping_for_ever():
     # an indefinite matrix is damped until it is positive definite, as the dense Cholesky does
     x = damped_solve(sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]])), np.ones(2))
     assert np.allclose(x, [1 / 3, 1 / 3])
+
+
+def test_replay_refuses_a_batch_above_the_configs_bound(tmp_path):
+    """``--batch`` beyond what a run's config allows was an internal error (a validation traceback)."""
+    from orchestrator.api import replay
+    from orchestrator.config import MAX_BATCH
+    from orchestrator.errors import OrchestratorError
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        json.dumps({"kind": "pairwise", "judge": "j", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 0.7, "B": 0.3}}) + "\n"
+    )
+    with pytest.raises(OrchestratorError, match="--batch must be <= 100,000"):
+        replay(log, batch=MAX_BATCH + 1)
+    assert replay(log, batch=MAX_BATCH).curve  # the bound itself is allowed

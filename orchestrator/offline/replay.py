@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 from scipy.stats import rankdata
 
-from ..config import RunConfig
+from ..config import MAX_BATCH, RunConfig
 from ..dataset import Dataset, PromptRow, ResponseText
 from ..errors import OrchestratorError, RunFailed
 from ..judging.client import JudgeProfile
@@ -335,6 +335,8 @@ def replay(
         raise OrchestratorError(f"unknown debias mode {debias!r}; choose one of {', '.join(DEBIAS_MODES)}")
     if batch < 1:
         raise OrchestratorError(f"--batch must be >= 1 (got {batch})")
+    if batch > MAX_BATCH:
+        raise OrchestratorError(f"--batch must be <= {MAX_BATCH:,}, what a run's selection.batch allows (got {batch})")
     if budget is not None and budget < 1:
         raise OrchestratorError(f"--budget must be >= 1 (got {budget})")
     if seeds < 1:
