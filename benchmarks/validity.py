@@ -104,86 +104,97 @@ def raee_coverage(n: int, draws: int, population: bool) -> dict:
     return {"n": total, "coverage": hits / total, "width": float(np.mean(widths)), "models": len(by_model)}
 
 
-def simplex_rows(aspects: list[str], replicates: int) -> list[tuple[str, str, dict]]:
-    """Simplex and bootstrap rank intervals vs experts on SummEval (paper's judges) and on the
-    misspecified simulation."""
+SIMPLEX_CONFIGS = {
+    "default fit: ω = 1, counts / design effect": {},
+    "ω = 0, counts / design effect (the default before)": {"omega": 0.0},
+    "the paper's likelihood: ω = 0, every score independent": {"omega": 0.0, "count_weight": 1.0},
+    "one true score per answer (--likelihood answers, ω = 0)": {"omega": 0.0, "likelihood": "answers"},
+}
+PAPER_JUDGES = ["gpt-4-0314", "gpt-3.5-turbo-0301", "llama-2-70b-chat-hf"]
+
+
+def simplex_datasets(kind: str, aspects: list[str], replicates: int, folder: Path) -> list[tuple]:
+    """``(data, truth, seed)`` per SummEval aspect or per simulation replicate."""
     import importlib.util
 
     from orchestrator.offline.fit_simplex import load_absolute_judgments, truth_scores
-    from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex
-    from orchestrator.simplex import baselines as B
+    from orchestrator.simplex import build_score_data
     from orchestrator.simplex.simulate import from_model, misspecified
 
+    if kind != "SummEval":
+        make = misspecified if kind == "misspecified" else from_model
+        return [(*make(5, 12, 5, 100, seed=1000 + rep), rep) for rep in range(replicates)]
     spec = importlib.util.spec_from_file_location("make_likert", ROOT / "examples" / "make_summeval_likert.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    judges = ["gpt-4-0314", "gpt-3.5-turbo-0301", "llama-2-70b-chat-hf"]
-    bayes_by: dict = {None: [], 1.0: []}
-    spearman_by: dict = {None: [], 1.0: []}
-    boot: list = []
-    rhats: dict = {None: [], 1.0: []}
-    rows = []
+    out = []
+    for aspect in aspects:
+        log = folder / f"{aspect}.jsonl"
+        module.convert(SHARED / "summeval", aspect, log)
+        records, _ = load_absolute_judgments(log, log=True)
+        data = build_score_data([r for r in records if r[0] in PAPER_JUDGES], levels=5)
+        truth = truth_scores(SHARED / "summeval" / "responses.jsonl", aspect)
+        out.append((data, np.array([truth[c] for c in data.candidates]), 0))
+    return out
+
+
+def simplex_part(kind: str, config: str | None, aspects: list[str], replicates: int) -> dict:
+    """One data kind under one fit configuration (``None``: the bootstrap), in a worker process:
+    every fit compiles a sampler, and dozens of compiles in one process exhaust its memory maps."""
+    from orchestrator.simplex import SimplexSettings, fit_simplex
+    from orchestrator.simplex import baselines as B
+
+    into: dict = {"hits": [], "width": [], "rho": [], "rhat": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for aspect in aspects:
-            log = Path(tmp) / f"{aspect}.jsonl"
-            module.convert(SHARED / "summeval", aspect, log)
-            records, _ = load_absolute_judgments(log, log=True)
-            data = build_score_data([r for r in records if r[0] in judges], levels=5)
-            truth = truth_scores(SHARED / "summeval" / "responses.jsonl", aspect)
-            t = np.array([truth[c] for c in data.candidates])
-            for weight in (None, 1.0):
-                fit = fit_simplex(data, SimplexSettings(count_weight=weight))
-                ranks = fit.ranks()
-                lo, hi, true_rank = ranks.lower.numpy(), ranks.upper.numpy(), B.ranks(t)
-                bayes_by[weight].append(((lo <= true_rank) & (true_rank <= hi)).tolist())
-                spearman_by[weight].append(spearmanr(fit.expected_mean, t).statistic)
-                rhats[weight].append(fit.rhat["expected_centred"])
-            boot.append(B.evaluate(B.bootstrap_average(data.item_scores()), t)["coverage"])
-    for weight, label in ((None, "default fit: counts / design effect"), (1.0, "the paper's likelihood, every score independent")):
-        flat = [x for row in bayes_by[weight] for x in row]
-        rows.append(
-            (
-                f"simplex rank intervals ({label})",
-                f"SummEval, 12 systems × 4 aspects, paper's 3 judges, vs experts (Spearman {np.mean(spearman_by[weight]):.3f}; "
-                f"R-hat of the ranking {min(rhats[weight]):.3f}–{max(rhats[weight]):.3f})",
-                {"n": len(flat), "coverage": float(np.mean(flat))},
-            )
-        )
-    rows.append(
-        ("bootstrap rank intervals (absolute campaigns)", "SummEval, same data", {"n": 12 * len(aspects), "coverage": float(np.mean(boot))})
-    )
-    for name, make in (("misspecified", misspecified), ("drawn from the model", from_model)):
-        cover: dict = {None: [], 1.0: []}
-        rho: dict = {None: [], 1.0: []}
-        rhat_sim: dict = {None: [], 1.0: []}
-        cover_boot = []
-        for rep in range(replicates):
-            data, truth = make(5, 12, 5, 100, seed=1000 + rep)
-            true_rank = B.ranks(truth)
-            for weight in (None, 1.0):
-                fit = fit_simplex(data, SimplexSettings(seed=rep, count_weight=weight))
-                ranks = fit.ranks()
-                lo, hi = ranks.lower.numpy(), ranks.upper.numpy()
-                cover[weight].extend(((lo <= true_rank) & (true_rank <= hi)).tolist())
-                rho[weight].append(spearmanr(fit.expected_mean, truth).statistic)
-                rhat_sim[weight].append(fit.rhat["expected_centred"])
-            cover_boot.append(B.evaluate(B.bootstrap_average(data.item_scores(), seed=rep), truth)["coverage"])
-        for weight, label in ((None, "default fit"), (1.0, "paper's likelihood")):
-            rows.append(
-                (
-                    f"simplex rank intervals ({label})",
-                    f"{name} simulation, {replicates} × 12 candidates, known truth (Spearman {np.mean(rho[weight]):.3f}; "
-                    f"R-hat of the ranking ≤ {max(rhat_sim[weight]):.3f})",
-                    {"n": len(cover[weight]), "coverage": float(np.mean(cover[weight]))},
+        for data, truth, seed in simplex_datasets(kind, aspects, replicates, Path(tmp)):
+            if config is None:
+                into["hits"].append(B.evaluate(B.bootstrap_average(data.item_scores(), seed=seed), truth)["coverage"])
+                continue
+            fit = fit_simplex(data, SimplexSettings(seed=seed, **SIMPLEX_CONFIGS[config]))
+            ranks = fit.ranks()
+            lo, hi, true_rank = ranks.lower.numpy(), ranks.upper.numpy(), B.ranks(truth)
+            into["hits"].extend(((lo <= true_rank) & (true_rank <= hi)).tolist())
+            into["width"].append(float(np.mean(hi - lo + 1)))
+            into["rho"].append(float(spearmanr(fit.expected_mean, truth).statistic))
+            into["rhat"].append(fit.rhat["ranking"])
+    return into
+
+
+def simplex_rows(aspects: list[str], replicates: int) -> list[tuple[str, str, dict]]:
+    """Simplex rank intervals under each configuration and the bootstrap's, vs experts on SummEval
+    (the paper's judges) and vs the truth of the two simulations."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    labels = {
+        "SummEval": f"SummEval, 12 systems × {len(aspects)} aspects, paper's 3 judges, vs experts",
+        "misspecified": f"misspecified simulation, {replicates} × 12 candidates, known truth",
+        "drawn from the model": f"drawn from the model, {replicates} × 12 candidates, known truth",
+    }
+    rows = []
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, max_tasks_per_child=1) as pool:
+        for kind, label in labels.items():
+            for config in [*SIMPLEX_CONFIGS, None]:
+                into = pool.submit(simplex_part, kind, config, aspects, replicates).result()
+                if config is None:
+                    rows.append(
+                        (
+                            "bootstrap rank intervals (absolute campaigns)",
+                            label,
+                            {"n": 12 * len(into["hits"]), "coverage": float(np.mean(into["hits"]))},
+                        )
+                    )
+                    continue
+                rhat = f"{min(into['rhat']):.3f}–{max(into['rhat']):.3f}"
+                rows.append(
+                    (
+                        f"simplex rank intervals ({config})",
+                        f"{label} (Spearman {np.mean(into['rho']):.3f}; R-hat of the ranking {rhat})",
+                        {"n": len(into["hits"]), "coverage": float(np.mean(into["hits"])), "width": float(np.mean(into["width"]))},
+                    )
                 )
-            )
-        rows.append(
-            (
-                "bootstrap rank intervals (absolute campaigns)",
-                f"{name} simulation",
-                {"n": 12 * replicates, "coverage": float(np.mean(cover_boot))},
-            )
-        )
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -191,12 +202,26 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--no-simplex", action="store_true")
+    ap.add_argument("--only-simplex", action="store_true", help="only the simplex and bootstrap rows")
     ap.add_argument("--replicates", type=int, default=5, help="simplex simulation replicates per generator")
     ap.add_argument("--aspects", nargs="+", default=["coherence", "consistency", "fluency", "relevance"])
     args = ap.parse_args()
     started = time.perf_counter()
     table: list[tuple[str, str, dict]] = []
-    r = poe_coverage(GPT35 / "coherence.log.jsonl", GPT35 / "responses.jsonl", "coherence", "global", 150, args.seeds, "permutation")
+    if not args.only_simplex:
+        table.extend(poe_and_raee_rows(args.seeds))
+    if not args.no_simplex:
+        table.extend(simplex_rows(args.aspects, args.replicates))
+    print("\n| interval | data | intervals | coverage (95% nominal) | mean width |\n|---|---|---|---|---|")
+    for name, data, r in table:
+        width = f"{r['width']:.2f}" if "width" in r else "—"
+        print(f"| {name} | {data} | {r['n']} | **{r['coverage']:.3f}** | {width} |")
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+def poe_and_raee_rows(seeds: int) -> list[tuple[str, str, dict]]:
+    table: list[tuple[str, str, dict]] = []
+    r = poe_coverage(GPT35 / "coherence.log.jsonl", GPT35 / "responses.jsonl", "coherence", "global", 150, seeds, "permutation")
     table.append(
         (
             "PoE rank intervals",
@@ -204,7 +229,7 @@ def main() -> None:
             r,
         )
     )
-    r = poe_coverage(QWEN_LOG, SHARED / "summeval" / "responses.jsonl", "coherence", "per_prompt", 60, args.seeds, "permutation")
+    r = poe_coverage(QWEN_LOG, SHARED / "summeval" / "responses.jsonl", "coherence", "per_prompt", 60, seeds, "permutation")
     table.append(
         (
             "PoE rank intervals",
@@ -213,7 +238,7 @@ def main() -> None:
         )
     )
     with tempfile.TemporaryDirectory() as tmp:
-        r = poe_simulated(Path(tmp), args.seeds, 40)
+        r = poe_simulated(Path(tmp), seeds, 40)
     table.append(
         (
             "PoE rank intervals",
@@ -231,13 +256,7 @@ def main() -> None:
                     r,
                 )
             )
-    if not args.no_simplex:
-        table.extend(simplex_rows(args.aspects, args.replicates))
-    print("\n| interval | data | intervals | coverage (95% nominal) | mean width |\n|---|---|---|---|---|")
-    for name, data, r in table:
-        width = f"{r['width']:.2f}" if "width" in r else "—"
-        print(f"| {name} | {data} | {r['n']} | **{r['coverage']:.3f}** | {width} |")
-    print(f"\n{time.perf_counter() - started:.0f} s")
+    return table
 
 
 if __name__ == "__main__":

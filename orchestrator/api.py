@@ -240,7 +240,7 @@ def fit_simplex(
     *,
     log: str | Path | None = None,
     levels: int,
-    omega: float | None = 0.0,
+    omega: float | None = 1.0,
     beta_max: float | None = None,
     delta: tuple[float, ...] | None = None,
     self_judging: str | dict | None = None,
@@ -258,16 +258,20 @@ def fit_simplex(
     progress: bool = False,
     sweep_progress: Callable[[str], None] | None = None,
     count_weight: float | None = None,
+    likelihood: str = "counts",
 ):
     """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
     or ``beta_max`` None integrates it over its hyperprior (``--omega prior``); ``count_weight``
-    None discounts the counts by the judges' design effect, 1 is the paper's likelihood."""
+    None discounts the counts by the judges' design effect, 1 is the paper's likelihood;
+    ``likelihood`` ``"answers"`` shares one latent true score among the judges of an answer."""
     from .offline.fit_simplex import run_simplex
     from .simplex import SimplexSettings
 
     source, is_log = _source(run, log)
     if self_preference not in ("exclude", "shift"):
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
+    if likelihood not in ("counts", "answers"):
+        raise OrchestratorError(f"--likelihood must be 'counts' or 'answers' (got {likelihood!r})")
     settings = SimplexSettings(
         omega=omega,
         beta_max=beta_max,
@@ -279,6 +283,7 @@ def fit_simplex(
         draws=draws,
         seed=seed,
         count_weight=count_weight,
+        likelihood=cast(Any, likelihood),
     )
     return run_simplex(
         source,

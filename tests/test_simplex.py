@@ -423,3 +423,71 @@ def test_a_fit_that_did_not_converge_says_so_first_and_marks_its_intervals(capsy
     if report.converged:  # (three warm-up steps converging would be luck; then nothing to check)
         pytest.skip("converged by chance")
     assert text.startswith("NOT CONVERGED") and "NOT VALID" in text and "--warmup" in text
+
+
+def test_answer_likelihood_shares_the_true_score_and_keeps_each_judges_marginal():
+    """Issue #20 extension: with one judge per answer the answers likelihood is Eq. B.3 exactly;
+    judges agreeing on an answer are evidence about the answer, not independent observations."""
+    import jax.numpy as jnp
+
+    from orchestrator.simplex.model import answer_log_likelihood
+
+    rng = np.random.default_rng(2)
+    J, K, Q, M = 3, 4, 6, 3
+    theta = rng.dirichlet(np.ones(M), size=(J, M))  # (J, M, M)
+    pi_bar = rng.dirichlet(np.ones(M), size=K)
+    seen = np.broadcast_to(theta[:, None], (J, K, M, M))
+    scores = rng.integers(0, M, size=(J, K, Q))
+    item_counts = np.zeros((J, K, Q, M))
+    item_counts[np.arange(J)[:, None, None], np.arange(K)[None, :, None], np.arange(Q)[None, None, :], scores] = 1.0
+
+    def ours(counts):
+        log_seen = jnp.log(jnp.asarray(seen[: len(counts)]))
+        return float(answer_log_likelihood(jnp.asarray(counts), jnp.log(jnp.asarray(pi_bar)), log_seen))
+
+    def paper(counts):  # Eq. B.3: every score with its own latent true score
+        gamma = np.einsum("km,jms->jks", pi_bar, theta[: len(counts)])
+        return float(np.sum(counts.sum(axis=2) * np.log(gamma)))
+
+    one_judge = item_counts[:1]
+    assert ours(one_judge) == pytest.approx(paper(one_judge), rel=1e-5)
+    # three judges on the same answers: the joint differs from Eq. B.3 (shared latent score) ...
+    assert abs(ours(item_counts) - paper(item_counts)) > 1e-3
+    # ... and by hand for one answer: log Σ_m π_m Π_j θ_j[m, s_j]
+    by_hand = np.log(sum(pi_bar[0, m] * np.prod([theta[j, m, scores[j, 0, 0]] for j in range(J)]) for m in range(M)))
+    single = np.zeros_like(item_counts)
+    single[:, 0, 0] = item_counts[:, 0, 0]
+    assert ours(single) == pytest.approx(by_hand, rel=1e-5)
+
+
+@pytest.mark.slow
+def test_answers_likelihood_fits_through_the_cli(capsys):
+    code = run_cli(
+        ["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--likelihood", "answers", "--omega", "0"]
+        + ["--chains", "2", "--warmup", "200", "--draws", "200", "--json"]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["settings"]["likelihood"] == "answers" and "one true score per answer" in report["label"]
+    assert len(report["candidates"]) == 12 and report["rhat"]["ranking"] < 1.1
+    assert run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--likelihood", "pairs"]) == 2
+    assert "--likelihood must be 'counts' or 'answers'" in capsys.readouterr().err
+
+
+def test_the_ranking_r_hat_ignores_the_latent_scales_location_and_spread():
+    """Chains that agree on the order but not on the scale's spread (simplex paper, Theorem 2) are
+    converged for the ranking: its R-hat reads standardised expected scores."""
+    from orchestrator.simplex.inference import _diagnostics, ranking_draws
+
+    rng = np.random.default_rng(0)
+    base = np.linspace(2.0, 4.0, 6) + rng.normal(0, 0.05, size=(4, 500, 6))
+    stretched = base.copy()
+    stretched[2] = 3.0 + 1.15 * (stretched[2] - 3.0)  # one chain's scale is 15% wider
+    stretched[3] += 0.2  # another sits higher
+    centred = stretched - stretched.mean(-1, keepdims=True)
+    rhat, _ = _diagnostics({"expected_centred": centred, "ranking": ranking_draws(stretched)}, chains=4)
+    assert rhat["expected_centred"] > 1.05 and rhat["ranking"] < 1.01
+    swapped = base.copy()
+    swapped[1][:, [0, 5]] = swapped[1][:, [5, 0]]  # a chain that ranks differently is not converged
+    assert _diagnostics({"ranking": ranking_draws(swapped)}, chains=4)[0]["ranking"] > 1.1
+    assert np.all(ranking_draws(np.ones((1, 3, 4))) == 0)  # no spread: zeros, not NaN

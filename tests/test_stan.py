@@ -26,6 +26,7 @@ def test_stan_and_numpyro_agree_on_simulated_data():
     from orchestrator.simplex.stan import fit_stan, stan_program
 
     assert "edges1" in stan_program(3) and "edges3" in stan_program(5)
+    assert "W[k] * R[j]" in stan_program(3) and "W[k]" not in stan_program(3, random_effects=False)
     data, truth = from_model(3, 6, 3, 40, seed=1)
     chains, draws = 4, 600
     ours = fit_simplex(data, SimplexSettings(chains=chains, warmup=600, draws=draws, seed=0))

@@ -153,7 +153,10 @@ def fit_simplex_cmd(
     log: Optional[Path] = typer.Option(None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead."),
     levels: int = typer.Option(..., "--levels", help="Scale size M: scores are the integers 1..M."),
     omega: str = typer.Option(
-        "0", "--omega", help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects) or 'prior' (integrate over ω ~ U(0.1, 8))."
+        "1",
+        "--omega",
+        help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects; default 1: relaxed, expected magnitude ≈ 0.5) "
+        "or 'prior' (integrate over ω ~ U(0.1, 8)).",
     ),
     beta_max: str = typer.Option(
         "prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' (integrate over β_max ~ U(0, 20))."
@@ -162,6 +165,11 @@ def fit_simplex_cmd(
         "auto",
         "--count-weight",
         help="Weight of each judge score in the likelihood: 'auto' (1/design effect of judges scoring the same answers) or a number in (0, 1]; 1 = the paper's model.",
+    ),
+    likelihood: str = typer.Option(
+        "counts",
+        "--likelihood",
+        help="'counts' (the paper's Eq. B.3) or 'answers' (one latent true score per answer, shared by the judges who scored it).",
     ),
     delta: Optional[str] = typer.Option(
         None,
@@ -213,6 +221,8 @@ def fit_simplex_cmd(
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
+    if likelihood not in ("counts", "answers"):
+        raise OrchestratorError(f"--likelihood must be 'counts' or 'answers' (got {likelihood!r})")
     mapping = _numbers(collapse, "--collapse", int)
     weight = None if count_weight == "auto" else _finite("--count-weight")(count_weight)
     if weight is not None and not 0 < weight <= 1:
@@ -248,6 +258,7 @@ def fit_simplex_cmd(
         progress=interactive,
         sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None,
         count_weight=weight,
+        likelihood=likelihood,
     )
 
     def plots() -> list[Path]:

@@ -242,6 +242,7 @@ def summarise(
             "seed": st.seed,
             "target_accept": st.target_accept,
             "count_weight": st.count_weight,
+            "likelihood": st.likelihood,
         },
         label=st.label(),
         level=level,
@@ -301,9 +302,10 @@ def format_simplex(report: SimplexReport) -> str:
     banner = []
     if not report.converged:  # said first and loudly: the intervals below are not to be trusted
         banner = [
-            f"NOT CONVERGED: the chains disagree on the ranking (R-hat {report.rhat.get('expected_centred', float('nan')):.3f} > 1.01). "
+            f"NOT CONVERGED: the chains disagree on the ranking (R-hat {report.rhat.get('ranking', float('nan')):.3f} > 1.01). "
             "The expected scores and rank intervals below are NOT valid. Try: more --warmup and --draws; "
-            "the default --count-weight auto (the paper's likelihood, --count-weight 1, mixes worse); --omega 0; "
+            "the default --count-weight auto (the paper's likelihood, --count-weight 1, mixes worse); a fixed --omega "
+            "(0 or the default 1) instead of 'prior'; "
             "--sweep to see whether the ranking depends on ω or β_max.",
             "",
         ]
@@ -340,9 +342,10 @@ def format_simplex(report: SimplexReport) -> str:
     rh = report.rhat
     lines += [
         "",
-        f"diagnostics: R-hat (centred expected scores — the ranking) {rh.get('expected_centred', float('nan')):.3f}, "
-        f"expected scores {rh.get('expected', float('nan')):.3f}, max over all parameters "
-        f"{max(rh.values()) if rh else float('nan'):.3f}; min ESS (ranking) {report.ess.get('expected_centred', float('nan')):.0f}; "
+        f"diagnostics: R-hat (standardised expected scores — the ranking) {rh.get('ranking', float('nan')):.3f}, "
+        f"centred {rh.get('expected_centred', float('nan')):.3f}, expected scores {rh.get('expected', float('nan')):.3f}, "
+        f"max over all parameters {max(rh.values()) if rh else float('nan'):.3f}; "
+        f"min ESS (ranking) {report.ess.get('ranking', float('nan')):.0f}; "
         f"{report.divergences} divergences; " + ("converged" if report.converged else "NOT converged"),
     ]
     if report.sensitivity:

@@ -39,6 +39,8 @@ class ScoreData:
     """``(J, K, Q)``: the argmax level, averaged over repeated runs; NaN where missing."""
     self_pairs: np.ndarray
     """``(J, K)`` bool: judge ``j`` judging its own model family's candidate ``k``."""
+    hard_item_counts: np.ndarray
+    """``(J, K, Q, M)``: argmax scores counted per item (every run counts; 0 where missing)."""
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -46,6 +48,13 @@ class ScoreData:
 
     def counts(self, soft: bool = False) -> np.ndarray:
         return self.soft_counts if soft else self.hard_counts
+
+    def item_counts(self, soft: bool = False) -> np.ndarray:
+        """``(J, K, Q, M)`` each item's scores counted: argmax levels (hard) or option probabilities
+        summed over repeated runs (soft); zeros where the judge did not score the item."""
+        if soft:
+            return np.nan_to_num(self.dist) * self.runs[..., None]
+        return self.hard_item_counts
 
     def item_scores(self, soft: bool = False) -> np.ndarray:
         """``(J, K, Q)`` score per item: the argmax level (hard; repeats averaged) or the expected
@@ -69,6 +78,7 @@ class ScoreData:
             self.soft_counts * keep[:, :, None],
             np.where(keep[:, :, None], self.hard_item_mean, np.nan),
             np.zeros_like(self.self_pairs),
+            self.hard_item_counts * keep[:, :, None, None],
         )
 
 
@@ -127,6 +137,7 @@ def collapse_levels(data: ScoreData, mapping: list[int]) -> ScoreData:
         data.soft_counts @ onehot,
         np.where(np.isnan(hard), np.nan, lookup[idx]),
         data.self_pairs,
+        data.hard_item_counts @ onehot,
     )
 
 
@@ -180,13 +191,13 @@ def build_score_data(
     dist_sum = np.zeros(shape + (levels,))
     hard_sum = np.zeros(shape)
     runs = np.zeros(shape, dtype=np.int64)
-    hard_counts = np.zeros((len(judges), len(candidates), levels))
+    hard_item_counts = np.zeros(shape + (levels,))
     for judge, cand, question, vec in rows:
         j, k, q = ji[judge], ki[cand], qi[question]
         dist_sum[j, k, q] += vec
         top = int(np.argmax(vec))
         hard_sum[j, k, q] += top + 1
-        hard_counts[j, k, top] += 1
+        hard_item_counts[j, k, q, top] += 1
         runs[j, k, q] += 1
     with np.errstate(invalid="ignore", divide="ignore"):
         dist = np.where(runs[..., None] > 0, dist_sum / runs[..., None], np.nan)
@@ -197,7 +208,19 @@ def build_score_data(
             for cand in cands:
                 if cand in ki:
                     self_pairs[ji[judge], ki[cand]] = True
-    return ScoreData(judges, candidates, questions, levels, dist, runs, hard_counts, dist_sum.sum(axis=2), hard_mean, self_pairs)
+    return ScoreData(
+        judges,
+        candidates,
+        questions,
+        levels,
+        dist,
+        runs,
+        hard_item_counts.sum(axis=2),
+        dist_sum.sum(axis=2),
+        hard_mean,
+        self_pairs,
+        hard_item_counts,
+    )
 
 
 def design_effect(data: "ScoreData", *, soft: bool = False) -> float:

@@ -13,12 +13,18 @@ metric adapted poorly on (7× slower, no better R-hat); 0.95 instead of 0.8 keep
 settling at different points along it. Chains run in parallel on host devices when there are
 enough, else one after the other.
 
-Convergence is checked where the ranking lives: the split R-hat of the *centred* expected scores
-(each draw minus its mean over candidates — ranks do not change when every candidate moves by the
-same amount). R-hat of the raw expected scores and the maximum over every parameter are reported
-too; above 1.01 they mean the absolute level is weakly identified, not that the ranking is wrong.
+Convergence is checked where the ranking lives: the split R-hat of the *standardised* expected
+scores (each draw minus its mean over candidates, divided by their spread — ranks do not change
+when every candidate moves or stretches by the same amount, and the latent scale's location and
+spread are exactly what Theorem 2 leaves weakly identified). R-hat of the centred and of the raw
+expected scores and the maximum over every parameter are reported too; above 1.01 they mean the
+absolute level or spread of the scale mixes slowly, not that the ranking is wrong.
 
-Defaults: ω = 0 (constancy, the paper's base) and β_max integrated over its hyperprior. With
+Defaults: ω = 1 (constancy relaxed by random effects of expected magnitude ≈ 0.5, the paper's
+second sweep value; issue #20: with ω = 0 the rank intervals covered 0.875 of SummEval's expert
+ranks, with ω = 1 0.938 — the random effects are the model's only room for a judge panel that
+shares a candidate-specific bias, which the judges' own data cannot reveal), counts weighted by
+1/design effect, and β_max integrated over its hyperprior. With
 ``omega=None`` ω is integrated too (the paper's Table 1 fit); on SummEval that posterior is bimodal
 (ω ≈ 0.2 and ≈ 7, NUTS chains stay in the mode they find), so :class:`SimplexFit` reports each
 chain's ω, log density and ranking, and warns when chains disagree. The sensitivity sweep (fixed ω,
@@ -74,7 +80,7 @@ def _jax():
 class SimplexSettings:
     """What to fit. ``omega``/``beta_max`` None = integrated over their hyperpriors (§6.2)."""
 
-    omega: float | None = 0.0
+    omega: float | None = 1.0
     beta_max: float | None = None
     delta: tuple[float, ...] | None = None
     """Dirichlet direction of the random effects Z_k (App. B.2.3); default all ones."""
@@ -86,21 +92,28 @@ class SimplexSettings:
     draws: int = 1000
     seed: int = 0
     target_accept: float = 0.95
+    likelihood: Literal["counts", "answers"] = "counts"
+    """``counts`` (the default): the paper's Eq. B.3, every judge's score with its own latent score.
+    ``answers`` (our extension, issue #20): each answer has one latent true score shared by every
+    judge who scored it (:func:`~orchestrator.simplex.model.answer_log_likelihood`)."""
     count_weight: float | None = None
-    """Every count is worth this much in the likelihood (a power likelihood). None (the default):
-    ``1/deff``, the design effect of judges who score the same answers
-    (:func:`~orchestrator.simplex.data.design_effect`; our extension, issue #20); 1: the paper's
-    likelihood, every score an independent observation."""
+    """Every answer's (``counts``: every count's) log-likelihood is worth this much (a power
+    likelihood). None (the default): 1 for ``answers``; ``1/deff`` for ``counts``, the design effect
+    of judges who score the same answers (:func:`~orchestrator.simplex.data.design_effect`); 1 with
+    ``counts`` is the paper's likelihood, every score an independent observation."""
 
     def label(self) -> str:
         om = "ω ~ U(0.1, 8)" if self.omega is None else (f"ω = {self.omega:g}" + (" (no random effects)" if self.omega == 0 else ""))
         be = "β_max ~ U(0, 20)" if self.beta_max is None else f"β_max = {self.beta_max:g}"
+        if self.likelihood == "answers":
+            weight = "" if self.count_weight is None or self.count_weight == 1.0 else f", answers × {self.count_weight:.2f}"
+            return f"{om}, {be}, one true score per answer{weight}"
         weight = (
             ""
             if self.count_weight is None or self.count_weight == 1.0
             else f", counts × {self.count_weight:.2f} (design effect {1 / self.count_weight:.2f})"
         )
-        return f"{om}, {be}{weight}"
+        return f"{om}, {be}, the paper's count likelihood{weight}"
 
 
 @dataclass
@@ -115,8 +128,9 @@ class SimplexFit:
     """``expected (C, S, K)``, ``pi_bar (C, S, K, M)``, ``theta (C, S, J, M, M)``, ``rho``, and
     ``omega``/``beta_max``/``tau`` when sampled."""
     rhat: dict[str, float]
-    """Max split R-hat per site; ``expected_centred`` (the expected scores minus their mean over
-    candidates, per draw) is what the ranking depends on and what the convergence check uses."""
+    """Max split R-hat per site; ``ranking`` (the expected scores standardised per draw: minus their
+    mean over candidates, divided by their spread) is what the ranks depend on and what the
+    convergence check uses; ``expected_centred`` (minus the mean only) is reported beside it."""
     ess: dict[str, float]
     """Min effective sample size per site."""
     divergences: int
@@ -155,14 +169,14 @@ class SimplexFit:
 
     @property
     def converged(self) -> bool:
-        """The ranked quantity's chains agree (centred expected scores' R-hat ≤ 1.01)."""
-        return not self.rhat.get("expected_centred", math.nan) > RHAT_LIMIT
+        """The ranked quantity's chains agree (standardised expected scores' R-hat ≤ 1.01)."""
+        return not self.rhat.get("ranking", math.nan) > RHAT_LIMIT
 
 
 def _structure(settings: SimplexSettings, shift: bool) -> tuple:
     omega_mode = "prior" if settings.omega is None else ("off" if settings.omega == 0 else "fixed")
     beta_mode = "prior" if settings.beta_max is None else "fixed"
-    return omega_mode, beta_mode, shift
+    return omega_mode, beta_mode, shift, settings.likelihood
 
 
 class _Sampler:
@@ -174,8 +188,8 @@ class _Sampler:
 
         from .model import make_model
 
-        omega_mode, beta_mode, shift = structure
-        model = make_model(levels, omega_mode=omega_mode, beta_mode=beta_mode, shift=shift)
+        omega_mode, beta_mode, shift, likelihood = structure
+        model = make_model(levels, omega_mode=omega_mode, beta_mode=beta_mode, shift=shift, likelihood=likelihood)
         method = "parallel" if jax.local_device_count() >= settings.chains else "sequential"
         self.mcmc = MCMC(
             NUTS(model, target_accept_prob=settings.target_accept),
@@ -191,17 +205,18 @@ class _Sampler:
         numpyro, jax = _jax()
         import jax.numpy as jnp
 
-        counts = data.counts(settings.soft) * (1.0 if settings.count_weight is None else settings.count_weight)
+        scores = data.item_counts(settings.soft) if settings.likelihood == "answers" else data.counts(settings.soft)
         if settings.self_preference == "exclude":
-            counts = counts * ~data.self_pairs[:, :, None]
+            scores = scores * ~data.self_pairs.reshape(data.self_pairs.shape + (1,) * (scores.ndim - 2))
         delta = jnp.asarray(settings.delta if settings.delta is not None else np.ones(data.levels), dtype=jnp.float32)
         self.mcmc.run(
             jax.random.PRNGKey(settings.seed),
-            jnp.asarray(counts, dtype=jnp.float32),
+            jnp.asarray(scores, dtype=jnp.float32),
             jnp.asarray(data.self_pairs),
             jnp.asarray(settings.omega or 0.0, dtype=jnp.float32),
             jnp.asarray(settings.beta_max or 0.0, dtype=jnp.float32),
             delta,
+            jnp.asarray(1.0 if settings.count_weight is None else settings.count_weight, dtype=jnp.float32),
             extra_fields=("diverging", "potential_energy"),
         )
         samples = {k: np.asarray(v) for k, v in self.mcmc.get_samples(group_by_chain=True).items()}
@@ -259,7 +274,8 @@ def fit_simplex(
     if settings.count_weight is None:
         from .data import design_effect
 
-        settings = replace(settings, count_weight=1.0 / design_effect(data, soft=settings.soft))
+        weight = 1.0 if settings.likelihood == "answers" else 1.0 / design_effect(data, soft=settings.soft)
+        settings = replace(settings, count_weight=weight)
     shift = settings.self_preference == "shift" and bool(data.self_pairs.any())
     started = time.perf_counter()
     sampler = _sampler or _Sampler(data.levels, _structure(settings, shift), settings, progress)
@@ -268,8 +284,9 @@ def fit_simplex(
     energy = samples.pop("potential_energy")
     expected = samples["expected"]
     samples["expected_centred"] = expected - expected.mean(axis=-1, keepdims=True)
+    samples["ranking"] = ranking_draws(expected)
     rhat, ess = _diagnostics(samples, settings.chains)
-    del samples["expected_centred"]
+    del samples["expected_centred"], samples["ranking"]
     fit = SimplexFit(
         settings,
         list(data.candidates),
@@ -284,32 +301,41 @@ def fit_simplex(
         warnings,
     )
     if settings.chains >= 2:
-        centred = rhat.get("expected_centred", 1.0)
-        if centred > RHAT_LIMIT:
+        ranking = rhat.get("ranking", 1.0)
+        if ranking > RHAT_LIMIT:
             modes = ", ".join(
                 f"chain {c['chain']}: Spearman {c['spearman_vs_pooled']:+.2f} with the pooled ranking"
                 + (f", ω ≈ {c['omega']:.2f}" if "omega" in c else "")
                 for c in fit.chains
             )
             fit.warnings.append(
-                f"R-hat of the centred expected scores is {centred:.3f} > {RHAT_LIMIT}: the chains "
+                f"R-hat of the ranking (standardised expected scores) is {ranking:.3f} > {RHAT_LIMIT}: the chains "
                 f"disagree on the ranking ({modes}). Run more warm-up/draws, or — when the chains sit at "
                 "different ω — compare fixed ω values with --sweep rather than trusting the pooled draws"
             )
-        level = max((rhat[k] for k in rhat if k != "expected_centred"), default=1.0)
-        if level > RHAT_LIMIT and centred <= RHAT_LIMIT:
+        level = max((rhat[k] for k in rhat if k != "ranking"), default=1.0)
+        if level > RHAT_LIMIT and ranking <= RHAT_LIMIT:
             fit.warnings.append(
                 f"max R-hat {level:.3f} > {RHAT_LIMIT} outside the ranked quantity: the absolute level "
-                "of the latent scale is weakly identified (simplex paper, Theorem 2); the ranking's "
-                f"R-hat is {centred:.3f}, read the ranking, not the absolute expected scores"
+                "and spread of the latent scale are weakly identified (simplex paper, Theorem 2); the "
+                f"ranking's R-hat is {ranking:.3f}, read the ranking, not the absolute expected scores"
             )
     if divergences:
         fit.warnings.append(
             f"{divergences} divergent transitions: the posterior has regions the sampler could not explore; treat intervals with care"
         )
-    if ess.get("expected_centred", math.inf) < 100 * settings.chains / 4:
-        fit.warnings.append(f"effective sample size of the centred expected scores is only {ess['expected_centred']:.0f}")
+    if ess.get("ranking", math.inf) < 100 * settings.chains / 4:
+        fit.warnings.append(f"effective sample size of the ranking (standardised expected scores) is only {ess['ranking']:.0f}")
     return fit
+
+
+def ranking_draws(expected: np.ndarray) -> np.ndarray:
+    """Expected scores standardised per draw (minus their mean over candidates, over their spread;
+    zeros where every candidate is equal): what the ranks depend on, with the latent scale's weakly
+    identified location and spread (Theorem 2) removed — the convergence check's quantity."""
+    centred = expected - expected.mean(axis=-1, keepdims=True)
+    spread = centred.std(axis=-1, keepdims=True)
+    return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
 
 
 def _chain_report(samples: dict[str, np.ndarray], energy: np.ndarray) -> list[dict]:
@@ -331,7 +357,8 @@ def _diagnostics(samples: dict[str, np.ndarray], chains: int) -> tuple[dict[str,
     from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 
     rhat, ess = {}, {}
-    order = ["expected_centred", "expected"] + sorted(k for k in samples if k not in ("expected", "expected_centred"))
+    first = ("ranking", "expected_centred", "expected")
+    order = [k for k in first if k in samples] + sorted(k for k in samples if k not in first)
     for name in order:
         x = np.asarray(samples[name], dtype=np.float64)
         flat = x.reshape(x.shape[:2] + (-1,))
@@ -353,7 +380,7 @@ class SweepResult:
     expected: np.ndarray
     spearman: float
     rhat_ranking: float
-    """R-hat of the centred expected scores (the fit's convergence check)."""
+    """R-hat of the standardised expected scores (the fit's convergence check)."""
     max_rhat: float
     seconds: float
 
@@ -400,8 +427,6 @@ def sensitivity_sweep(
             fit = run(settings)
         rho = spearmanr(fit.expected_mean, base_fit.expected_mean).statistic if len(data.candidates) > 2 else math.nan
         results.append(
-            SweepResult(
-                parameter, value, fit.expected_mean, float(rho), fit.rhat.get("expected_centred", math.nan), fit.max_rhat, fit.seconds
-            )
+            SweepResult(parameter, value, fit.expected_mean, float(rho), fit.rhat.get("ranking", math.nan), fit.max_rhat, fit.seconds)
         )
     return base_fit, results

@@ -5,6 +5,9 @@ Likelihood (Eq. B.3), the true score marginalised:
 
     log p(n | π, θ) = Σ_{j,k,s} n[j,k,s] · log Σ_m π^{(j)}_{k,m} θ^{(j)}_{m,s}
 
+or, with ``likelihood="answers"`` (our extension, issue #20), one latent true score per answer
+shared by its judges (:func:`answer_log_likelihood`).
+
 Priors:
 
 - ``π̄_k ~ Dirichlet(1, …, 1)``: candidate k's prevalence of true scores; its expected true score
@@ -30,24 +33,36 @@ from typing import Literal
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
+from jax.scipy.special import logsumexp
 
 from .prior import confusion_matrix, edge_concentrations
 
-__all__ = ["make_model", "OMEGA_RANGE", "BETA_RANGE"]
+__all__ = ["make_model", "answer_log_likelihood", "OMEGA_RANGE", "BETA_RANGE"]
 
 OMEGA_RANGE = (0.1, 8.0)
 BETA_RANGE = (0.0, 20.0)
 
 
-def make_model(levels: int, *, omega_mode: Literal["off", "fixed", "prior"], beta_mode: Literal["fixed", "prior"], shift: bool):
-    """A numpyro model ``model(counts, self_mask, omega, beta_max, delta)`` of the given structure.
+def make_model(
+    levels: int,
+    *,
+    omega_mode: Literal["off", "fixed", "prior"],
+    beta_mode: Literal["fixed", "prior"],
+    shift: bool,
+    likelihood: Literal["answers", "counts"] = "answers",
+):
+    """A numpyro model ``model(scores, self_mask, omega, beta_max, delta, weight)`` of the given
+    structure: ``scores`` are counts ``(J, K, M)`` for the ``"counts"`` likelihood (Eq. B.3) or
+    per-answer counts ``(J, K, Q, M)`` for ``"answers"`` (:func:`answer_log_likelihood`); every
+    answer's (or count's) log-likelihood is multiplied by ``weight`` (a power likelihood; 1 = none).
 
-    The structure (random effects on/off, hyperpriors or fixed values, self-preference shift) is
-    fixed here; the numbers are arguments, so one compiled sampler serves a whole sensitivity sweep.
+    The structure (random effects on/off, hyperpriors or fixed values, self-preference shift,
+    likelihood) is fixed here; the numbers are arguments, so one compiled sampler serves a whole
+    sensitivity sweep.
     """
 
-    def model(counts, self_mask, omega, beta_max, delta):
-        n_judges, n_cands, _ = counts.shape
+    def model(scores, self_mask, omega, beta_max, delta, weight):
+        n_judges, n_cands = scores.shape[:2]
         if beta_mode == "prior":
             beta_max = numpyro.sample("beta_max", dist.Uniform(*BETA_RANGE))
         if omega_mode == "prior":
@@ -60,22 +75,48 @@ def make_model(levels: int, *, omega_mode: Literal["off", "fixed", "prior"], bet
         ]
         theta = numpyro.deterministic("theta", confusion_matrix(root, steps, xp=jnp))  # (J, M, M)
         pi_bar = numpyro.sample("pi_bar", dist.Dirichlet(jnp.ones((n_cands, levels))).to_event(1))
-        if omega_mode == "off":
-            pi = jnp.broadcast_to(pi_bar[None], (n_judges, n_cands, levels))
-        else:
+        # what judge j assigns to candidate k's answer of true level m: θ_j, mixed with the
+        # candidate's random-effect draw Z_k where constancy is relaxed (Eqs. B.4–B.7)
+        seen = jnp.broadcast_to(theta[:, None], (n_judges, n_cands, levels, levels))
+        if omega_mode != "off":
             z = numpyro.sample("Z", dist.Dirichlet(jnp.broadcast_to(delta, (n_cands, levels))).to_event(1))
             r = numpyro.sample("R", dist.Beta(omega * n_judges, n_judges * jnp.ones(n_judges)).to_event(1))
             w = numpyro.sample("W", dist.Beta(omega * n_cands, n_cands * jnp.ones(n_cands)).to_event(1))
-            mix = (r[:, None] * w[None, :])[..., None]  # (J, K, 1)
-            pi = (1.0 - mix) * pi_bar[None] + mix * z[None]
-        gamma = jnp.einsum("jkm,jms->jks", pi, theta)  # what each judge sees of each candidate
+            mix = (r[:, None] * w[None, :])[..., None, None]  # (J, K, 1, 1)
+            from_z = jnp.einsum("km,jms->jks", z, theta)[:, :, None, :]  # (J, K, 1, M)
+            seen = (1.0 - mix) * seen + mix * from_z
         if shift:
             tau = numpyro.sample("tau", dist.Beta(1.0, 1.0).expand([n_judges]).to_event(1))
-            up = jnp.concatenate([jnp.zeros_like(gamma[..., :1]), gamma[..., :-1]], axis=-1)
-            up = up.at[..., -1].add(gamma[..., -1])
-            shifted = (1.0 - tau[:, None, None]) * gamma + tau[:, None, None] * up
-            gamma = jnp.where(self_mask[..., None], shifted, gamma)
-        numpyro.factor("likelihood", jnp.sum(counts * jnp.log(jnp.clip(gamma, 1e-30))))
+            up = jnp.concatenate([jnp.zeros_like(seen[..., :1]), seen[..., :-1]], axis=-1)
+            up = up.at[..., -1].add(seen[..., -1])
+            shifted = (1.0 - tau[:, None, None, None]) * seen + tau[:, None, None, None] * up
+            seen = jnp.where(self_mask[..., None, None], shifted, seen)
+        log_seen = jnp.log(jnp.clip(seen, 1e-30))
+        if likelihood == "answers":
+            total = answer_log_likelihood(scores, jnp.log(jnp.clip(pi_bar, 1e-30)), log_seen)
+        else:
+            gamma = jnp.einsum("km,jkms->jks", pi_bar, seen)  # what each judge sees of each candidate
+            total = jnp.sum(scores * jnp.log(jnp.clip(gamma, 1e-30)))
+        numpyro.factor("likelihood", weight * total)
         numpyro.deterministic("expected", pi_bar @ jnp.arange(1.0, levels + 1.0))
 
     return model
+
+
+def answer_log_likelihood(item_counts, log_pi_bar, log_seen):
+    """Σ over answers of ``log Σ_m π̄_{k,m} Π_j Π_s θ'_{j,k}[m, s]^{n[j,k,q,s]}``: one true score per
+    answer, shared by every judge who scored it (our extension, issue #20).
+
+    Eq. B.3 gives each judge's score its own latent true score, as if judges scored independent
+    answers; judges who score the same answer see the same answer. Sharing the latent score keeps
+    each judge's marginal distribution ``Σ_m π̄_{k,m} θ'_{j,k}[m, ·]`` exactly the paper's (random
+    effects and self-preference shift included) and changes only the joint: agreement between
+    judges on an answer is explained by the answer, not counted as independent evidence. With one
+    judge per answer it is Eq. B.3. An answer nobody scored adds ``log Σ_m π̄_{k,m} = 0``.
+
+    Args:
+        item_counts: ``(J, K, Q, M)`` scores per judge, candidate, question and level.
+        log_pi_bar: ``(K, M)``. log_seen: ``(J, K, M, M)`` log confusion (true level → assigned).
+    """
+    per_level = jnp.einsum("jkqs,jkms->kqm", item_counts, log_seen) + log_pi_bar[:, None, :]
+    return jnp.sum(logsumexp(per_level, axis=-1))

@@ -1,11 +1,12 @@
 """The simplex model in Stan: an independent implementation to check the numpyro one against
 (issue #20; the seeds' authors fit this model in Stan).
 
-:func:`stan_program` writes the default fit of :mod:`.model` — no random effects (ω = 0),
-``β_max ~ U(0, 20)``, the weight-propagation judge prior of :mod:`.prior` for any number of levels,
-``π̄_k ~ Dirichlet(1)``, every count weighted by ``1/deff`` (the power likelihood of
-:class:`~orchestrator.simplex.inference.SimplexSettings`) — as Stan code, written from the paper's
-equations rather than translated from the JAX code: θ's rows are propagated with explicit loops.
+:func:`stan_program` writes the default fit of :mod:`.model` — the random effects of Eqs. B.4–B.7
+at a fixed ω (default 1; ω = 0 drops them), ``β_max ~ U(0, 20)``, the weight-propagation judge
+prior of :mod:`.prior` for any number of levels, ``π̄_k ~ Dirichlet(1)``, every count weighted by
+``1/deff`` (the power likelihood of :class:`~orchestrator.simplex.inference.SimplexSettings`) — as
+Stan code, written from the paper's equations rather than translated from the JAX code: θ's rows
+are propagated with explicit loops.
 :func:`fit_stan` samples it with PyStan (``pip install -e '.[stan]'`` and a C++ compiler; the
 README's development section), and returns draws of the expected scores ``Σ_m m·π̄_{k,m}``.
 ``benchmarks/stan_crosscheck.py`` compares the two on SummEval and simulated data;
@@ -22,9 +23,18 @@ from .model import BETA_RANGE
 __all__ = ["stan_program", "stan_data", "fit_stan"]
 
 
-def stan_program(levels: int) -> str:
-    """Stan code of the default simplex fit for ``levels`` score levels (module docstring)."""
+def stan_program(levels: int, *, random_effects: bool = True) -> str:
+    """Stan code of the default simplex fit for ``levels`` score levels (module docstring); without
+    ``random_effects`` the ω = 0 fit."""
     M = levels
+    effects_params = (
+        f"  array[K] simplex[{M}] Z;\n  vector<lower=0, upper=1>[J] R;\n  vector<lower=0, upper=1>[K] W;" if random_effects else ""
+    )
+    effects_priors = (
+        "  for (k in 1:K) Z[k] ~ dirichlet(delta);\n  R ~ beta(omega * J, J);\n  W ~ beta(omega * K, K);" if random_effects else ""
+    )
+    # Eq. B.4: judge j sees candidate k's prevalence mixed with the candidate's random-effect draw
+    seen = "(1 - W[k] * R[j]) * pi_bar[k] + W[k] * R[j] * Z[k]" if random_effects else "pi_bar[k]"
     edges = "\n".join(
         f"  array[J, {M - 1}] simplex[{M - s}] edges{s};  // out of assigned level {s + 1}, per transition" for s in range(M - 1)
     )
@@ -47,6 +57,8 @@ data {{
   int<lower=1> J;
   int<lower=1> K;
   array[J, K] vector<lower=0>[{M}] counts;  // already multiplied by the count weight 1/deff
+  real<lower=0> omega;
+  vector<lower=0>[{M}] delta;
 }}
 parameters {{
   real<lower={BETA_RANGE[0]}, upper={BETA_RANGE[1]}> beta_max;
@@ -54,6 +66,7 @@ parameters {{
   array[J] simplex[{M}] root;
 {edges}
   array[K] simplex[{M}] pi_bar;
+{effects_params}
 }}
 transformed parameters {{
   array[J] matrix[{M}, {M}] theta;
@@ -73,9 +86,10 @@ model {{
 {priors}
   }}
   for (k in 1:K) pi_bar[k] ~ dirichlet(rep_vector(1.0, {M}));
+{effects_priors}
   for (j in 1:J) {{
     for (k in 1:K) {{
-      vector[{M}] gamma = (pi_bar[k]' * theta[j])';
+      vector[{M}] gamma = (({seen})' * theta[j])';
       target += dot_product(counts[j, k], log(gamma));
     }}
   }}
@@ -87,17 +101,24 @@ generated quantities {{
 """
 
 
-def stan_data(data: ScoreData, *, count_weight: float | None = None) -> dict:
+def stan_data(data: ScoreData, *, count_weight: float | None = None, omega: float = 1.0) -> dict:
     """The data block: counts with self-judging pairs excluded, weighted by ``count_weight``
-    (default ``1/deff``, as :func:`~orchestrator.simplex.inference.fit_simplex`)."""
+    (default ``1/deff``, as :func:`~orchestrator.simplex.inference.fit_simplex`); ω; δ = ones."""
     weight = 1.0 / design_effect(data) if count_weight is None else count_weight
     counts = data.counts(False) * ~data.self_pairs[:, :, None] * weight
     J, K, _ = counts.shape
-    return {"J": int(J), "K": int(K), "counts": counts.tolist()}
+    return {"J": int(J), "K": int(K), "counts": counts.tolist(), "omega": float(omega), "delta": [1.0] * data.levels}
 
 
 def fit_stan(
-    data: ScoreData, *, chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0, count_weight: float | None = None
+    data: ScoreData,
+    *,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int = 0,
+    count_weight: float | None = None,
+    omega: float = 1.0,
 ) -> np.ndarray:
     """Draws ``(chains · draws, K)`` of the expected scores from Stan's NUTS (PyStan).
 
@@ -106,6 +127,8 @@ def fit_stan(
     """
     import stan  # noqa: PLC0415 - optional, heavy
 
-    program = stan.build(stan_program(data.levels), data=stan_data(data, count_weight=count_weight), random_seed=seed)
+    program = stan.build(
+        stan_program(data.levels, random_effects=omega > 0), data=stan_data(data, count_weight=count_weight, omega=omega), random_seed=seed
+    )
     fit = program.sample(num_chains=chains, num_warmup=warmup, num_samples=draws, delta=0.95)
     return np.asarray(fit["expected"]).T  # pystan: (K, draws·chains)
