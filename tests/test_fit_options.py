@@ -101,6 +101,7 @@ SIMPLEX_BAD = {
     "--collapse": ["1,2", "a,b,c,d,e", "0,1,2,3,4"],
     "--truth": ["coherence"],  # without --responses
     "--count-weight": ["0", "1.5", "x", "nan", "-1"],
+    "--likelihood": ["pairs", ""],
 }
 
 
@@ -124,8 +125,9 @@ def test_fit_simplex_bad_values_are_one_line(tmp_path, capsys):
         ["--sweep"],
         ["--judge", "gpt-4-0314", "--judge", "gpt-3.5-turbo-0301", "--responses", str(TRUTH), "--truth", "coherence", "--level", "0.5"],
         ["--collapse", "1,1,2,2,3", "--plot", "PLOTS"],
+        ["--likelihood", "answers", "--soft", "--omega", "2", "--self-judging", "gpt-4-0314=M8", "--self-preference", "shift"],
     ],
-    ids=["soft", "omega-prior", "delta", "self-shift", "sweep", "judges-truth-level", "plots"],
+    ids=["soft", "omega-prior", "delta", "self-shift", "sweep", "judges-truth-level", "plots", "answers-effects-shift"],
 )
 def test_fit_simplex_valid_combinations_give_a_result(tmp_path, capsys, extra):
     extra = [str(tmp_path / "plots") if e == "PLOTS" else e for e in extra]
