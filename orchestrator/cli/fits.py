@@ -221,8 +221,6 @@ def fit_simplex_cmd(
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
-    if likelihood not in ("counts", "answers"):
-        raise OrchestratorError(f"--likelihood must be 'counts' or 'answers' (got {likelihood!r})")
     mapping = _numbers(collapse, "--collapse", int)
     weight = None if count_weight == "auto" else _finite("--count-weight")(count_weight)
     if weight is not None and not 0 < weight <= 1:

@@ -31,10 +31,6 @@ class ScoreData:
     runs (a hard score is one-hot); NaN where the judge did not score the item."""
     runs: np.ndarray
     """``(J, K, Q)``: how many judgments of the item (0 = missing)."""
-    hard_counts: np.ndarray
-    """``(J, K, M)``: argmax scores counted (every run counts)."""
-    soft_counts: np.ndarray
-    """``(J, K, M)``: option probabilities summed (our extension: fractional counts)."""
     hard_item_mean: np.ndarray
     """``(J, K, Q)``: the argmax level, averaged over repeated runs; NaN where missing."""
     self_pairs: np.ndarray
@@ -47,7 +43,18 @@ class ScoreData:
         return len(self.judges), len(self.candidates), len(self.questions), self.levels
 
     def counts(self, soft: bool = False) -> np.ndarray:
-        return self.soft_counts if soft else self.hard_counts
+        """``(J, K, M)``: :meth:`item_counts` summed over questions."""
+        return self.item_counts(soft).sum(axis=2)
+
+    @property
+    def hard_counts(self) -> np.ndarray:
+        """``(J, K, M)``: argmax scores counted (every run counts)."""
+        return self.counts(False)
+
+    @property
+    def soft_counts(self) -> np.ndarray:
+        """``(J, K, M)``: option probabilities summed (our extension: fractional counts)."""
+        return self.counts(True)
 
     def item_counts(self, soft: bool = False) -> np.ndarray:
         """``(J, K, Q, M)`` each item's scores counted: argmax levels (hard) or option probabilities
@@ -74,8 +81,6 @@ class ScoreData:
             self.levels,
             np.where(keep[:, :, None, None], self.dist, np.nan),
             np.where(keep[:, :, None], self.runs, 0),
-            self.hard_counts * keep[:, :, None],
-            self.soft_counts * keep[:, :, None],
             np.where(keep[:, :, None], self.hard_item_mean, np.nan),
             np.zeros_like(self.self_pairs),
             self.hard_item_counts * keep[:, :, None, None],
@@ -133,8 +138,6 @@ def collapse_levels(data: ScoreData, mapping: list[int]) -> ScoreData:
         new,
         data.dist @ onehot,
         data.runs,
-        data.hard_counts @ onehot,
-        data.soft_counts @ onehot,
         np.where(np.isnan(hard), np.nan, lookup[idx]),
         data.self_pairs,
         data.hard_item_counts @ onehot,
@@ -208,19 +211,7 @@ def build_score_data(
             for cand in cands:
                 if cand in ki:
                     self_pairs[ji[judge], ki[cand]] = True
-    return ScoreData(
-        judges,
-        candidates,
-        questions,
-        levels,
-        dist,
-        runs,
-        hard_item_counts.sum(axis=2),
-        dist_sum.sum(axis=2),
-        hard_mean,
-        self_pairs,
-        hard_item_counts,
-    )
+    return ScoreData(judges, candidates, questions, levels, dist, runs, hard_mean, self_pairs, hard_item_counts)
 
 
 def design_effect(data: "ScoreData", *, soft: bool = False) -> float:
