@@ -49,7 +49,7 @@ def make_model(
     omega_mode: Literal["off", "fixed", "prior"],
     beta_mode: Literal["fixed", "prior"],
     shift: bool,
-    likelihood: Literal["answers", "counts"] = "answers",
+    likelihood: Literal["counts", "answers"],
 ):
     """A numpyro model ``model(scores, self_mask, omega, beta_max, delta, weight)`` of the given
     structure: ``scores`` are counts ``(J, K, M)`` for the ``"counts"`` likelihood (Eq. B.3) or
