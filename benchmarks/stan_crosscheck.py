@@ -23,29 +23,14 @@ from pathlib import Path
 
 import numpy as np
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+from summeval_scores import SUMMEVAL, paper_judges_scores
 
-from orchestrator.offline.fit_simplex import load_absolute_judgments
 from orchestrator.poe import rank_intervals_from_draws
-from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex
+from orchestrator.simplex import SimplexSettings, fit_simplex
 from orchestrator.simplex.simulate import from_model, misspecified
 from orchestrator.simplex.stan import fit_stan
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "summeval"
-PAPER_JUDGES = ["gpt-4-0314", "gpt-3.5-turbo-0301", "llama-2-70b-chat-hf"]
 CHAINS, WARMUP, DRAWS = 4, 1000, 1000
-
-
-def summeval(aspect: str, folder: Path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_likert", ROOT / "examples" / "make_summeval_likert.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    log = folder / f"{aspect}.jsonl"
-    module.convert(SHARED, aspect, log)
-    records, _ = load_absolute_judgments(log, log=True)
-    return build_score_data([r for r in records if r[0] in PAPER_JUDGES], levels=5)
 
 
 def compare(name: str, data) -> str:
@@ -81,8 +66,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        for aspect in args.aspects if SHARED.exists() else []:
-            print(compare(f"SummEval {aspect} (3 judges)", summeval(aspect, Path(tmp))), flush=True)
+        for aspect in args.aspects if SUMMEVAL.exists() else []:
+            print(compare(f"SummEval {aspect} (3 judges)", paper_judges_scores(aspect, Path(tmp))[0]), flush=True)
     print(compare("from the model (5 × 12 × 100, M = 5)", from_model(5, 12, 5, 100, seed=3)[0]), flush=True)
     print(compare("misspecified (5 × 12 × 100, M = 5)", misspecified(5, 12, 5, 100, seed=3)[0]), flush=True)
     print(f"\nelapsed {time.time() - started:.0f} s")

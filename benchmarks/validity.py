@@ -110,32 +110,18 @@ SIMPLEX_CONFIGS = {
     "the paper's likelihood: ω = 0, every score independent": {"omega": 0.0, "count_weight": 1.0},
     "one true score per answer (--likelihood answers, ω = 0)": {"omega": 0.0, "likelihood": "answers"},
 }
-PAPER_JUDGES = ["gpt-4-0314", "gpt-3.5-turbo-0301", "llama-2-70b-chat-hf"]
 
 
 def simplex_datasets(kind: str, aspects: list[str], replicates: int, folder: Path) -> list[tuple]:
     """``(data, truth, seed)`` per SummEval aspect or per simulation replicate."""
-    import importlib.util
+    from summeval_scores import paper_judges_scores
 
-    from orchestrator.offline.fit_simplex import load_absolute_judgments, truth_scores
-    from orchestrator.simplex import build_score_data
     from orchestrator.simplex.simulate import from_model, misspecified
 
     if kind != "SummEval":
         make = misspecified if kind == "misspecified" else from_model
         return [(*make(5, 12, 5, 100, seed=1000 + rep), rep) for rep in range(replicates)]
-    spec = importlib.util.spec_from_file_location("make_likert", ROOT / "examples" / "make_summeval_likert.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    out = []
-    for aspect in aspects:
-        log = folder / f"{aspect}.jsonl"
-        module.convert(SHARED / "summeval", aspect, log)
-        records, _ = load_absolute_judgments(log, log=True)
-        data = build_score_data([r for r in records if r[0] in PAPER_JUDGES], levels=5)
-        truth = truth_scores(SHARED / "summeval" / "responses.jsonl", aspect)
-        out.append((data, np.array([truth[c] for c in data.candidates]), 0))
-    return out
+    return [(*paper_judges_scores(aspect, folder), 0) for aspect in aspects]
 
 
 def simplex_part(kind: str, config: str | None, aspects: list[str], replicates: int) -> dict:
