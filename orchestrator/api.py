@@ -174,7 +174,7 @@ def replay(
     *,
     responses: str | Path | None = None,
     truth: str | None = None,
-    strategy: str = "reorder",
+    strategy: str = "lookahead",
     scope: str = "per_prompt",
     expert: str = "soft_bt",
     debias: str = "none",

@@ -140,8 +140,8 @@ MAX_BATCH = 100_000
 
 
 class SelectionConfig(_Section):
-    strategy: str = "reorder"
-    """reorder | variance | min_uncertainty | random | eps:<x> | diverse."""
+    strategy: str = "lookahead"
+    """reorder | variance | min_uncertainty | random | eps:<x> | diverse | lookahead."""
     batch: int = Field(default=4, ge=1, le=MAX_BATCH)
     """Comparisons chosen per posterior update (one round)."""
     panel: Literal["cost_aware", "all"] = "cost_aware"

@@ -93,7 +93,7 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
             'debias = "home"                  # fit each judge\'s position bias (LLM judges often prefer the first answer shown)',
             "",
             "[selection]",
-            'strategy = "reorder"             # ask the comparison most likely to reorder the ranking next',
+            'strategy = "lookahead"           # ask the comparison expected to remove the most misordered pairs (reorder: the seed paper\'s rule)',
             "batch = 4",
             "",
             "[budget]",

@@ -41,7 +41,7 @@ def test_start_rank_export_replay_through_the_api(tmp_path):
     report = orc.replay(out, responses=responses, truth="coherence")
     ranked = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"]}
     assert report.to_json()["rankings"] == ranked  # the export reproduces the run's ranking
-    assert json.loads(json.dumps(report.to_json()))["strategy"] == "reorder"
+    assert json.loads(json.dumps(report.to_json()))["strategy"] == "lookahead"  # the default strategy
     try:
         orc.ranking(path, level=1.5)
     except orc.OrchestratorError as exc:

@@ -70,7 +70,7 @@ def test_strategies_pick_their_argmax():
     assert batch == [(0, 1), (1, 2), (0, 2)]
 
 
-@pytest.mark.parametrize("strategy", ["reorder", "variance", "min_uncertainty", "random", "eps:0.5", "diverse"])
+@pytest.mark.parametrize("strategy", ["reorder", "variance", "min_uncertainty", "random", "eps:0.5", "diverse", "lookahead"])
 def test_batches_have_no_duplicates_and_respect_availability(strategy):
     gen = torch.Generator().manual_seed(0)
     n = 12
@@ -178,7 +178,7 @@ def test_first_batch_under_the_prior_is_spread_out():
     """Under the prior every pair ties; the seeded tie-break must not build a star around one candidate."""
     post = fit_laplace(Observations.from_lists(200))
     available = torch.ones(200, 200, dtype=torch.bool)
-    for strategy in ("reorder", "variance", "diverse"):
+    for strategy in ("reorder", "variance", "diverse", "lookahead"):
         pairs = select_pairs(post, strategy, available, 50, generator=torch.Generator().manual_seed(0))
         counts = torch.bincount(torch.tensor([c for p in pairs for c in p]), minlength=200)
         assert int(counts.max()) <= 4, strategy

@@ -19,7 +19,9 @@ def replay(
     log: Path = typer.Argument(..., help="Judgment-log JSONL (one judgment per line).", callback=existing("file")),
     responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores."),
     truth: Optional[str] = typer.Option(None, "--truth", help="Field of 'human' holding the ground truth (omit both to only rank)."),
-    strategy: str = typer.Option("reorder", "--strategy", help="reorder | variance | min_uncertainty | random | eps:<x> | diverse"),
+    strategy: str = typer.Option(
+        "lookahead", "--strategy", help="lookahead | reorder | variance | min_uncertainty | random | eps:<x> | diverse"
+    ),
     scope: str = typer.Option("per_prompt", "--scope", help="per_prompt | global | items"),
     expert: str = typer.Option("soft_bt", "--expert", help="soft_bt | beta:<a>,<b> | ngaussian | linear"),
     debias: str = typer.Option("none", "--debias", help="none | permutation | home"),

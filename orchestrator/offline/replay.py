@@ -43,7 +43,18 @@ from ..store import create_run
 from .log_groups import SCOPES, Group, build_groups
 from .replay_report import GroupReplay, ReplayReport, average_curves, mean_sd, spearman
 
-__all__ = ["SCOPES", "Group", "item_name", "GroupReplay", "ReplayReport", "build_groups", "replay_group", "replay", "replay_files"]
+__all__ = [
+    "SCOPES",
+    "Group",
+    "item_name",
+    "GroupReplay",
+    "ReplayReport",
+    "build_groups",
+    "group_dataset",
+    "replay_group",
+    "replay",
+    "replay_files",
+]
 
 NO_TRUTH = "__none__"
 
@@ -62,6 +73,7 @@ def replay_group(
     panel: str = "cost_aware",
     tick: Callable[[int], None] | None = None,
     workdir: Path | None = None,
+    reference: np.ndarray | None = None,
 ) -> GroupReplay:
     """Run ``strategy`` on one group with the run engine, every request answered from the log.
 
@@ -71,12 +83,16 @@ def replay_group(
     asked each selected comparison) and selection are a live run's. The planner asks only what the
     log can answer. ``budget`` counts judge calls for this group (a permutation-debiased pair costs
     two per judge, an absolute warm start one per candidate and judge); ``tick(calls)`` is called
-    as judgments arrive (progress of long replays).
+    as judgments arrive (progress of long replays). ``reference`` (scores in ``group.names``
+    order) replaces the all-pairs fit as the "self" ranking of the curve (a benchmark comparing
+    debias modes measures them all against one ranking).
     """
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orchestrator-replay-")))
-        return _replay_group(group, str(strategy), config, scope, debias, batch, budget, seed, with_absolute, panel, tick, workdir)
+        return _replay_group(
+            group, str(strategy), config, scope, debias, batch, budget, seed, with_absolute, panel, tick, workdir, reference
+        )
 
 
 def _replay_group(
@@ -92,6 +108,7 @@ def _replay_group(
     panel: str,
     tick: Callable[[int], None] | None,
     workdir: Path,
+    reference: np.ndarray | None = None,
 ) -> GroupReplay:
     names = list(dict.fromkeys(r.judge for r in group.records))
     config = RunConfig.model_validate(
@@ -116,12 +133,16 @@ def _replay_group(
             "dispatch": {"pipeline_depth": 1, "concurrency": 256, "max_attempts": 1},
         }
     )
-    dataset = _dataset(group)
+    dataset = group_dataset(group)
     run_group = build_groups_for(dataset, scope)[0]
     truth_of = dict(zip(group.names, group.truth))
     truth = np.asarray([truth_of[name] for name in run_group.names], dtype=float)
     relevant = [r for r in group.rows if r.kind == "pairwise" or (with_absolute and r.kind == "absolute")]
     full = fit_group(run_group, relevant, poe, debias=debias, with_absolute=with_absolute).mean.numpy()
+    self_scores = full
+    if reference is not None:
+        reference_of = dict(zip(group.names, reference))
+        self_scores = np.asarray([reference_of[name] for name in run_group.names], dtype=float)
     judges = {name: LogJudge(name, group.records) for name in names}
     profiles = {name: JudgeProfile(name=name, model=f"log/{name}") for name in names}
     templates = {"pairwise": get_template("poe-pairwise")}
@@ -132,7 +153,7 @@ def _replay_group(
 
     def observe(spend, planner) -> None:
         mean = planner.posteriors[0].mean.numpy()
-        curve.append((spend.calls, spearman(mean, truth), spearman(mean, full)))
+        curve.append((spend.calls, spearman(mean, truth), spearman(mean, self_scores)))
 
     def progress(event: RunEvent) -> None:
         if event.kind == "judgment" and tick is not None:
@@ -175,7 +196,7 @@ def _replay_group(
     return GroupReplay(group.key, run_group.names, truth, curve, full_spearman, k90, k_self90, posterior, sorted(names))
 
 
-def _dataset(group: Group) -> Dataset:
+def group_dataset(group: Group) -> Dataset:
     """The responses a group ranks, as a run's dataset (the log answers; the texts, where known,
     give length control its lengths)."""
     prompts: dict[str, PromptRow] = {}

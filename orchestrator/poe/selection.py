@@ -10,6 +10,9 @@ All metrics have the form ``w(μ_i − μ_j) · V_ij`` with ``V_ij = Σ_ii + Σ_
 - ``diverse``: beyond the paper; reorder, but after each pick of a batch Σ is updated as if that
   comparison had been made, with the expert's expected curvature (a rank-one update), so the
   batch spreads over the ranking instead of piling onto one uncertain region.
+- ``lookahead``: beyond the paper; the comparison expected to remove the most misordered pairs
+  from the whole ranking (:mod:`orchestrator.poe.lookahead`); a sparse posterior ranks its
+  candidate pairs by the reorder key instead.
 
 Metrics are ranked in log space (so ``1/0`` ties and huge ratios stay ordered) with a seeded
 random tie-break, which makes selection deterministic given the posterior and the seed.
@@ -17,6 +20,7 @@ random tie-break, which makes selection deterministic given the posterior and th
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -26,6 +30,7 @@ from torch import Tensor
 from .candidates import ORDER_IJ, ORDER_JI, rank_candidates
 from .experts import Expert, expected_curvature, soft_bradley_terry
 from .laplace import Posterior, pair_variances
+from .lookahead import LOOKAHEAD_CANDIDATES, LookaheadPool
 
 __all__ = [
     "STRATEGIES",
@@ -43,8 +48,10 @@ __all__ = [
     "pair_metric",
 ]
 
-STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse")
+STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse", "lookahead")
 _TINY = 1e-300
+_REORDER_LIKE = ("reorder", "diverse", "lookahead")
+"""Strategies whose inspection metric (and shortlist) is the probability of reordering."""
 
 
 @dataclass(frozen=True)
@@ -52,22 +59,22 @@ class Strategy:
     """A parsed selection strategy."""
 
     name: str
-    """One of ``reorder``, ``variance``, ``min_uncertainty``, ``random``, ``eps``, ``diverse``."""
+    """One of ``reorder``, ``variance``, ``min_uncertainty``, ``random``, ``eps``, ``diverse``, ``lookahead``."""
     eps: float = 2.0
-    """Exponent for the ε-family (Eq. 6); 2 for ``reorder`` and ``diverse``."""
+    """Exponent for the ε-family (Eq. 6); 2 for ``reorder``, ``diverse`` and ``lookahead``."""
 
     def __str__(self) -> str:
         return f"eps:{self.eps:g}" if self.name == "eps" else self.name
 
 
 def parse_strategy(text: str) -> Strategy:
-    """Parse ``reorder|variance|min_uncertainty|random|diverse|eps:<x>``.
+    """Parse ``reorder|variance|min_uncertainty|random|diverse|lookahead|eps:<x>``.
 
     Raises:
         ValueError: unknown name or a non-numeric ε.
     """
     key = text.strip().lower()
-    if key in ("reorder", "diverse"):
+    if key in ("reorder", "diverse", "lookahead"):
         return Strategy(key, 2.0)
     if key in ("variance", "min_uncertainty", "random"):
         return Strategy(key, 0.0)
@@ -101,7 +108,7 @@ def _metric(strategy: Strategy, dmu: Tensor, v: Tensor) -> Tensor:
         return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * v
     if strategy.name == "variance":
         return v
-    if strategy.name in ("reorder", "diverse"):
+    if strategy.name in _REORDER_LIKE:
         dmu = dmu.abs()
         prob = torch.special.ndtr(-dmu / v.sqrt().clamp_min(1e-150))
         return torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
@@ -143,7 +150,7 @@ def _ranking_key(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Ge
     """
     if strategy.name == "random":
         return torch.rand(dmu.shape, generator=generator, dtype=dmu.dtype)
-    if strategy.name in ("reorder", "diverse") or (strategy.name == "eps" and strategy.eps == 2.0):
+    if strategy.name in _REORDER_LIKE or (strategy.name == "eps" and strategy.eps == 2.0):
         return -(dmu * dmu) / v.clamp_min(_TINY)
     log_v = v.clamp_min(_TINY).log()
     if strategy.name == "variance" or (strategy.name == "eps" and strategy.eps == 0.0):
@@ -171,7 +178,7 @@ def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
         return min_uncertainty_metric(mean, cov)
     if strategy.name == "variance":
         return variance_metric(mean, cov)
-    if strategy.name in ("reorder", "diverse"):
+    if strategy.name in _REORDER_LIKE:
         return reorder_probability(mean, cov)
     if strategy.name == "eps":
         return eps_metric(mean, cov, strategy.eps)
@@ -184,7 +191,7 @@ def pair_metric(posterior: Posterior, strategy: Strategy | str, a: Tensor, b: Te
     strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
     values = _metric(strategy, posterior.mean[a] - posterior.mean[b], pair_variances(posterior, a, b))
     # (as the matrix's diagonal: a candidate is not reordered with itself)
-    return values.masked_fill(a == b, 0.0) if strategy.name in ("reorder", "diverse") else values
+    return values.masked_fill(a == b, 0.0) if strategy.name in _REORDER_LIKE else values
 
 
 def select_pairs(
@@ -214,7 +221,8 @@ def select_pairs(
             debiasing: a pair ``(i, j)`` with ``i < j`` is eligible only while both orders are
             available, and the caller asks both.
         generator: seeded generator for tie-breaks, orientation and ``random``.
-        expert: the comparative expert, for the expected curvature of ``diverse`` batches.
+        expert: the comparative expert, for the expected curvature of ``diverse`` and
+            ``lookahead`` picks.
 
     Returns:
         Distinct pairs ``(first, second)``, best first; never an unavailable or repeated one,
@@ -242,6 +250,9 @@ def select_across(
     variance). Returns ``(group, first, second)`` triples.
     """
     generator = generator or torch.Generator().manual_seed(0)
+    strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
+    if strategy.name == "lookahead" and all(a.dtype == torch.bool for a in available):
+        return _lookahead_across(posteriors, available, batch_size, ordered, generator, expert)
     proposals: list[tuple[float, int, int, int, int | None]] = []
     for g, (post, avail) in enumerate(zip(posteriors, available)):
         pairs, keys, bits = _ranked_pairs(post, strategy, avail, batch_size, ordered, generator, expert, orient=False)
@@ -295,6 +306,10 @@ def _ranked_pairs(
     if strategy.name == "diverse":
         pairs = _diverse_batch(posterior, dmu, v, key, k, expert or soft_bradley_terry())
         keys = [float(key[i * n + j]) for i, j in pairs]
+    elif strategy.name == "lookahead":
+        pool = _lookahead_pool(posterior, key, k, expert)
+        picks = [pool.take() for _ in range(min(k, pool.pool.numel()))]
+        pairs, keys = [p for p, _ in picks], [g for _, g in picks]
     else:
         top = torch.topk(key, k)
         pairs = [(int(t) // n, int(t) % n) for t in top.indices]
@@ -302,6 +317,58 @@ def _ranked_pairs(
     if not orient:
         return pairs, keys, None
     return [_orient(i, j, available, ordered, generator) for i, j in pairs], keys, None
+
+
+def _lookahead_pool(posterior: Posterior, key: Tensor, batch_size: int, expert: Expert | None) -> LookaheadPool:
+    """The eligible pairs best by the reorder ``key`` (flat ``N·N``, −inf where not eligible),
+    scored by :class:`~orchestrator.poe.lookahead.LookaheadPool`."""
+    n = posterior.n
+    short = torch.topk(key, min(int(torch.isfinite(key).sum()), LOOKAHEAD_CANDIDATES)).indices.tolist()
+    sharpness, precision = (_judge_mean(posterior, name) for name in ("sharpness", "precision"))
+    pairs = [(t // n, t % n) for t in short]
+    return LookaheadPool(posterior.mean, posterior.dense_cov(), pairs, batch_size, expert or soft_bradley_terry(), sharpness, precision)
+
+
+def _lookahead_across(
+    posteriors: list[Posterior], available: list[Tensor], batch_size: int, ordered: bool, generator: torch.Generator, expert: Expert | None
+) -> list[tuple[int, int, int]]:
+    """:func:`select_across` for ``lookahead``: each group's pool is scored once, then the batch
+    takes, pick by pick, from whichever group's best comparison gains most (a pick re-scores
+    only its own group), so a round costs one scoring per group plus one per pick."""
+    strategy = Strategy("lookahead")
+    eligible: dict[int, Tensor] = {}
+    for g, (post, avail) in enumerate(zip(posteriors, available)):
+        avail = avail.clone()
+        avail.fill_diagonal_(False)
+        mask = ((avail | avail.T) if ordered else (avail & avail.T)) & torch.ones(post.n, post.n, dtype=torch.bool).triu(1)
+        if bool(mask.any()):
+            eligible[g] = mask
+    # a group's pool is sized, capped and re-scored for its share of the batch
+    share = math.ceil(batch_size / max(1, len(eligible)))
+    heap: list[tuple[float, int]] = []
+    pools: dict[int, LookaheadPool] = {}
+    for g, mask in eligible.items():
+        post = posteriors[g]
+        key = _with_tie_break(_ranking_key(strategy, mean_differences(post.mean), pair_variance(post.dense_cov()), generator), generator)
+        pools[g] = _lookahead_pool(post, key.masked_fill_(~mask, -math.inf).view(-1), share, expert)
+        peeked = pools[g].peek()
+        if peeked is not None:
+            heapq.heappush(heap, (-peeked[0], g))
+    picks: list[tuple[int, int, int]] = []
+    while heap and len(picks) < batch_size:
+        _, g = heapq.heappop(heap)
+        (i, j), _ = pools[g].take()
+        picks.append((g, *_orient(i, j, available[g], ordered, generator)))
+        peeked = pools[g].peek()
+        if peeked is not None:
+            heapq.heappush(heap, (-peeked[0], g))
+    return picks
+
+
+def _judge_mean(posterior: Posterior, name: str) -> float:
+    """The judges' mean fitted ``name`` (sharpness t, precision κ); 1 where it is not fitted."""
+    values = posterior.judges.get(name)
+    return 1.0 if values is None or values.numel() == 0 else float(values.mean())
 
 
 def _ranked_candidates(
