@@ -1,28 +1,12 @@
-"""Active selection of the next comparisons (PoE §4.2, Eqs. 3–6).
-
-All metrics have the form ``w(μ_i − μ_j) · V_ij`` with ``V_ij = Σ_ii + Σ_jj − 2Σ_ij``:
-
-- ``min_uncertainty`` (Eq. 3): ``σ(μ_i−μ_j) σ(μ_j−μ_i) V_ij``
-- ``variance`` (Eq. 4): ``V_ij``
-- ``reorder`` (Eq. 5): probability of reordering ``Φ(−|μ_i−μ_j| / √V_ij)``, ranked as ``V_ij/(μ_i−μ_j)²``
-- ``eps:<ε>`` (Eq. 6): ``V_ij / |μ_i−μ_j|^ε`` (ε=0 is variance, ε=2 ranks like reorder)
-- ``random``: uniform over the pairs still available
-- ``diverse``: beyond the paper; reorder, but after each pick of a batch Σ is updated as if that
-  comparison had been made, with the expert's expected curvature (a rank-one update), so the
-  batch spreads over the ranking instead of piling onto one uncertain region.
-- ``lookahead``: beyond the paper; the comparison expected to remove the most misordered pairs
-  from the whole ranking (:mod:`orchestrator.poe.lookahead`); a sparse posterior ranks its
-  candidate pairs by the reorder key instead.
-
-Metrics are ranked in log space (so ``1/0`` ties and huge ratios stay ordered) with a seeded
-random tie-break, which makes selection deterministic given the posterior and the seed.
-"""
+"""Batches of comparisons from the selection metrics (PoE §4.2; the metrics and strategies are
+in :mod:`orchestrator.poe.metrics`): top-k without repeats, ``diverse`` batches with rank-one
+expected-curvature updates, ``lookahead`` batches (:mod:`orchestrator.poe.lookahead`), and one
+batch shared by several posteriors (``per_prompt`` scope)."""
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -31,6 +15,22 @@ from .candidates import ORDER_IJ, ORDER_JI, rank_candidates
 from .experts import Expert, expected_curvature, soft_bradley_terry
 from .laplace import Posterior, pair_variances
 from .lookahead import LOOKAHEAD_CANDIDATES, LookaheadPool
+from .metrics import (
+    STRATEGIES,
+    TINY,
+    Strategy,
+    eps_metric,
+    mean_differences,
+    min_uncertainty_metric,
+    pair_metric,
+    pair_variance,
+    parse_strategy,
+    ranking_key,
+    reorder_probability,
+    selection_scores,
+    variance_metric,
+    with_tie_break,
+)
 
 __all__ = [
     "STRATEGIES",
@@ -47,151 +47,6 @@ __all__ = [
     "select_across",
     "pair_metric",
 ]
-
-STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse", "lookahead")
-_TINY = 1e-300
-_REORDER_LIKE = ("reorder", "diverse", "lookahead")
-"""Strategies whose inspection metric (and shortlist) is the probability of reordering."""
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """A parsed selection strategy."""
-
-    name: str
-    """One of ``reorder``, ``variance``, ``min_uncertainty``, ``random``, ``eps``, ``diverse``, ``lookahead``."""
-    eps: float = 2.0
-    """Exponent for the ε-family (Eq. 6); 2 for ``reorder``, ``diverse`` and ``lookahead``."""
-
-    def __str__(self) -> str:
-        return f"eps:{self.eps:g}" if self.name == "eps" else self.name
-
-
-def parse_strategy(text: str) -> Strategy:
-    """Parse ``reorder|variance|min_uncertainty|random|diverse|lookahead|eps:<x>``.
-
-    Raises:
-        ValueError: unknown name or a non-numeric ε.
-    """
-    key = text.strip().lower()
-    if key in ("reorder", "diverse", "lookahead"):
-        return Strategy(key, 2.0)
-    if key in ("variance", "min_uncertainty", "random"):
-        return Strategy(key, 0.0)
-    if key.startswith("eps:"):
-        try:
-            eps = float(key[4:])
-        except ValueError:
-            raise ValueError(f"strategy {text!r}: ε must be a number, e.g. eps:0.5") from None
-        if not math.isfinite(eps) or eps < 0:
-            raise ValueError(f"strategy {text!r}: ε must be finite and >= 0")
-        return Strategy("eps", eps)
-    raise ValueError(f"unknown strategy {text!r}; choose one of {', '.join(STRATEGIES)}")
-
-
-def pair_variance(cov: Tensor) -> Tensor:
-    """``V_ij = Σ_ii + Σ_jj − 2Σ_ij``: variance of ``s_i − s_j`` (PoE Eq. 4), ``(N, N)``."""
-    diag = cov.diagonal()
-    return (diag[:, None] + diag[None, :] - 2.0 * cov).clamp_min(0.0)
-
-
-def mean_differences(mean: Tensor) -> Tensor:
-    """``μ_i − μ_j`` as an ``(N, N)`` matrix."""
-    return mean[:, None] - mean[None, :]
-
-
-def _metric(strategy: Strategy, dmu: Tensor, v: Tensor) -> Tensor:
-    """The strategy's metric from mean differences ``dmu`` and pair variances ``v`` (any shape, the
-    same): Eq. (3), (4), (5)'s probability of reordering, (6); 1 for ``random``. The matrix functions
-    below and :func:`pair_metric` are this on all pairs or on some."""
-    if strategy.name == "min_uncertainty":
-        return torch.sigmoid(dmu) * torch.sigmoid(-dmu) * v
-    if strategy.name == "variance":
-        return v
-    if strategy.name in _REORDER_LIKE:
-        dmu = dmu.abs()
-        prob = torch.special.ndtr(-dmu / v.sqrt().clamp_min(1e-150))
-        return torch.where((v == 0) & (dmu == 0), torch.full_like(prob, 0.5), prob)
-    if strategy.name == "eps":
-        return v / dmu.abs().pow(strategy.eps)
-    return torch.ones_like(dmu)
-
-
-def min_uncertainty_metric(mean: Tensor, cov: Tensor) -> Tensor:
-    """PoE Eq. (3): ``σ(μ_i−μ_j) σ(μ_j−μ_i) (Σ_ii − 2Σ_ij + Σ_jj)``."""
-    return _metric(Strategy("min_uncertainty", 0.0), mean_differences(mean), pair_variance(cov))
-
-
-def variance_metric(mean: Tensor, cov: Tensor) -> Tensor:
-    """PoE Eq. (4): ``Σ_ii − 2Σ_ij + Σ_jj``."""
-    del mean
-    return pair_variance(cov)
-
-
-def reorder_probability(mean: Tensor, cov: Tensor) -> Tensor:
-    """Probability of reordering ``Φ(−|μ_i − μ_j| / √V_ij)`` (PoE §4.2, Eq. 5's exact form).
-
-    The diagonal is 0 (a candidate is not reordered with itself); a pair with ``V_ij = 0``
-    and distinct means has probability 0.
-    """
-    return _metric(Strategy("reorder"), mean_differences(mean), pair_variance(cov)).fill_diagonal_(0.0)
-
-
-def eps_metric(mean: Tensor, cov: Tensor, eps: float) -> Tensor:
-    """PoE Eq. (6): ``V_ij / |μ_i − μ_j|^ε`` (may be ``inf`` where means coincide)."""
-    return _metric(Strategy("eps", eps), mean_differences(mean), pair_variance(cov))
-
-
-def _ranking_key(strategy: Strategy, dmu: Tensor, v: Tensor, generator: torch.Generator) -> Tensor:
-    """A monotone transform of the strategy's metric, ``(N, N)`` (larger = ask first).
-
-    Reorder uses ``−(μ_i−μ_j)²/V_ij``, which orders pairs exactly as Eq. (5)'s ``V/(μ_i−μ_j)²``
-    without dividing by zero; the others are compared in log space.
-    """
-    if strategy.name == "random":
-        return torch.rand(dmu.shape, generator=generator, dtype=dmu.dtype)
-    if strategy.name in _REORDER_LIKE or (strategy.name == "eps" and strategy.eps == 2.0):
-        return -(dmu * dmu) / v.clamp_min(_TINY)
-    log_v = v.clamp_min(_TINY).log()
-    if strategy.name == "variance" or (strategy.name == "eps" and strategy.eps == 0.0):
-        return log_v
-    if strategy.name == "min_uncertainty":
-        return torch.nn.functional.logsigmoid(dmu) + torch.nn.functional.logsigmoid(-dmu) + log_v
-    return log_v - strategy.eps * dmu.abs().clamp_min(_TINY).log()
-
-
-def _with_tie_break(key: Tensor, generator: torch.Generator) -> Tensor:
-    """Add seeded per-pair offsets of relative size ≤ 1e-9 so that exact ties, e.g. every pair
-    under the symmetric prior, fall by the seed. The offsets are independent per pair (structured
-    ones, a row vector plus a column vector, would rank a whole row first and make the first batch
-    a star around one candidate) and the key stays float64 (in float32 a relative offset this small
-    leaves only a handful of distinct values, so ties would fall by index instead)."""
-    offsets = torch.rand(key.shape, generator=generator, dtype=key.dtype) * 1e-9
-    return key + (key.abs() + 1e-300) * offsets
-
-
-def selection_scores(posterior: Posterior, strategy: Strategy | str) -> Tensor:
-    """The strategy's metric for every ordered pair, ``(N, N)`` (for inspection and reports)."""
-    strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
-    mean, cov = posterior.mean, posterior.dense_cov()
-    if strategy.name == "min_uncertainty":
-        return min_uncertainty_metric(mean, cov)
-    if strategy.name == "variance":
-        return variance_metric(mean, cov)
-    if strategy.name in _REORDER_LIKE:
-        return reorder_probability(mean, cov)
-    if strategy.name == "eps":
-        return eps_metric(mean, cov, strategy.eps)
-    return torch.ones_like(cov)
-
-
-def pair_metric(posterior: Posterior, strategy: Strategy | str, a: Tensor, b: Tensor) -> Tensor:
-    """The strategy's metric for the pairs ``(a[k], b[k])`` only (what :func:`selection_scores`
-    holds at ``[a, b]``, without an ``N × N`` matrix)."""
-    strategy = parse_strategy(strategy) if isinstance(strategy, str) else strategy
-    values = _metric(strategy, posterior.mean[a] - posterior.mean[b], pair_variances(posterior, a, b))
-    # (as the matrix's diagonal: a candidate is not reordered with itself)
-    return values.masked_fill(a == b, 0.0) if strategy.name in _REORDER_LIKE else values
 
 
 def select_pairs(
@@ -299,8 +154,8 @@ def _ranked_pairs(
     else:  # a sparse posterior asked about every pair (a small one, e.g. in tests)
         grid = torch.arange(n)
         v = pair_variances(posterior, grid.repeat_interleave(n), grid.repeat(n)).view(n, n)
-    key = _ranking_key(strategy, dmu, v, generator)
-    key = _with_tie_break(key, generator) if strategy.name != "random" else key
+    key = ranking_key(strategy, dmu, v, generator)
+    key = with_tie_break(key, generator) if strategy.name != "random" else key
     key = key.masked_fill_(~eligible, -math.inf).view(-1)
     k = min(batch_size, int(eligible.sum()))
     if strategy.name == "diverse":
@@ -349,7 +204,7 @@ def _lookahead_across(
     pools: dict[int, LookaheadPool] = {}
     for g, mask in eligible.items():
         post = posteriors[g]
-        key = _with_tie_break(_ranking_key(strategy, mean_differences(post.mean), pair_variance(post.dense_cov()), generator), generator)
+        key = with_tie_break(ranking_key(strategy, mean_differences(post.mean), pair_variance(post.dense_cov()), generator), generator)
         pools[g] = _lookahead_pool(post, key.masked_fill_(~mask, -math.inf).view(-1), share, expert)
         peeked = pools[g].peek()
         if peeked is not None:
@@ -383,8 +238,8 @@ def _ranked_candidates(
     cands = candidates[eligible & (candidates[:, 0] != candidates[:, 1])]
 
     def key_of(dmu: Tensor, v: Tensor) -> Tensor:
-        key = _ranking_key(strategy, dmu, v, generator)
-        return key if strategy.name == "random" else _with_tie_break(key, generator)
+        key = ranking_key(strategy, dmu, v, generator)
+        return key if strategy.name == "random" else with_tie_break(key, generator)
 
     rows, keys = rank_candidates(posterior, key_of, cands, batch_size, diverse=strategy.name == "diverse")
     chosen = cands[rows]
@@ -432,12 +287,12 @@ def _diverse_batch(
     rows, cols = short // n, short % n
     v_short = v[rows, cols].clone()
     dmu2_short = dmu[rows, cols] ** 2
-    tie = key[short] - (-(dmu2_short / v_short.clamp_min(_TINY)))  # keep the seeded tie-break
+    tie = key[short] - (-(dmu2_short / v_short.clamp_min(TINY)))  # keep the seeded tie-break
     taken = torch.zeros(short.numel(), dtype=torch.bool)
     corrections: list[tuple[Tensor, float]] = []
     pairs: list[tuple[int, int]] = []
     for _ in range(batch_size):
-        score = -(dmu2_short / v_short.clamp_min(_TINY)) + tie
+        score = -(dmu2_short / v_short.clamp_min(TINY)) + tie
         pick = int(torch.argmax(score.masked_fill(taken, -math.inf)))
         taken[pick] = True
         i, j = int(rows[pick]), int(cols[pick])
