@@ -1,4 +1,4 @@
-"""Judge profiles and the async judge client on litellm.
+"""The async judge client on litellm (profiles: :mod:`.profiles`; what providers send back: :mod:`.provider`).
 
 One interface: ``async def judge(request) -> Judgment``. :class:`LiteLLMJudge` implements it for
 any litellm model (API judges, the embedded llama.cpp judge, a test server); the loop injects it,
@@ -8,93 +8,24 @@ failed call: the :class:`Judgment` records status, error and whether a retry cou
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import time
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .datafiles import data_dirs, find_data_file, load_toml_model
-from .deployments import ROUTING, Deployment, DeploymentRouter
+from .deployments import DeploymentRouter
 from .extract import OptionReading, continuation_mass, extract_options, split_prefix
+from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
+from .provider import classify_error, error_text, sane_cost, sane_usage
 from .templates import Template
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-__all__ = ["JudgeProfile", "JudgeRequest", "Judgment", "Judge", "LiteLLMJudge", "get_profile", "profile_dirs"]
-
-
-class JudgeProfile(BaseModel):
-    """A judge as data (``judges/<name>.toml``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    name: str
-    model: str
-    """litellm model string, e.g. ``openai/gpt-4o-mini`` or ``openai/qwen1.5b`` for the embedded judge."""
-    api_base: str | None = None
-    api_key_env: str | None = None
-    """Environment variable holding the API key (keys never live in profiles)."""
-    logprobs: bool = True
-    top_logprobs: int = Field(default=20, ge=1, le=100)
-    """Provider cap on returned alternatives per position."""
-    prefill: bool = False
-    """Whether an assistant prefix is continued (llama.cpp yes, OpenAI no)."""
-    samples: int = Field(default=1, ge=1, le=64)
-    """Without logprobs: verdicts sampled this many times to estimate the distribution."""
-    embedded: str | None = None
-    """Key of a local llama.cpp model started by ``orchestrator judge serve``."""
-    price_input_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
-    price_output_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Extra completion parameters (temperature, seed, ...)."""
-    timeout_s: float = Field(default=120.0, gt=0, le=86400)
-    """Seconds one call may take."""
-    batch: bool = False
-    """Ask through the provider's batch API (litellm files + batches; OpenAI-compatible providers):
-    each round's requests to this judge go out as one batch, at ``batch_price_factor`` of the price,
-    answered within the provider's completion window (:mod:`orchestrator.run.batching`)."""
-    batch_price_factor: float = Field(default=0.5, ge=0, le=1)
-    """What a batched call costs relative to the list price (OpenAI and Anthropic: half)."""
-    batch_poll_s: float = Field(default=10.0, gt=0, le=3600)
-    """First wait between polls of a running batch (doubling up to ``batch_poll_max_s``)."""
-    batch_poll_max_s: float = Field(default=300.0, gt=0, le=86400)
-    deployments: list[Deployment] = Field(default_factory=list)
-    """Several endpoints of this judge, driven through litellm's Router (:mod:`.deployments`);
-    empty: the one ``api_base``."""
-    routing: ROUTING = "least-busy"
-    """The Router's strategy over ``deployments``."""
-    cooldown_s: float = Field(default=30.0, gt=0, le=86400)
-    """How long a deployment that keeps failing gets no calls."""
-
-
-def profile_dirs(extra: list[Path] | None = None) -> list[Path]:
-    """Profile lookup order: ``extra``, ``$ORCHESTRATOR_JUDGES``, ``./judges``, this checkout's ``judges/``."""
-    return data_dirs("ORCHESTRATOR_JUDGES", "judges", extra)
-
-
-def get_profile(name: str, dirs: list[Path] | None = None) -> JudgeProfile:
-    """Load the profile called ``name``.
-
-    Raises:
-        OrchestratorError: unknown profile or invalid file.
-    """
-    profile = load_toml_model(find_data_file(name, profile_dirs(dirs), "judge profile"), JudgeProfile, "judge profile")
-    register_profile_secrets(profile)
-    return profile
-
-
-def register_profile_secrets(profile: "JudgeProfile") -> None:
-    """Every variable a profile names for a key — its own ``api_key_env`` and each deployment's —
-    is redacted by value from everything stored or printed (:mod:`orchestrator.secrets`)."""
-    from ..secrets import register_secret_env
-
-    register_secret_env(profile.api_key_env)
-    for deployment in profile.deployments or []:
-        register_secret_env(deployment.api_key_env)
+# JudgeProfile, get_profile, profile_dirs and error_text are re-exported: callers take a judge,
+# its profile and its failures' text from one place
+__all__ = ["JudgeProfile", "JudgeRequest", "Judgment", "Judge", "LiteLLMJudge", "error_text", "get_profile", "profile_dirs"]
 
 
 class JudgeRequest(BaseModel):
@@ -154,83 +85,6 @@ class Judge(Protocol):
     name: str
 
     async def judge(self, request: JudgeRequest) -> Judgment: ...
-
-
-MAX_TOKENS_PER_CALL = 10_000_000
-"""Usage figures above this (or negative, or not numbers) are not believed: clamped and noted."""
-MAX_USD_PER_CALL = 1_000.0
-
-
-def parse_retry_after(value: Any) -> float | None:
-    """Seconds from a ``Retry-After`` header: a finite number ≥ 0, else None (``nan``, ``inf``, an
-    HTTP date or garbage fall back to the backoff policy, whose cap then applies)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def sane_usage(usage: Any) -> tuple[int, int, str | None]:
-    """``(prompt_tokens, completion_tokens, note)`` from a provider's usage object: each a whole
-    number in ``[0, MAX_TOKENS_PER_CALL]``; anything else is clamped and the note says so."""
-    usage = usage if isinstance(usage, dict) else {}
-    out, bad = [], []
-    for field in ("prompt_tokens", "completion_tokens"):
-        raw = usage.get(field)
-        try:
-            value = float(raw) if raw is not None else 0.0
-        except (TypeError, ValueError):
-            value = math.nan
-        if not math.isfinite(value) or value < 0 or value > MAX_TOKENS_PER_CALL:
-            bad.append(f"{field}={raw!r}")
-            value = 0.0 if not math.isfinite(value) or value < 0 else float(MAX_TOKENS_PER_CALL)
-        out.append(int(value))
-    return out[0], out[1], (f"implausible usage from the provider ({', '.join(bad)}) clamped" if bad else None)
-
-
-def sane_cost(cost: Any) -> tuple[float, str | None]:
-    """A call's USD cost: finite and in ``[0, MAX_USD_PER_CALL]``, else clamped with a note."""
-    try:
-        value = float(cost)
-    except (TypeError, ValueError):
-        value = math.nan
-    if math.isfinite(value) and 0 <= value <= MAX_USD_PER_CALL:
-        return value, None
-    clamped = MAX_USD_PER_CALL if value > MAX_USD_PER_CALL else 0.0
-    return clamped, f"implausible cost {cost!r} clamped to {clamped}"
-
-
-def error_text(exc: BaseException, limit: int = 500) -> str:
-    """``Type: message`` of a failed call on one line, without the traceback text some provider
-    libraries put into their messages."""
-    message = str(exc).split("Traceback (most recent call last)")[0]
-    return " ".join(f"{type(exc).__name__}: {message}".split())[:limit]
-
-
-def _classify(exc: BaseException) -> tuple[str, bool, float | None]:
-    """(error type, retryable, Retry-After seconds) for an exception raised by litellm."""
-    import litellm
-
-    retry_after = None
-    # litellm keeps the provider's headers on the exception; its .response may be a stub
-    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None) or {}
-    retry_after = parse_retry_after(headers.get("retry-after"))
-    if isinstance(exc, litellm.RateLimitError):
-        return "rate_limit", True, retry_after
-    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError)):
-        return "timeout", True, None
-    if isinstance(exc, litellm.APIConnectionError):
-        return "connection", True, None
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-        return "auth", False, None
-    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)):
-        return "bad_request", False, None
-    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.APIError)):
-        return "server", True, retry_after
-    return "other", False, None
 
 
 class LiteLLMJudge:
@@ -330,7 +184,7 @@ class LiteLLMJudge:
             for _ in range(n_calls):
                 responses.append(await self._complete(self._kwargs(request)))
         except Exception as exc:  # a failed call is data, not a crash
-            kind, retryable, retry_after = _classify(exc)
+            kind, retryable, retry_after = classify_error(exc)
             return Judgment(
                 **base,
                 status="failed",

@@ -1,0 +1,84 @@
+"""Judge profiles: which model a judge is, where it is served and how its calls are priced and
+routed (``judges/*.toml``, validated at load)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .datafiles import data_dirs, find_data_file, load_toml_model
+from .deployments import ROUTING, Deployment
+
+__all__ = ["JudgeProfile", "get_profile", "profile_dirs", "register_profile_secrets"]
+
+
+class JudgeProfile(BaseModel):
+    """A judge as data (``judges/<name>.toml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str
+    model: str
+    """litellm model string, e.g. ``openai/gpt-4o-mini`` or ``openai/qwen1.5b`` for the embedded judge."""
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Environment variable holding the API key (keys never live in profiles)."""
+    logprobs: bool = True
+    top_logprobs: int = Field(default=20, ge=1, le=100)
+    """Provider cap on returned alternatives per position."""
+    prefill: bool = False
+    """Whether an assistant prefix is continued (llama.cpp yes, OpenAI no)."""
+    samples: int = Field(default=1, ge=1, le=64)
+    """Without logprobs: verdicts sampled this many times to estimate the distribution."""
+    embedded: str | None = None
+    """Key of a local llama.cpp model started by ``orchestrator judge serve``."""
+    price_input_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
+    price_output_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Extra completion parameters (temperature, seed, ...)."""
+    timeout_s: float = Field(default=120.0, gt=0, le=86400)
+    """Seconds one call may take."""
+    batch: bool = False
+    """Ask through the provider's batch API (litellm files + batches; OpenAI-compatible providers):
+    each round's requests to this judge go out as one batch, at ``batch_price_factor`` of the price,
+    answered within the provider's completion window (:mod:`orchestrator.run.batching`)."""
+    batch_price_factor: float = Field(default=0.5, ge=0, le=1)
+    """What a batched call costs relative to the list price (OpenAI and Anthropic: half)."""
+    batch_poll_s: float = Field(default=10.0, gt=0, le=3600)
+    """First wait between polls of a running batch (doubling up to ``batch_poll_max_s``)."""
+    batch_poll_max_s: float = Field(default=300.0, gt=0, le=86400)
+    deployments: list[Deployment] = Field(default_factory=list)
+    """Several endpoints of this judge, driven through litellm's Router (:mod:`.deployments`);
+    empty: the one ``api_base``."""
+    routing: ROUTING = "least-busy"
+    """The Router's strategy over ``deployments``."""
+    cooldown_s: float = Field(default=30.0, gt=0, le=86400)
+    """How long a deployment that keeps failing gets no calls."""
+
+
+def profile_dirs(extra: list[Path] | None = None) -> list[Path]:
+    """Profile lookup order: ``extra``, ``$ORCHESTRATOR_JUDGES``, ``./judges``, this checkout's ``judges/``."""
+    return data_dirs("ORCHESTRATOR_JUDGES", "judges", extra)
+
+
+def get_profile(name: str, dirs: list[Path] | None = None) -> JudgeProfile:
+    """Load the profile called ``name``.
+
+    Raises:
+        OrchestratorError: unknown profile or invalid file.
+    """
+    profile = load_toml_model(find_data_file(name, profile_dirs(dirs), "judge profile"), JudgeProfile, "judge profile")
+    register_profile_secrets(profile)
+    return profile
+
+
+def register_profile_secrets(profile: "JudgeProfile") -> None:
+    """Every variable a profile names for a key — its own ``api_key_env`` and each deployment's —
+    is redacted by value from everything stored or printed (:mod:`orchestrator.secrets`)."""
+    from ..secrets import register_secret_env
+
+    register_secret_env(profile.api_key_env)
+    for deployment in profile.deployments or []:
+        register_secret_env(deployment.api_key_env)
