@@ -243,10 +243,10 @@ def judges(
         records = [r for _, r in load_log(source)]
         texts = response_texts(responses) if responses is not None else {}
     else:
-        from .offline import results
+        from .offline.export import export
 
         with tempfile.TemporaryDirectory() as tmp:
-            results.export(source, "jsonl", Path(tmp) / "judgments.jsonl")
+            export(source, "jsonl", Path(tmp) / "judgments.jsonl")
             records = [r for _, r in load_log(Path(tmp) / "judgments.jsonl")]
         texts = response_texts(responses) if responses is not None else run_texts(source)
     lengths = {key: len(text) for key, text in texts.items()}
