@@ -43,7 +43,7 @@ from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
 from orchestrator.simulate import JUDGE_PRESETS, simulate_dataset  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-REAL_LOGS = [HERE / "data" / "summeval-qwen1.5b-coherence.jsonl", HERE / "data" / "summeval-qwen1.5b-coherence-4to7.jsonl"]
+REAL_LOGS = [HERE / "data" / "summeval-qwen1.5b-coherence.jsonl", HERE / "data" / "summeval-qwen1.5b-coherence-4to6.jsonl"]
 RESPONSES = HERE.parent.parent / "shared" / "data" / "summeval" / "responses.jsonl"
 PRODUCT = [
     "lookahead/permutation",
