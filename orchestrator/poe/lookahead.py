@@ -22,8 +22,9 @@ The expectation has a closed form: ``E Φ(−|d′|/√V′)`` is the probabilit
 ``d′ + √V′ Z`` (``Z`` standard normal; together ``N(d, V)``) differ in sign, which by Owen's T
 function is ``2 T(|d|/√V, √V′/τ)``, and ``2T(h, a) = (1/π) ∫₀^{arctan a} exp(−h²/(2 cos² θ)) dθ``
 — a smooth integrand on a finite interval, taken by Gauss–Legendre quadrature (no kink at
-``d′ = 0`` to resolve, as a quadrature over ``d′`` would have). A pair that is a settled tie gains little (its ``Φ`` stays near ½ what
-ever the answer), a candidate never compared gains much (its pairs' ``V`` is the prior's).
+``d′ = 0`` to resolve, as a quadrature over ``d′`` would have; checked against Monte Carlo in
+``tests/test_lookahead.py``). A pair that is a settled tie gains little: its ``Φ`` stays near ½
+whatever the answer.
 
 A batch is greedy: after each pick the covariance is updated as if the comparison had been made
 (its mean change is unknown, so the means stay), and the best ``max(128, 2b)`` of the first scoring are
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 LOOKAHEAD_CANDIDATES = 256
-"""At most this many eligible pairs are scored per pick (the best by the reorder key; all of them
+"""At most this many eligible pairs are scored per round (the best by the reorder key; all of them
 for up to 23 candidates)."""
 
 LOOKAHEAD_TARGETS = 2048
