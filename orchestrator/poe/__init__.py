@@ -20,9 +20,7 @@ from .experts import (
     soft_bradley_terry,
 )
 from .laplace import Posterior, centred_variances, fit_laplace, marginal_variances, newton_map, pair_variances, threads_for
-from .objective import NegLogPosterior, Observations, PoEConfig
-from .reliability import fit_with_reliability, judge_precision
-from .selection import (
+from .metrics import (
     STRATEGIES,
     Strategy,
     eps_metric,
@@ -31,11 +29,12 @@ from .selection import (
     pair_variance,
     parse_strategy,
     reorder_probability,
-    select_across,
-    select_pairs,
     selection_scores,
     variance_metric,
 )
+from .objective import NegLogPosterior, Observations, PoEConfig
+from .reliability import fit_with_reliability, judge_precision
+from .selection import select_across, select_pairs
 from .stopping import IndifferenceDecision, NeighbourStatus, indifference_stop, neighbour_status
 from .uncertainty import (
     RankIntervals,

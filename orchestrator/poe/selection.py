@@ -15,38 +15,9 @@ from .candidates import ORDER_IJ, ORDER_JI, rank_candidates
 from .experts import Expert, expected_curvature, soft_bradley_terry
 from .laplace import Posterior, pair_variances
 from .lookahead import LOOKAHEAD_CANDIDATES, LookaheadPool
-from .metrics import (
-    STRATEGIES,
-    TINY,
-    Strategy,
-    eps_metric,
-    mean_differences,
-    min_uncertainty_metric,
-    pair_metric,
-    pair_variance,
-    parse_strategy,
-    ranking_key,
-    reorder_probability,
-    selection_scores,
-    variance_metric,
-    with_tie_break,
-)
+from .metrics import TINY, Strategy, mean_differences, pair_variance, parse_strategy, ranking_key, with_tie_break
 
-__all__ = [
-    "STRATEGIES",
-    "Strategy",
-    "parse_strategy",
-    "pair_variance",
-    "mean_differences",
-    "min_uncertainty_metric",
-    "variance_metric",
-    "reorder_probability",
-    "eps_metric",
-    "selection_scores",
-    "select_pairs",
-    "select_across",
-    "pair_metric",
-]
+__all__ = ["select_pairs", "select_across"]
 
 
 def select_pairs(

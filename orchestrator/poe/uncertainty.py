@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from .laplace import Posterior
-from .selection import pair_metric
+from .metrics import pair_metric
 
 __all__ = [
     "entropy",
