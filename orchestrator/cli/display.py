@@ -1,0 +1,177 @@
+"""How runs look in a terminal: the live progress display, the cost forecast line, the ranking and
+judges tables that `run`, `resume`, `extend`, `status` and `rank` print."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .common import ProgressLines, err_console, out_console
+
+
+def run_display(total: int | None):
+    """A rich progress display for a run; returns (context manager, event callback)."""
+    progress = Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}", markup=False),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal,
+    )
+    task = progress.add_task("round 0", total=total, info="")
+    state: dict[str, Any] = {"entropy": None, "top": [], "max_adj": None}
+    # not a terminal (a log, CI, a notebook): plain lines instead of the bar, never silence
+    lines = None if err_console.is_terminal else ProgressLines()
+
+    def on_event(event) -> None:
+        if event.kind == "loading":
+            if lines is None:
+                err_console.print(event.reason)
+            else:
+                lines.line(event.reason, force=True)
+            return
+        if event.kind == "draining":
+            err_console.print(
+                f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
+                "is lost; press Ctrl-C again to stop at once"
+            )
+            return
+        if event.kind == "judge_stopped":
+            err_console.print(f"warning: {event.reason}; the other judges go on", soft_wrap=True)
+            return
+        if event.entropy is not None:
+            state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
+        spend = event.spend
+        info = f"{spend.tokens} tok"
+        if spend.cached:
+            info += f" ({spend.cached} cached)"
+        if spend.usd:
+            info += f" ${spend.usd:.4f}"
+        if event.failed:
+            info += f" · {event.failed} failed"
+        if event.forecast is not None:
+            state["forecast"] = event.forecast
+        if state["entropy"] is not None:
+            info += f" · entropy {state['entropy']:.2f} · max reorder {state['max_adj']:.2f} · top {' > '.join(state['top'][:3])}"
+        if state.get("forecast") and event.kind != "stop":
+            info += " · " + forecast_text(state["forecast"], short=True)
+        progress.update(task, description=f"round {event.round}", completed=spend.calls, info=info)
+        if lines is not None and event.kind in ("round", "judgment"):
+            of = f" of {total}" if total else ""
+            lines.line(f"round {event.round}: {spend.calls}{of} calls · {info}")
+        if event.kind == "stop" and not err_console.is_terminal:
+            cached = f", {spend.cached} from the cache" if spend.cached else ""
+            err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls{cached}, {spend.tokens} tokens)")
+        if event.kind == "stop" and event.forecast is not None and "pilot" in event.reason:
+            err_console.print("forecast: " + forecast_text(event.forecast), soft_wrap=True)
+
+    return progress, on_event
+
+
+def forecast_text(f: dict, *, short: bool = False) -> str:
+    """The forecast of :mod:`orchestrator.run.forecast` in words."""
+    usd = lambda v: f"${v:.4f}" if v < 1 else f"${v:,.2f}"  # noqa: E731
+    if short:
+        return (
+            f"to stop ≈{f['calls']} calls (p90 {f['calls_p90']}), {usd(f['usd'])}"
+            if f["usd"]
+            else f"to stop ≈{f['calls']} calls (p90 {f['calls_p90']})"
+        )
+    stops = "the stopping rule" if f["stops_by"] == "the stopping rule" else f"{f['stops_by']} (before the stopping rule)"
+    return (
+        f"expected to stop by {stops} after ≈{f['calls']} calls (p90 {f['calls_p90']}), {f['tokens']:,} tokens "
+        f"(p90 {f['tokens_p90']:,}), {usd(f['usd'])} (p90 {usd(f['usd_p90'])}); worst case {f['worst_calls']} calls, "
+        f"{f['worst_tokens']:,} tokens, {usd(f['worst_usd'])} (estimated after {f['after_calls']} calls)"
+    )
+
+
+def print_ranking(report: dict, limit_groups: int | None = None) -> None:
+    groups = report["groups"]
+    for entry in groups[:limit_groups]:
+        poe = entry["entropy"] is not None
+        title = (
+            f"{entry['group']} · {entry['comparisons']} comparisons · max neighbour reorder probability {entry['max_adjacent_reorder']}"
+            if poe
+            else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)"
+        )
+        if "spearman_vs_truth" in entry:
+            title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
+        table = Table(title=title)
+        has_truth = any("truth" in r for r in entry["ranking"])
+        has_rate = any("win_rate" in r for r in entry["ranking"])
+        level = f"{int(report['level'] * 100)}%"
+        columns: tuple[tuple[str, str], ...]
+        if has_rate:  # a leaderboard: the win rate people read first, the Elo gap beside it
+            columns = (("win rate % (" + level + ")", "right"), ("prompts", "right"), ("Elo", "right"))
+        else:
+            columns = (("score", "right"), ("± sd vs mean" if poe else "± sd", "right"))
+        for name, justify in (
+            (("rank", "right"), ("candidate", "left"))
+            + columns
+            + ((f"{level} rank interval", "center"),)
+            + ((("truth", "right"),) if has_truth else ())
+        ):
+            table.add_column(name, justify=justify, overflow="fold", no_wrap=name.startswith("win"))  # type: ignore[arg-type]
+        for r in entry["ranking"]:
+            cells = [str(r["rank"]), r["candidate"]]
+            if has_rate:
+                rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})" if "win_rate" in r else ""
+                cells += [rate, str(r.get("prompts", "")), f"{r['score']:+.0f}"]
+            else:
+                cells += [f"{r['score']:+.3f}", f"{r['sd']:.3f}"]
+            cells.append(f"{r['rank_low']}–{r['rank_high']}")
+            if has_truth:
+                cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
+            table.add_row(*cells)
+        out_console.print(table)
+        if has_rate:
+            out_console.print(
+                "win rate: against the anchor on this prompt pool (ties count ½; the interval shrinks to a point when every "
+                "prompt is judged); Elo and rank intervals: on prompts like these (the superpopulation)",
+                soft_wrap=True,
+            )
+        if poe:
+            out_console.print(
+                "score: log-strength (a difference d gives P(win) = σ(d)); sd vs mean: its uncertainty against the field's mean; "
+                f"posterior entropy {entry['entropy']} nats (lower = more certain)",
+                soft_wrap=True,
+            )
+        if entry.get("ties"):
+            out_console.print("practical ties (within δ, order not known): " + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]))
+        if entry.get("close"):
+            out_console.print("ordered, but the gap is below δ: " + "; ".join(" > ".join(pair) for pair in entry["close"]))
+        if len(entry.get("judges") or []) > 1 or any(
+            k in j for k in ("precision", "length", "bold", "self") for j in entry.get("judges") or []
+        ):
+            out_console.print(judges_table(entry["judges"]))
+    if limit_groups is not None and len(groups) > limit_groups:
+        out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
+    for candidate, reasons in sorted(report.get("flags", {}).items()):
+        out_console.print(f"flagged: {candidate}: {'; '.join(reasons)}", soft_wrap=True)
+
+
+def judges_table(judges: list[dict]) -> Table:
+    """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, length and
+    style effects β (with ``model.control``), agreement with the panel."""
+    table = Table(title="judges")
+    from ..poe.covariates import COVARIATES  # the judges table is printed after a fit: torch is loaded
+
+    controls = [c for c in COVARIATES if any(c in j for j in judges)]
+    names = (
+        ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ") + tuple(f"{c} β" for c in controls) + ("agreement",)
+    )
+    for name in names:
+        table.add_column(name, justify="left" if name == "judge" else "right")
+    for j in judges:
+        sharp = f"{j['sharpness']:.2f} ({j['sharpness_low']:.2f}–{j['sharpness_high']:.2f})" if "sharpness" in j else "—"
+        precision = f"{j['precision']:.1f}" if "precision" in j else "—"
+        delta = f"{j['delta']:+.3f} ± {j['delta_sd']:.3f}" if "delta" in j else "—"
+        beta = tuple(f"{j[c]:+.2f} ± {j[f'{c}_sd']:.2f}" if c in j else "—" for c in controls)
+        agreement = "—" if j["agreement"] is None else f"{j['agreement']:.0%}"
+        table.add_row(j["judge"], str(j["judgments"]), sharp, precision, delta, *beta, agreement)
+    return table
