@@ -6,13 +6,14 @@ where it states one, as ``examples/make_summeval_likert.py`` does) — and the e
 ``responses.jsonl`` (truth: each system's mean expert score; its rank, 1 = best).
 
 Judge sets: the paper's three (GPT-4-0314, GPT-3.5-turbo-0301, Llama-2-70B-chat; App. D.2) and all
-five (adding Llama-2-7B/13B-chat). Methods: the Bayesian model (default fit ω = 0 with β_max
-integrated; the integrated fit with ω too), single judge (mean over the judges of each judge's own
+five (adding Llama-2-7B/13B-chat). Methods: the Bayesian model as `fit simplex` runs it (default
+fit ω = 1, β_max = 5, with its fallback; the fit with β_max integrated, the default before issue
+#35; with ``--integrated-omega`` ω integrated too), single judge (mean over the judges of each judge's own
 ranking quality), simple average, bootstrap of the average, Bradley–Terry (Rao–Kupper) from
 score-derived pairs. Metrics: Spearman with the expert ranking; coverage = share of systems whose
 true rank lies in the method's 95% interval (point methods: share ranked exactly right).
 
-    python benchmarks/simplex_summeval.py [--aspects coherence ...] [--sweep]
+    python benchmarks/simplex_summeval.py [--aspects coherence ...] [--sweep] [--integrated-omega]
 """
 
 import argparse
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.offline.fit_simplex import load_absolute_judgments, summarise, truth_scores
-from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex, sensitivity_sweep
+from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, sensitivity_sweep
 from orchestrator.simplex import baselines as B
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +47,7 @@ def _converter():
 
 
 def bayesian(data, truth, settings):
-    fit = fit_simplex(data, settings)
+    fit = fit_or_fallback(data, settings)  # as `fit simplex` runs it
     report = summarise(fit, data, source="summeval", truth=truth)
     return report.spearman_vs_truth, report.coverage_vs_truth, fit
 
@@ -55,6 +56,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--aspects", nargs="+", default=["coherence", "consistency", "fluency", "relevance"])
     ap.add_argument("--sweep", action="store_true", help="also the sensitivity sweep on the first aspect")
+    ap.add_argument("--integrated-omega", action="store_true", help="also the fit with ω and β_max integrated (Table 1's)")
     args = ap.parse_args()
     convert = _converter()
     table: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -71,10 +73,23 @@ def main() -> None:
                 scores = data.item_scores()
                 rows = {}
                 rho, cov, fit = bayesian(data, truth, SimplexSettings())
-                rows["Bayesian (ω = 0, β_max integrated)"] = (rho, cov, f"R-hat {fit.rhat['expected_centred']:.3f}, {fit.seconds:.0f} s")
-                rho, cov, fit = bayesian(data, truth, SimplexSettings(omega=None))
-                omegas = ",".join(f"{c['omega']:.2f}" for c in fit.chains)
-                rows["Bayesian (ω and β_max integrated)"] = (rho, cov, f"R-hat {fit.rhat['expected_centred']:.3f}, ω per chain {omegas}")
+                used = "" if fit.fallback_from is None else f", FALLBACK (asked R-hat {fit.fallback_from['rhat_ranking']:.3f})"
+                rows["Bayesian, default (ω = 1, β_max = 5)"] = (
+                    rho,
+                    cov,
+                    f"R-hat ranking {fit.rhat['ranking']:.3f}, {fit.seconds:.0f} s{used}",
+                )
+                rho, cov, fit = bayesian(data, truth, SimplexSettings(beta_max=None))
+                used = "" if fit.fallback_from is None else f", FALLBACK (asked R-hat {fit.fallback_from['rhat_ranking']:.3f})"
+                rows["Bayesian, β_max ~ U(0, 20) (before)"] = (
+                    rho,
+                    cov,
+                    f"R-hat ranking {fit.rhat['ranking']:.3f}, {fit.seconds:.0f} s{used}",
+                )
+                if args.integrated_omega:
+                    rho, cov, fit = bayesian(data, truth, SimplexSettings(omega=None, beta_max=None))
+                    omegas = ",".join(f"{c['omega']:.2f}" for c in (fit.fallback_from or {}).get("chains", fit.chains))
+                    rows["Bayesian (ω and β_max integrated)"] = (rho, cov, f"R-hat ranking {fit.rhat['ranking']:.3f}, ω per chain {omegas}")
                 singles = [B.evaluate(B.MethodResult(j, B.judge_means(scores)[i]), t) for i, j in enumerate(data.judges)]
                 rows["Single judge (mean over judges)"] = (
                     float(np.mean([s["spearman"] for s in singles])),

@@ -303,7 +303,7 @@ def fit_simplex(
     log: str | Path | None = None,
     levels: int,
     omega: float | None = 1.0,
-    beta_max: float | None = None,
+    beta_max: float | None = 5.0,
     delta: tuple[float, ...] | None = None,
     self_judging: str | dict | None = None,
     self_preference: str = "exclude",
@@ -321,11 +321,14 @@ def fit_simplex(
     sweep_progress: Callable[[str], None] | None = None,
     count_weight: float | None = None,
     likelihood: str = "counts",
+    fallback: bool = True,
 ):
     """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
     or ``beta_max`` None integrates it over its hyperprior (``--omega prior``); ``count_weight``
     None discounts the counts by the judges' design effect, 1 is the paper's likelihood;
-    ``likelihood`` ``"answers"`` shares one latent true score among the judges of an answer."""
+    ``likelihood`` ``"answers"`` shares one latent true score among the judges of an answer;
+    ``fallback`` refits with constancy (ω = 0) when the chains disagree on the ranking
+    (:func:`~orchestrator.simplex.inference.fit_or_fallback`)."""
     from .offline.fit_simplex import run_simplex
     from .simplex import SimplexSettings
 
@@ -360,4 +363,5 @@ def fit_simplex(
         level=level,
         progress=progress,
         sweep_progress=sweep_progress,
+        fallback=fallback,
     )

@@ -426,7 +426,8 @@ def test_a_fit_that_did_not_converge_says_so_first_and_marks_its_intervals(capsy
     from orchestrator.offline.fit_simplex import format_simplex, run_simplex
     from orchestrator.simplex import SimplexSettings
 
-    report, fit, _, _ = run_simplex(LIKERT, log=True, levels=5, settings=SimplexSettings(chains=2, warmup=3, draws=6, seed=1))
+    settings = SimplexSettings(chains=2, warmup=3, draws=6, seed=1)
+    report, fit, _, _ = run_simplex(LIKERT, log=True, levels=5, settings=settings, fallback=False)
     text = format_simplex(report)
     if report.converged:  # (three warm-up steps converging would be luck; then nothing to check)
         pytest.skip("converged by chance")

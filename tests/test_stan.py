@@ -28,6 +28,9 @@ def test_stan_and_numpyro_agree_on_simulated_data():
 
     assert "edges1" in stan_program(3) and "edges3" in stan_program(5)
     assert "W[k] * R[j]" in stan_program(3) and "W[k]" not in stan_program(3, random_effects=False)
+    # the default fixes β_max (data); fixed_beta=False samples it under its U(0, 20) hyperprior
+    assert "real<lower=0> beta_max;" in stan_program(3) and "upper=20" not in stan_program(3)
+    assert "real<lower=0.0, upper=20.0> beta_max;" in stan_program(3, fixed_beta=False)
     data, truth = from_model(3, 6, 3, 40, seed=1)
     chains, draws = 4, 600
     ours = fit_simplex(data, SimplexSettings(chains=chains, warmup=600, draws=draws, seed=0))

@@ -182,7 +182,9 @@ def fit_simplex_cmd(
         "or 'prior' (integrate over ω ~ U(0.1, 8)).",
     ),
     beta_max: str = typer.Option(
-        "prior", "--beta-max", help="Judge-discrimination prior β_max ≥ 0, or 'prior' (integrate over β_max ~ U(0, 20))."
+        "5",
+        "--beta-max",
+        help="Judge-discrimination prior β_max ≥ 0 (default 5, the paper's base value), or 'prior' (integrate over β_max ~ U(0, 20)).",
     ),
     count_weight: str = typer.Option(
         "auto",
@@ -216,6 +218,11 @@ def fit_simplex_cmd(
         "--sweep",
         help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
         "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits).",
+    ),
+    fallback: bool = typer.Option(
+        True,
+        "--fallback/--no-fallback",
+        help="When the chains disagree on the ranking, refit with constancy (ω = 0) and report that fit, saying so.",
     ),
     chains: int = typer.Option(4, "--chains"),
     warmup: int = typer.Option(1000, "--warmup", help="Warm-up iterations per chain."),
@@ -280,6 +287,7 @@ def fit_simplex_cmd(
         sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None,
         count_weight=weight,
         likelihood=likelihood,
+        fallback=fallback,
     )
 
     def plots() -> list[Path]:

@@ -18,7 +18,16 @@ from scipy.stats import rankdata, spearmanr
 from ..config import RunConfig
 from ..errors import OrchestratorError
 from ..records import load_log, load_responses
-from ..simplex import ScoreData, SimplexFit, SimplexSettings, build_score_data, fit_simplex, parse_self_map, sensitivity_sweep
+from ..simplex import (
+    ScoreData,
+    SimplexFit,
+    SimplexSettings,
+    build_score_data,
+    fit_or_fallback,
+    fit_simplex,
+    parse_self_map,
+    sensitivity_sweep,
+)
 from ..store import open_run
 
 __all__ = ["SimplexReport", "load_absolute_judgments", "run_simplex", "format_simplex", "truth_scores"]
@@ -119,6 +128,9 @@ class SimplexReport(BaseModel):
     seconds: float
     chains: list[dict]
     converged: bool
+    fallback_from: dict | None = None
+    """Set when the requested fit did not converge and these are the fallback fit's results:
+    the requested settings' label, its ranking R-hat and per-chain report."""
     truth_field: str | None = None
     spearman_vs_truth: float | None = None
     coverage_vs_truth: float | None = None
@@ -140,6 +152,7 @@ def run_simplex(
     level: float = 0.95,
     progress: bool = False,
     sweep_progress: Callable[[str], None] | None = None,
+    fallback: bool = True,
 ) -> tuple[SimplexReport, SimplexFit, ScoreData, list | None]:
     """Load, fit (and sweep), summarise. Returns the report, the fit, the data and the sweep results.
 
@@ -164,7 +177,7 @@ def run_simplex(
     sweep_results = None
     if sweep:
         base_fit, sweep_results = sensitivity_sweep(data, settings, progress=sweep_progress)
-    fit = fit_simplex(data, settings, progress=progress)
+    fit = (fit_or_fallback if fallback else fit_simplex)(data, settings, progress=progress)
     report = summarise(
         fit, data, source=str(source), level=level, truth=truth, truth_field=truth_field, self_map=self_map, sweep=sweep_results
     )
@@ -254,6 +267,7 @@ def summarise(
         seconds=round(fit.seconds, 2),
         chains=fit.chains,
         converged=fit.converged,
+        fallback_from=fit.fallback_from,
         warnings=list(fit.warnings),
     )
     scored = [r for r in rows if r.truth is not None]
@@ -305,8 +319,14 @@ def format_simplex(report: SimplexReport) -> str:
             f"NOT CONVERGED: the chains disagree on the ranking (R-hat {report.rhat.get('ranking', float('nan')):.3f} > 1.01). "
             "The expected scores and rank intervals below are NOT valid. Try: more --warmup and --draws; "
             "the default --count-weight auto (the paper's likelihood, --count-weight 1, mixes worse); a fixed --omega "
-            "(0 or the default 1) instead of 'prior'; "
+            "(0 or the default 1) and --beta-max (default 5) instead of 'prior'; the fallback fit (on unless --no-fallback); "
             "--sweep to see whether the ranking depends on ω or β_max.",
+            "",
+        ]
+    if report.fallback_from:  # said first: these numbers are not from the model that was asked for
+        banner = [
+            f"FALLBACK: the requested fit ({report.fallback_from['label']}) did not converge (R-hat of the ranking "
+            f"{report.fallback_from['rhat_ranking']:.3f} > 1.01); below is the fallback fit ({report.label}), whose chains agree.",
             "",
         ]
     lines = banner + [

@@ -16,7 +16,8 @@ Priors:
 - Random effects for constancy violations (§5.2, Eqs. B.4–B.7):
   ``π^{(j)}_k = (1 − W_k R_j) π̄_k + W_k R_j Z_k``, ``Z_k ~ Dir(δ)``, ``R_j ~ Beta(ωJ, J)``,
   ``W_k ~ Beta(ωK, K)``; ``ω = 0`` switches them off (``π^{(j)}_k = π̄_k``).
-- Hyperpriors for the integrated fit (§6.2; the paper does not print them): ``ω ~ Uniform(0.1, 8)``
+- Hyperpriors for the integrated fit (§6.2; the paper does not print them; the default fit fixes
+  ω = 1 and β_max = 5, :mod:`.inference` says why): ``ω ~ Uniform(0.1, 8)``
   — the sensitivity range; its lower end is 0.1 rather than 0 because ``Beta(ωJ, J)`` degenerates
   as ω → 0 (a funnel the sampler cannot cross; ω = 0 itself is the fixed fit) — and
   ``β_max ~ Uniform(0, 20)``.

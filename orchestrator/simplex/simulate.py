@@ -15,13 +15,15 @@ Both return the :class:`ScoreData` and the true expected scores ``E[S*_k]``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.stats import norm
 
 from .data import ScoreData, build_score_data
 from .prior import confusion_matrix, edge_concentrations
 
-__all__ = ["from_model", "misspecified", "sample_confusion"]
+__all__ = ["from_model", "misspecified", "sample_confusion", "panel", "PANEL_SHAPES"]
 
 
 def sample_confusion(n_judges: int, levels: int, beta_max: float, rng: np.random.Generator) -> np.ndarray:
@@ -101,4 +103,81 @@ def misspecified(
         scores[j] = 1 + np.searchsorted(judge_cuts, seen)
     judges = [f"judge{j}" for j in range(n_judges)]
     cands = [f"cand{k:02d}" for k in range(n_candidates)]
+    return build_score_data(_records(scores, judges, cands), levels=levels), truth
+
+
+PANEL_SHAPES = ("dominant", "compressed", "mixed", "wide")
+"""The shapes of :func:`panel` (issue #35's test bed): a dominant candidate above a close pack, judge
+scales compressed or shifted, judges of very different quality, many candidates."""
+
+_STANDARD_CUTS = (-1.5, -0.5, 0.5, 1.5)
+
+
+def _judge_kind(kind: str, levels: int, rng: np.random.Generator) -> tuple[np.ndarray, float, str]:
+    """Cut-points on the latent quality, noise sd and the kind's name."""
+    base = np.linspace(-1.5, 1.5, levels - 1)
+    if kind == "good":
+        return base + rng.normal(0.0, 0.1, levels - 1), rng.uniform(0.3, 0.6), kind
+    if kind == "compressed":  # lives at the middle of the scale: the bottom answers get the middle score
+        mid = levels // 2
+        cuts = np.concatenate([base[:mid] - 1.2 - rng.uniform(0.0, 0.5), base[mid:] + 0.6 + rng.uniform(0.0, 0.8)])
+        return np.sort(cuts), rng.uniform(0.4, 0.8), kind
+    if kind == "lenient":  # every score one level up
+        return base - 1.0 + rng.normal(0.0, 0.1, levels - 1), rng.uniform(0.4, 0.8), kind
+    if kind == "noisy":
+        return base + rng.normal(0.0, 0.2, levels - 1), rng.uniform(1.5, 2.2), kind
+    raise ValueError(kind)
+
+
+def panel(
+    shape: str, *, seed: int = 0, n_candidates: int | None = None, n_judges: int = 5, questions: int = 96, levels: int = 5, samples: int = 3
+) -> tuple[ScoreData, np.ndarray]:
+    """A judge panel of the shapes real multi-judge score sets have (issue #35) — an ordinal world the
+    model does not assume; the truth is the exact ``E[S*_k]`` with the standard cut-points.
+
+    Answers have latent quality ``μ_k + ε`` (ε ~ N(0, 1)) plus an item effect every judge sees; each
+    judge scores through its own cut-points and noise, and reports the rounded mean of ``samples``
+    noisy readings (as score sets built from several samples per judge do). Shapes:
+
+    - ``dominant``: one candidate far above a close pack (E[S*] ≈ 3.4 vs 1.3–2.1), mixed judges;
+    - ``compressed``: judges living in the middle of the scale (bottom answers scored 3, 1 and 5 rare),
+      one judge one level lenient, one judge exact at the bottom and flat above;
+    - ``mixed``: judges from near-exact to near-random;
+    - ``wide``: 20 candidates spread evenly, mixed judges.
+    """
+    if shape not in PANEL_SHAPES:
+        raise ValueError(f"unknown panel shape {shape!r}; one of {', '.join(PANEL_SHAPES)}")
+    rng = np.random.default_rng(seed)
+    k = n_candidates or {"dominant": 11, "compressed": 11, "mixed": 12, "wide": 20}[shape]
+    if shape in ("dominant", "compressed"):
+        mu = np.concatenate([[0.9 + rng.uniform(-0.2, 0.2)], rng.uniform(-2.0, -0.8, k - 1)])
+        rng.shuffle(mu)
+    elif shape == "wide":
+        mu = np.sort(rng.uniform(-1.8, 1.2, k))[rng.permutation(k)]
+    else:
+        mu = rng.normal(-0.3, 0.7, k)
+    if shape == "compressed":
+        kinds = ["compressed", "compressed", "lenient", "floor", "good"]
+    elif shape == "mixed":
+        kinds = ["good", "noisy", "noisy", "compressed", "good"]
+    else:
+        kinds = list(rng.choice(["good", "compressed", "lenient", "noisy"], size=n_judges, p=[0.35, 0.25, 0.2, 0.2]))
+    kinds = (kinds * n_judges)[:n_judges]
+    edges = np.concatenate([[-np.inf], np.linspace(-1.5, 1.5, levels - 1), [np.inf]])
+    item_sd = 0.4
+    total_sd = math.sqrt(1.0 + item_sd**2)
+    probs = norm.cdf((edges[None, 1:] - mu[:, None]) / total_sd) - norm.cdf((edges[None, :-1] - mu[:, None]) / total_sd)
+    truth = probs @ np.arange(1, levels + 1)
+    quality = mu[:, None] + rng.normal(size=(k, questions)) + rng.normal(0.0, item_sd, size=(k, questions))
+    scores = np.zeros((n_judges, k, questions), dtype=int)
+    for j, kind in enumerate(kinds):
+        if kind == "floor":  # exact at the bottom level, no information above it
+            bottom = quality < edges[1]
+            scores[j] = np.where(bottom, 1, rng.integers(2, levels + 1, size=quality.shape))
+            continue
+        cuts, noise, _ = _judge_kind(str(kind), levels, rng)
+        reads = 1 + np.searchsorted(cuts, quality[None] + rng.normal(0.0, noise, size=(samples,) + quality.shape))
+        scores[j] = np.clip(np.rint(reads.mean(axis=0) + 1e-9), 1, levels).astype(int)
+    judges = [f"{kind}{j}" for j, kind in enumerate(kinds)]
+    cands = [f"cand{i:02d}" for i in range(k)]
     return build_score_data(_records(scores, judges, cands), levels=levels), truth

@@ -2,7 +2,7 @@
 (issue #20; the seeds' authors fit this model in Stan).
 
 :func:`stan_program` writes the default fit of :mod:`.model` — the random effects of Eqs. B.4–B.7
-at a fixed ω (default 1; ω = 0 drops them), ``β_max ~ U(0, 20)``, the weight-propagation judge
+at a fixed ω (default 1; ω = 0 drops them), β_max fixed (default 5) or ``~ U(0, 20)``, the weight-propagation judge
 prior of :mod:`.prior` for any number of levels, ``π̄_k ~ Dirichlet(1)``, every count weighted by
 ``1/deff`` (the power likelihood of :class:`~orchestrator.simplex.inference.SimplexSettings`) — as
 Stan code, written from the paper's equations rather than translated from the JAX code: θ's rows
@@ -23,10 +23,13 @@ from .model import BETA_RANGE
 __all__ = ["stan_program", "stan_data", "fit_stan"]
 
 
-def stan_program(levels: int, *, random_effects: bool = True) -> str:
+def stan_program(levels: int, *, random_effects: bool = True, fixed_beta: bool = True) -> str:
     """Stan code of the default simplex fit for ``levels`` score levels (module docstring); without
-    ``random_effects`` the ω = 0 fit."""
+    ``random_effects`` the ω = 0 fit; without ``fixed_beta`` β_max is a parameter with its U(0, 20)
+    hyperprior instead of data."""
     M = levels
+    beta_data = "  real<lower=0> beta_max;\n" if fixed_beta else ""
+    beta_parameter = "" if fixed_beta else f"  real<lower={BETA_RANGE[0]}, upper={BETA_RANGE[1]}> beta_max;\n"
     effects_params = (
         f"  array[K] simplex[{M}] Z;\n  vector<lower=0, upper=1>[J] R;\n  vector<lower=0, upper=1>[K] W;" if random_effects else ""
     )
@@ -59,10 +62,9 @@ data {{
   array[J, K] vector<lower=0>[{M}] counts;  // already multiplied by the count weight 1/deff
   real<lower=0> omega;
   vector<lower=0>[{M}] delta;
-}}
+{beta_data}}}
 parameters {{
-  real<lower={BETA_RANGE[0]}, upper={BETA_RANGE[1]}> beta_max;
-  vector<lower=0, upper=1>[J] rho;
+{beta_parameter}  vector<lower=0, upper=1>[J] rho;
   array[J] simplex[{M}] root;
 {edges}
   array[K] simplex[{M}] pi_bar;
@@ -101,13 +103,17 @@ generated quantities {{
 """
 
 
-def stan_data(data: ScoreData, *, count_weight: float | None = None, omega: float = 1.0) -> dict:
+def stan_data(data: ScoreData, *, count_weight: float | None = None, omega: float = 1.0, beta_max: float | None = 5.0) -> dict:
     """The data block: counts with self-judging pairs excluded, weighted by ``count_weight``
-    (default ``1/deff``, as :func:`~orchestrator.simplex.inference.fit_simplex`); ω; δ = ones."""
+    (default ``1/deff``, as :func:`~orchestrator.simplex.inference.fit_simplex`); ω; δ = ones;
+    β_max when fixed (None: sampled, no entry)."""
     weight = 1.0 / design_effect(data) if count_weight is None else count_weight
     counts = data.counts(False) * ~data.self_pairs[:, :, None] * weight
     J, K, _ = counts.shape
-    return {"J": int(J), "K": int(K), "counts": counts.tolist(), "omega": float(omega), "delta": [1.0] * data.levels}
+    out = {"J": int(J), "K": int(K), "counts": counts.tolist(), "omega": float(omega), "delta": [1.0] * data.levels}
+    if beta_max is not None:
+        out["beta_max"] = float(beta_max)
+    return out
 
 
 def fit_stan(
@@ -119,6 +125,7 @@ def fit_stan(
     seed: int = 0,
     count_weight: float | None = None,
     omega: float = 1.0,
+    beta_max: float | None = 5.0,
 ) -> np.ndarray:
     """Draws ``(chains · draws, K)`` of the expected scores from Stan's NUTS (PyStan).
 
@@ -128,7 +135,9 @@ def fit_stan(
     import stan  # noqa: PLC0415 - optional, heavy
 
     program = stan.build(
-        stan_program(data.levels, random_effects=omega > 0), data=stan_data(data, count_weight=count_weight, omega=omega), random_seed=seed
+        stan_program(data.levels, random_effects=omega > 0, fixed_beta=beta_max is not None),
+        data=stan_data(data, count_weight=count_weight, omega=omega, beta_max=beta_max),
+        random_seed=seed,
     )
     try:
         fit = program.sample(num_chains=chains, num_warmup=warmup, num_samples=draws, delta=0.95)
