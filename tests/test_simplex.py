@@ -487,7 +487,7 @@ def test_answers_likelihood_fits_through_the_cli(capsys):
 def test_the_ranking_r_hat_ignores_the_latent_scales_location_and_spread():
     """Chains that agree on the order but not on the scale's spread (simplex paper, Theorem 2) are
     converged for the ranking: its R-hat reads standardised expected scores."""
-    from orchestrator.simplex.inference import _diagnostics, ranking_draws
+    from orchestrator.simplex.diagnostics import ranking_draws, split_diagnostics
 
     rng = np.random.default_rng(0)
     base = np.linspace(2.0, 4.0, 6) + rng.normal(0, 0.05, size=(4, 500, 6))
@@ -495,9 +495,9 @@ def test_the_ranking_r_hat_ignores_the_latent_scales_location_and_spread():
     stretched[2] = 3.0 + 1.15 * (stretched[2] - 3.0)  # one chain's scale is 15% wider
     stretched[3] += 0.2  # another sits higher
     centred = stretched - stretched.mean(-1, keepdims=True)
-    rhat, _ = _diagnostics({"expected_centred": centred, "ranking": ranking_draws(stretched)}, chains=4)
+    rhat, _ = split_diagnostics({"expected_centred": centred, "ranking": ranking_draws(stretched)}, chains=4)
     assert rhat["expected_centred"] > 1.05 and rhat["ranking"] < 1.01
     swapped = base.copy()
     swapped[1][:, [0, 5]] = swapped[1][:, [5, 0]]  # a chain that ranks differently is not converged
-    assert _diagnostics({"ranking": ranking_draws(swapped)}, chains=4)[0]["ranking"] > 1.1
+    assert split_diagnostics({"ranking": ranking_draws(swapped)}, chains=4)[0]["ranking"] > 1.1
     assert np.all(ranking_draws(np.ones((1, 3, 4))) == 0)  # no spread: zeros, not NaN
