@@ -322,13 +322,15 @@ def fit_simplex(
     count_weight: float | None = None,
     likelihood: str = "counts",
     fallback: bool = True,
+    human: str | Path | None = None,
 ):
     """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
     or ``beta_max`` None integrates it over its hyperprior (``--omega prior``); ``count_weight``
     None discounts the counts by the judges' design effect, 1 is the paper's likelihood;
     ``likelihood`` ``"answers"`` shares one latent true score among the judges of an answer;
     ``fallback`` refits with constancy (ω = 0) when the chains disagree on the ranking
-    (:func:`~orchestrator.simplex.inference.fit_or_fallback`)."""
+    (:func:`~orchestrator.simplex.inference.fit_or_fallback`); ``human``: a labels JSONL whose
+    absolute scores are the true levels of the answers they label (docs/human-labels.md)."""
     from .offline.fit_simplex import run_simplex
     from .simplex import SimplexSettings
 
@@ -364,4 +366,5 @@ def fit_simplex(
         progress=progress,
         sweep_progress=sweep_progress,
         fallback=fallback,
+        human=human,
     )

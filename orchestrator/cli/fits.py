@@ -219,6 +219,12 @@ def fit_simplex_cmd(
         help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
         "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits).",
     ),
+    human: Optional[Path] = typer.Option(
+        None,
+        "--human",
+        help="Human labels JSONL (docs/human-labels.md): absolute scores on the 1..M scale, read as the true level of each labelled answer.",
+        callback=existing("file"),
+    ),
     fallback: bool = typer.Option(
         True,
         "--fallback/--no-fallback",
@@ -288,6 +294,7 @@ def fit_simplex_cmd(
         count_weight=weight,
         likelihood=likelihood,
         fallback=fallback,
+        human=human,
     )
 
     def plots() -> list[Path]:

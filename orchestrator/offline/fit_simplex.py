@@ -25,6 +25,7 @@ from ..simplex import (
     build_score_data,
     fit_or_fallback,
     fit_simplex,
+    label_grid,
     parse_self_map,
     sensitivity_sweep,
 )
@@ -128,6 +129,8 @@ class SimplexReport(BaseModel):
     seconds: float
     chains: list[dict]
     converged: bool
+    labelled: int = 0
+    """Answers whose true level came from a person's label (``--human``)."""
     fallback_from: dict | None = None
     """Set when the requested fit did not converge and these are the fallback fit's results:
     the requested settings' label, its ranking R-hat and per-chain report."""
@@ -153,6 +156,7 @@ def run_simplex(
     progress: bool = False,
     sweep_progress: Callable[[str], None] | None = None,
     fallback: bool = True,
+    human: str | Path | None = None,
 ) -> tuple[SimplexReport, SimplexFit, ScoreData, list | None]:
     """Load, fit (and sweep), summarise. Returns the report, the fit, the data and the sweep results.
 
@@ -177,11 +181,32 @@ def run_simplex(
     sweep_results = None
     if sweep:
         base_fit, sweep_results = sensitivity_sweep(data, settings, progress=sweep_progress)
-    fit = (fit_or_fallback if fallback else fit_simplex)(data, settings, progress=progress)
+    grid, label_notes = _human_grid(human, data)
+    fit = (fit_or_fallback if fallback else fit_simplex)(data, settings, labels=grid, progress=progress)
+    fit.warnings.extend(label_notes)
     report = summarise(
         fit, data, source=str(source), level=level, truth=truth, truth_field=truth_field, self_map=self_map, sweep=sweep_results
     )
     return report, fit, data, sweep_results
+
+
+def _human_grid(human: str | Path | None, data: ScoreData) -> tuple[np.ndarray | None, list[str]]:
+    """People's absolute labels as the ``(K, Q)`` true levels of :func:`fit_simplex` (issue #34),
+    and notes for the report; None without ``--human``."""
+    if human is None:
+        return None, []
+    from .human_labels import load_human_labels
+
+    labels = load_human_labels(human)
+    if not labels.absolute:
+        raise OrchestratorError(f"{human}: fit simplex reads absolute labels ({{prompt_id, candidate, score}}); this file has none")
+    grid, missing = label_grid(data, labels.mean_scores())
+    if not grid.any():
+        raise OrchestratorError(f"{human}: no label is of an answer in the fitted data (first: {missing[0]})")
+    notes = (
+        [f"{len(missing)} human label(s) are of answers not in the fitted data and were not used (first: {missing[0]})"] if missing else []
+    )
+    return grid, notes
 
 
 def summarise(
@@ -268,6 +293,7 @@ def summarise(
         chains=fit.chains,
         converged=fit.converged,
         fallback_from=fit.fallback_from,
+        labelled=fit.labelled,
         warnings=list(fit.warnings),
     )
     scored = [r for r in rows if r.truth is not None]
@@ -331,7 +357,8 @@ def format_simplex(report: SimplexReport) -> str:
         ]
     lines = banner + [
         f"Bayesian simplex model — {report.levels} levels, {outcome}; {report.label}; "
-        f"{report.settings['chains']} chains × ({report.settings['warmup']} warm-up + {report.settings['draws']} draws), "
+        + (f"{report.labelled} answers labelled by people (their true level); " if report.labelled else "")
+        + f"{report.settings['chains']} chains × ({report.settings['warmup']} warm-up + {report.settings['draws']} draws), "
         f"{report.seconds:.1f} s",
         "",
     ]

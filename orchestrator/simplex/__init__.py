@@ -9,7 +9,7 @@ model is fitted. :mod:`.sensitivity` is §5.4's sweep; :func:`.inference.fit_or_
 default fit with its fallback when the chains disagree.
 """
 
-from .data import ScoreData, build_score_data, collapse_levels, parse_self_map
+from .data import ScoreData, build_score_data, collapse_levels, label_grid, parse_self_map
 from .inference import SimplexFit, SimplexSettings, fit_or_fallback, fit_simplex
 from .prior import confusion_matrix, edge_concentrations, n_judge_parameters, propagation_table
 from .sensitivity import SWEEP_BETAS, SWEEP_OMEGAS, sensitivity_sweep
@@ -19,6 +19,7 @@ __all__ = [
     "build_score_data",
     "collapse_levels",
     "parse_self_map",
+    "label_grid",
     "SimplexFit",
     "SimplexSettings",
     "fit_simplex",

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import OrchestratorError
 
-__all__ = ["ScoreData", "build_score_data", "design_effect", "parse_self_map", "collapse_levels"]
+__all__ = ["ScoreData", "build_score_data", "design_effect", "parse_self_map", "collapse_levels", "label_grid", "labelled_arrays"]
 
 
 @dataclass(frozen=True)
@@ -242,3 +242,47 @@ def design_effect(data: "ScoreData", *, soft: bool = False) -> float:
     answered = np.sum(~np.isnan(scores), axis=0)
     mean_judges = float(answered[answered > 0].mean()) if np.any(answered > 0) else 1.0
     return 1.0 + max(mean_judges - 1.0, 0.0) * rho
+
+
+def label_grid(data: ScoreData, labels: dict[tuple[str, str], float]) -> tuple[np.ndarray, list[str]]:
+    """``(K, Q)`` true levels from people's scores of answers (0 = unlabelled), and the problems.
+
+    ``labels`` maps ``(question, candidate)`` → a person's score on the judges' 1..M scale (the mean
+    over annotators); it is rounded to the nearest level. Raises on a score outside ``[0.5, M + 0.5)``;
+    labels of answers not in the data are returned as problems, not errors.
+    """
+    grid = np.zeros((len(data.candidates), len(data.questions)), dtype=int)
+    kpos = {c: i for i, c in enumerate(data.candidates)}
+    qpos = {q: i for i, q in enumerate(data.questions)}
+    missing = []
+    for (question, candidate), score in sorted(labels.items()):
+        if not 0.5 <= score < data.levels + 0.5:
+            raise OrchestratorError(
+                f"a human score of {score:g} ({candidate} on {question}) is outside the judges' scale 1..{data.levels}: "
+                "fit simplex reads labels as true scores on that scale"
+            )
+        if candidate not in kpos or question not in qpos:
+            missing.append(f"{candidate} on {question}")
+            continue
+        grid[kpos[candidate], qpos[question]] = int(math.floor(score + 0.5))
+    return grid, missing
+
+
+def labelled_arrays(item_counts: np.ndarray, grid: np.ndarray | None, likelihood: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`~orchestrator.simplex.model.make_model` takes for human labels: ``(scores,
+    labelled, labels)`` from per-answer counts ``(J, K, Q, M)`` and the ``(K, Q)`` label grid.
+
+    ``counts``: scores of the unlabelled answers ``(J, K, M)``, ``labelled (J, K, M, M)`` (judge j's
+    scores s of answers labelled m) and ``labels (K, M)`` (labels per level). ``answers``: the item
+    counts, an unused placeholder and ``(K, Q, M)`` one-hot labels, ones where unlabelled.
+    """
+    n_judges, n_cands, n_questions, levels = item_counts.shape
+    if grid is None:
+        grid = np.zeros((n_cands, n_questions), dtype=int)
+    onehot = (grid[..., None] == np.arange(1, levels + 1)).astype(float)  # (K, Q, M); zeros where unlabelled
+    if likelihood == "answers":
+        mask = np.where((grid > 0)[..., None], onehot, 1.0)
+        return item_counts, np.zeros(1), mask
+    unlabelled = item_counts * (grid == 0)[None, :, :, None]
+    labelled = np.einsum("jkqs,kqm->jkms", item_counts, onehot)
+    return unlabelled.sum(axis=2), labelled, onehot.sum(axis=1)

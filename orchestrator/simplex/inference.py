@@ -145,6 +145,8 @@ class SimplexFit:
     """Per chain: mean potential energy (−log density), ω when sampled, and the Spearman
     correlation of the chain's mean expected scores with the pooled ones (modes show up here)."""
     warnings: list[str] = field(default_factory=list)
+    labelled: int = 0
+    """Answers with a human label (true level) in the fit."""
     fallback_from: dict | None = None
     """Set when this is :func:`fit_or_fallback`'s fallback: the settings label, ranking R-hat and
     per-chain report of the requested fit that did not converge."""
@@ -210,13 +212,16 @@ class _Sampler:
             jit_model_args=True,
         )
 
-    def run(self, data: ScoreData, settings: SimplexSettings) -> tuple[dict, int]:
+    def run(self, data: ScoreData, settings: SimplexSettings, labels: np.ndarray | None = None) -> tuple[dict, int]:
         numpyro, jax = _jax()
         import jax.numpy as jnp
 
-        scores = data.item_counts(settings.soft) if settings.likelihood == "answers" else data.counts(settings.soft)
+        from .data import labelled_arrays
+
+        items = data.item_counts(settings.soft)
         if settings.self_preference == "exclude":
-            scores = scores * ~data.self_pairs.reshape(data.self_pairs.shape + (1,) * (scores.ndim - 2))
+            items = items * ~data.self_pairs[:, :, None, None]
+        scores, labelled, label_arg = labelled_arrays(items, labels, settings.likelihood)
         delta = jnp.asarray(settings.delta if settings.delta is not None else np.ones(data.levels), dtype=jnp.float32)
         self.mcmc.run(
             jax.random.PRNGKey(settings.seed),
@@ -226,6 +231,8 @@ class _Sampler:
             jnp.asarray(settings.beta_max or 0.0, dtype=jnp.float32),
             delta,
             jnp.asarray(1.0 if settings.count_weight is None else settings.count_weight, dtype=jnp.float32),
+            jnp.asarray(labelled, dtype=jnp.float32),
+            jnp.asarray(label_arg, dtype=jnp.float32),
             extra_fields=("diverging", "potential_energy"),
         )
         samples = {k: np.asarray(v) for k, v in self.mcmc.get_samples(group_by_chain=True).items()}
@@ -272,9 +279,15 @@ def _check(data: ScoreData, settings: SimplexSettings) -> list[str]:
 
 
 def fit_simplex(
-    data: ScoreData, settings: SimplexSettings = SimplexSettings(), *, progress: bool = False, _sampler: _Sampler | None = None
+    data: ScoreData,
+    settings: SimplexSettings = SimplexSettings(),
+    *,
+    labels: np.ndarray | None = None,
+    progress: bool = False,
+    _sampler: _Sampler | None = None,
 ) -> SimplexFit:
-    """Sample the posterior of the simplex model (module docstring of :mod:`.model`) with NUTS.
+    """Sample the posterior of the simplex model (module docstring of :mod:`.model`) with NUTS;
+    ``labels`` ``(K, Q)``: people's true levels of answers, 0 = unlabelled (:func:`.data.label_grid`).
 
     Raises:
         OrchestratorError: invalid settings or nothing to fit.
@@ -288,7 +301,7 @@ def fit_simplex(
     shift = settings.self_preference == "shift" and bool(data.self_pairs.any())
     started = time.perf_counter()
     sampler = _sampler or _Sampler(data.levels, _structure(settings, shift), settings, progress)
-    samples, divergences = sampler.run(data, settings)
+    samples, divergences = sampler.run(data, settings, labels)
     seconds = time.perf_counter() - started
     energy = samples.pop("potential_energy")
     expected = samples["expected"]
@@ -308,6 +321,7 @@ def fit_simplex(
         seconds,
         chain_report(samples, energy),
         warnings,
+        labelled=0 if labels is None else int((labels > 0).sum()),
     )
     if settings.chains >= 2:
         ranking = rhat.get("ranking", 1.0)
@@ -349,7 +363,9 @@ def fallback_settings(settings: SimplexSettings) -> SimplexSettings | None:
     return None if simpler == settings else simpler
 
 
-def fit_or_fallback(data: ScoreData, settings: SimplexSettings = SimplexSettings(), *, progress: bool = False) -> SimplexFit:
+def fit_or_fallback(
+    data: ScoreData, settings: SimplexSettings = SimplexSettings(), *, labels: np.ndarray | None = None, progress: bool = False
+) -> SimplexFit:
     """:func:`fit_simplex`, and when its chains disagree on the ranking (R-hat > 1.01), the
     :func:`fallback_settings` fit instead — so a user gets a valid ranking and is told which model
     it comes from (issue #35 item 3). The fallback's ``fallback_from`` and first warning say what
@@ -357,12 +373,12 @@ def fit_or_fallback(data: ScoreData, settings: SimplexSettings = SimplexSettings
     random-effects fit's: on SummEval they covered 0.875 of the expert ranks against 0.938).
     When the fallback does not converge either, the requested fit is returned as it is (NOT
     CONVERGED), with the fallback's R-hat among its warnings."""
-    fit = fit_simplex(data, settings, progress=progress)
+    fit = fit_simplex(data, settings, labels=labels, progress=progress)
     simpler = fallback_settings(settings)
     if fit.converged or settings.chains < 2 or simpler is None:
         return fit
     requested = fit.rhat.get("ranking", math.nan)
-    alt = fit_simplex(data, simpler, progress=progress)
+    alt = fit_simplex(data, simpler, labels=labels, progress=progress)
     if not alt.converged:
         fit.warnings.append(
             f"the fallback fit ({simpler.label()}) did not converge either (R-hat of the ranking {alt.rhat.get('ranking', math.nan):.3f})"

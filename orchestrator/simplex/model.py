@@ -21,6 +21,11 @@ Priors:
   — the sensitivity range; its lower end is 0.1 rather than 0 because ``Beta(ωJ, J)`` degenerates
   as ω → 0 (a funnel the sampler cannot cross; ω = 0 itself is the fixed fit) — and
   ``β_max ~ Uniform(0, 20)``.
+- Human labels (issue #34; the paper's future work, "a small set of gold labels"): an answer a person
+  scored has a known true level m*. Its judges' scores then contribute ``log θ'_{j,k}[m*, s]``
+  instead of the marginal, and the label itself ``log π̄_{k,m*}`` — so the labels inform both the
+  candidates' prevalences and the judges' confusion matrices. Labels enter at weight 1 (people's
+  labels of distinct answers are independent observations); the judges' terms keep the count weight.
 - Self-judging (App. E.3): excluded from the counts by the caller, or kept with a self-preference
   shift: on self-judging pairs the assigned score moves one level up with probability
   ``τ_j ~ Beta(1, 1)`` (``γ ← γ·((1 − τ_j) I + τ_j S)``, ``S`` the one-step-up map), the form in
@@ -52,17 +57,21 @@ def make_model(
     shift: bool,
     likelihood: Literal["counts", "answers"],
 ):
-    """A numpyro model ``model(scores, self_mask, omega, beta_max, delta, weight)`` of the given
-    structure: ``scores`` are counts ``(J, K, M)`` for the ``"counts"`` likelihood (Eq. B.3) or
-    per-answer counts ``(J, K, Q, M)`` for ``"answers"`` (:func:`answer_log_likelihood`); every
-    answer's (or count's) log-likelihood is multiplied by ``weight`` (a power likelihood; 1 = none).
+    """A numpyro model ``model(scores, self_mask, omega, beta_max, delta, weight, labelled, labels)``
+    of the given structure: ``scores`` are counts ``(J, K, M)`` of the unlabelled answers for the
+    ``"counts"`` likelihood (Eq. B.3) or per-answer counts ``(J, K, Q, M)`` for ``"answers"``
+    (:func:`answer_log_likelihood`); every answer's (or count's) log-likelihood is multiplied by
+    ``weight`` (a power likelihood; 1 = none). Human labels (module docstring): for ``counts``,
+    ``labelled (J, K, M, M)`` counts judge j's scores s of candidate k's answers whose label is m and
+    ``labels (K, M)`` the labels; for ``answers``, ``labels (K, Q, M)`` is each answer's one-hot label
+    (all ones where unlabelled) and ``labelled`` is unused. Zeros (counts) or ones (answers) = no labels.
 
     The structure (random effects on/off, hyperpriors or fixed values, self-preference shift,
     likelihood) is fixed here; the numbers are arguments, so one compiled sampler serves a whole
     sensitivity sweep.
     """
 
-    def model(scores, self_mask, omega, beta_max, delta, weight):
+    def model(scores, self_mask, omega, beta_max, delta, weight, labelled, labels):
         n_judges, n_cands = scores.shape[:2]
         if beta_mode == "prior":
             beta_max = numpyro.sample("beta_max", dist.Uniform(*BETA_RANGE))
@@ -93,18 +102,20 @@ def make_model(
             shifted = (1.0 - tau[:, None, None, None]) * seen + tau[:, None, None, None] * up
             seen = jnp.where(self_mask[..., None, None], shifted, seen)
         log_seen = jnp.log(jnp.clip(seen, 1e-30))
+        log_pi_bar = jnp.log(jnp.clip(pi_bar, 1e-30))
         if likelihood == "answers":
-            total = answer_log_likelihood(scores, jnp.log(jnp.clip(pi_bar, 1e-30)), log_seen)
+            total = answer_log_likelihood(scores, log_pi_bar, log_seen, labels)
+            numpyro.factor("likelihood", weight * total)
         else:
             gamma = jnp.einsum("km,jkms->jks", pi_bar, seen)  # what each judge sees of each candidate
-            total = jnp.sum(scores * jnp.log(jnp.clip(gamma, 1e-30)))
-        numpyro.factor("likelihood", weight * total)
+            judged = jnp.sum(scores * jnp.log(jnp.clip(gamma, 1e-30))) + jnp.sum(labelled * log_seen)
+            numpyro.factor("likelihood", weight * judged + jnp.sum(labels * log_pi_bar))
         numpyro.deterministic("expected", pi_bar @ jnp.arange(1.0, levels + 1.0))
 
     return model
 
 
-def answer_log_likelihood(item_counts, log_pi_bar, log_seen):
+def answer_log_likelihood(item_counts, log_pi_bar, log_seen, labels=None):
     """Σ over answers of ``log Σ_m π̄_{k,m} Π_j Π_s θ'_{j,k}[m, s]^{n[j,k,q,s]}``: one true score per
     answer, shared by every judge who scored it (our extension, issue #20).
 
@@ -115,9 +126,14 @@ def answer_log_likelihood(item_counts, log_pi_bar, log_seen):
     judges on an answer is explained by the answer, not counted as independent evidence. With one
     judge per answer it is Eq. B.3. An answer nobody scored adds ``log Σ_m π̄_{k,m} = 0``.
 
+    An answer a person labelled m* keeps only its ``m = m*`` term (``labels`` one-hot there).
+
     Args:
         item_counts: ``(J, K, Q, M)`` scores per judge, candidate, question and level.
         log_pi_bar: ``(K, M)``. log_seen: ``(J, K, M, M)`` log confusion (true level → assigned).
+        labels: ``(K, Q, M)`` one-hot human labels, all ones where unlabelled; None = no labels.
     """
     per_level = jnp.einsum("jkqs,jkms->kqm", item_counts, log_seen) + log_pi_bar[:, None, :]
+    if labels is not None:
+        per_level = jnp.where(labels > 0, per_level, -jnp.inf)
     return jnp.sum(logsumexp(per_level, axis=-1))

@@ -23,7 +23,7 @@ from scipy.stats import norm
 from .data import ScoreData, build_score_data
 from .prior import confusion_matrix, edge_concentrations
 
-__all__ = ["from_model", "misspecified", "sample_confusion", "panel", "PANEL_SHAPES"]
+__all__ = ["from_model", "misspecified", "sample_confusion", "panel", "panel_with_levels", "PANEL_SHAPES"]
 
 
 def sample_confusion(n_judges: int, levels: int, beta_max: float, rng: np.random.Generator) -> np.ndarray:
@@ -132,6 +132,24 @@ def _judge_kind(kind: str, levels: int, rng: np.random.Generator) -> tuple[np.nd
 def panel(
     shape: str, *, seed: int = 0, n_candidates: int | None = None, n_judges: int = 5, questions: int = 96, levels: int = 5, samples: int = 3
 ) -> tuple[ScoreData, np.ndarray]:
+    """:func:`panel_with_levels` without the answers' true levels."""
+    data, truth, _ = panel_with_levels(
+        shape, seed=seed, n_candidates=n_candidates, n_judges=n_judges, questions=questions, levels=levels, samples=samples
+    )
+    return data, truth
+
+
+def panel_with_levels(
+    shape: str,
+    *,
+    seed: int = 0,
+    n_candidates: int | None = None,
+    n_judges: int = 5,
+    questions: int = 96,
+    levels: int = 5,
+    samples: int = 3,
+    shared_bias: float = 0.0,
+) -> tuple[ScoreData, np.ndarray, np.ndarray]:
     """A judge panel of the shapes real multi-judge score sets have (issue #35) — an ordinal world the
     model does not assume; the truth is the exact ``E[S*_k]`` with the standard cut-points.
 
@@ -144,6 +162,11 @@ def panel(
       one judge one level lenient, one judge exact at the bottom and flat above;
     - ``mixed``: judges from near-exact to near-random;
     - ``wide``: 20 candidates spread evenly, mixed judges.
+
+    ``shared_bias`` moves every judge's reading of candidate ``cand00``'s answers by that much (in
+    units of the latent quality's sd; negative = all judges underrate it) — a bias the judges share,
+    which their own data cannot reveal and people's labels can (issue #34). Also returns each
+    answer's true level ``(K, Q)`` (1..M, the standard cut-points), what a person's label would be.
     """
     if shape not in PANEL_SHAPES:
         raise ValueError(f"unknown panel shape {shape!r}; one of {', '.join(PANEL_SHAPES)}")
@@ -169,15 +192,18 @@ def panel(
     probs = norm.cdf((edges[None, 1:] - mu[:, None]) / total_sd) - norm.cdf((edges[None, :-1] - mu[:, None]) / total_sd)
     truth = probs @ np.arange(1, levels + 1)
     quality = mu[:, None] + rng.normal(size=(k, questions)) + rng.normal(0.0, item_sd, size=(k, questions))
+    true_levels = 1 + np.searchsorted(edges[1:-1], quality)
+    seen_quality = quality.copy()
+    seen_quality[0] += shared_bias
     scores = np.zeros((n_judges, k, questions), dtype=int)
     for j, kind in enumerate(kinds):
         if kind == "floor":  # exact at the bottom level, no information above it
-            bottom = quality < edges[1]
+            bottom = seen_quality < edges[1]
             scores[j] = np.where(bottom, 1, rng.integers(2, levels + 1, size=quality.shape))
             continue
         cuts, noise, _ = _judge_kind(str(kind), levels, rng)
-        reads = 1 + np.searchsorted(cuts, quality[None] + rng.normal(0.0, noise, size=(samples,) + quality.shape))
+        reads = 1 + np.searchsorted(cuts, seen_quality[None] + rng.normal(0.0, noise, size=(samples,) + quality.shape))
         scores[j] = np.clip(np.rint(reads.mean(axis=0) + 1e-9), 1, levels).astype(int)
     judges = [f"{kind}{j}" for j, kind in enumerate(kinds)]
     cands = [f"cand{i:02d}" for i in range(k)]
-    return build_score_data(_records(scores, judges, cands), levels=levels), truth
+    return build_score_data(_records(scores, judges, cands), levels=levels), truth, true_levels

@@ -1,0 +1,98 @@
+"""A few human labels in the simplex fit (issue #34 item 3): SummEval, the experts play the people.
+
+For each aspect, the paper's three judges' 1–5 scores of 12 systems × 100 articles are fitted
+(the default fit, as `fit simplex --human` runs it) with
+
+- no labels;
+- 5% of the answers (60) labelled at random (the expert mean score of the answer, rounded to a level);
+- 5% chosen where the judges disagree most (largest sd of the three judges' scores; 5 per system).
+
+Reported: coverage of the expert ranks by the 95% rank intervals, their median width, Spearman with
+the expert ranking, R-hat of the ranking, seconds.
+
+    python benchmarks/simplex_labels.py [--aspects coherence ...] [--share 0.05] [--seed 0]
+"""
+
+import argparse
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.offline.fit_simplex import load_absolute_judgments, truth_scores
+from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, label_grid
+from orchestrator.simplex import baselines as B
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "summeval"
+PAPER_JUDGES = ["gpt-4-0314", "gpt-3.5-turbo-0301", "llama-2-70b-chat-hf"]
+
+
+def _converter():
+    spec = importlib.util.spec_from_file_location("make_likert", ROOT / "examples" / "make_summeval_likert.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.convert
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--aspects", nargs="+", default=["coherence", "consistency", "fluency", "relevance"])
+    ap.add_argument("--share", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    convert = _converter()
+    expert = {}
+    for line in (SHARED / "responses.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        expert[(row["prompt_id"], row["candidate"])] = row["human"]
+    totals: dict[str, list] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for aspect in args.aspects:
+            log = Path(tmp) / f"{aspect}.jsonl"
+            convert(SHARED, aspect, log)
+            records, _ = load_absolute_judgments(log, log=True)
+            data = build_score_data([r for r in records if r[0] in PAPER_JUDGES], levels=5)
+            truth = truth_scores(SHARED / "responses.jsonl", aspect)
+            true_rank = B.ranks(np.array([truth[c] for c in data.candidates]))
+            full, _ = label_grid(data, {k: v[aspect] for k, v in expert.items()})
+            K, Q = full.shape
+            n = int(round(args.share * K * Q))
+            rng = np.random.default_rng(args.seed)
+            random_grid = np.zeros_like(full)
+            pick = rng.choice(np.flatnonzero(full.ravel()), size=n, replace=False)
+            random_grid.flat[pick] = full.flat[pick]
+            with np.errstate(invalid="ignore"):
+                spread = np.nan_to_num(np.nanstd(data.item_scores(), axis=0), nan=-1.0)  # (K, Q) judges' disagreement
+            chosen_grid = np.zeros_like(full)
+            per = max(1, n // K)
+            for k in range(K):
+                order = np.argsort(-spread[k] + rng.uniform(0, 1e-6, Q))
+                top = [q for q in order if full[k, q] > 0][:per]
+                chosen_grid[k, top] = full[k, top]
+            print(f"\n{aspect} — paper's 3 judges, {n} labels ({args.share:.0%} of {K * Q} answers)")
+            for name, grid in (("no labels", None), ("5% random", random_grid), ("5% chosen (judges disagree)", chosen_grid)):
+                fit = fit_or_fallback(data, SimplexSettings(seed=args.seed), labels=grid)
+                r = fit.ranks()
+                lo, hi = r.lower.numpy(), r.upper.numpy()
+                cover = float(np.mean((lo <= true_rank) & (true_rank <= hi)))
+                width = float(np.median(hi - lo + 1))
+                from scipy.stats import spearmanr
+
+                rho = float(spearmanr(fit.expected_mean, [truth[c] for c in data.candidates]).statistic)
+                totals.setdefault(name, []).append((cover, width, rho))
+                print(
+                    f"  {name:<28} coverage {cover:.3f}  median width {width:.1f}  Spearman {rho:.3f}  "
+                    f"R-hat {fit.rhat['ranking']:.3f}  {fit.seconds:.0f} s" + ("  FALLBACK" if fit.fallback_from else ""),
+                    flush=True,
+                )
+    print(f"\nmean over {len(args.aspects)} aspect(s):")
+    for name, rows in totals.items():
+        arr = np.array(rows)
+        print(f"  {name:<28} coverage {arr[:, 0].mean():.3f}  median width {arr[:, 1].mean():.2f}  Spearman {arr[:, 2].mean():.3f}")
+
+
+if __name__ == "__main__":
+    main()
