@@ -178,10 +178,10 @@ def run_simplex(
         data = build_score_data(records, levels=levels, self_map=self_map, source=str(source))
     if truth is None and info["truth"]:
         truth, truth_field = info["truth"], info["truth_field"]
+    grid, label_notes = _human_grid(human, data)
     sweep_results = None
     if sweep:
-        base_fit, sweep_results = sensitivity_sweep(data, settings, progress=sweep_progress)
-    grid, label_notes = _human_grid(human, data)
+        base_fit, sweep_results = sensitivity_sweep(data, settings, progress=sweep_progress, labels=grid)
     fit = (fit_or_fallback if fallback else fit_simplex)(data, settings, labels=grid, progress=progress)
     fit.warnings.extend(label_notes)
     report = summarise(

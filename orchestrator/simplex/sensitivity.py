@@ -40,10 +40,12 @@ def sensitivity_sweep(
     betas: tuple[float, ...] = SWEEP_BETAS,
     base_beta: float = 5.0,
     progress: Callable[[str], None] | None = None,
+    labels: np.ndarray | None = None,
 ) -> tuple[SimplexFit, list[SweepResult]]:
     """The paper's sensitivity protocol (§5.4): the base fit ω = 0, β_max = ``base_beta``; ω over
     ``omegas`` at β_max = ``base_beta``; β_max over ``betas`` at ω = 0. Each ranking is compared with
-    the base by the Spearman correlation of the posterior mean expected scores.
+    the base by the Spearman correlation of the posterior mean expected scores. ``labels``: people's
+    true levels of answers, in every fit (:func:`~orchestrator.simplex.inference.fit_simplex`).
 
     One compiled sampler per model structure is reused across values.
     """
@@ -56,7 +58,7 @@ def sensitivity_sweep(
         key = _structure(settings, shift)
         if key not in samplers:
             samplers[key] = _Sampler(data.levels, key, settings, False)
-        return fit_simplex(data, settings, _sampler=samplers[key])
+        return fit_simplex(data, settings, labels=labels, _sampler=samplers[key])
 
     base_settings = replace(base, omega=0.0, beta_max=base_beta)
     if progress:
