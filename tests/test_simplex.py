@@ -423,7 +423,8 @@ def test_design_effect_counts_judges_who_agree_on_an_answer_as_fewer_observation
 @pytest.mark.isolated
 def test_a_fit_that_did_not_converge_says_so_first_and_marks_its_intervals(capsys):
     """Issue #20: a non-converged fit leads with NOT CONVERGED and marks its intervals as not valid."""
-    from orchestrator.offline.fit_simplex import format_simplex, run_simplex
+    from orchestrator.offline.fit_simplex import run_simplex
+    from orchestrator.offline.simplex_text import format_simplex
     from orchestrator.simplex import SimplexSettings
 
     settings = SimplexSettings(chains=2, warmup=3, draws=6, seed=1)

@@ -249,7 +249,8 @@ def fit_simplex_cmd(
 ) -> None:
     """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
     from .. import api
-    from ..offline.fit_simplex import format_simplex, truth_scores
+    from ..offline.fit_simplex import truth_scores
+    from ..offline.simplex_text import format_simplex
 
     _one_source(run, log)
     _check_outputs(None, plot, [run, log])
