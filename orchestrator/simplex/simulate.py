@@ -87,10 +87,7 @@ def misspecified(
     rng = np.random.default_rng(seed)
     mu = rng.normal(0.0, 0.8, size=n_candidates)
     cuts = np.linspace(-1.5, 1.5, levels - 1)
-    edges = np.concatenate([[-np.inf], cuts, [np.inf]])
-    # quality ~ N(μ_k, 1): P(S* = m) = Φ(c_m − μ) − Φ(c_{m−1} − μ)
-    probs = norm.cdf(edges[None, 1:] - mu[:, None]) - norm.cdf(edges[None, :-1] - mu[:, None])
-    truth = probs @ np.arange(1, levels + 1)
+    truth = _expected_level(mu, levels, sd=1.0)
     quality = mu[:, None] + rng.normal(size=(n_candidates, questions))
     item = rng.normal(0.0, item_sd, size=(n_candidates, questions))  # seen by every judge
     scores = np.zeros((n_judges, n_candidates, questions), dtype=int)
@@ -110,22 +107,28 @@ PANEL_SHAPES = ("dominant", "compressed", "mixed", "wide")
 """The shapes of :func:`panel` (issue #35's test bed): a dominant candidate above a close pack, judge
 scales compressed or shifted, judges of very different quality, many candidates."""
 
-_STANDARD_CUTS = (-1.5, -0.5, 0.5, 1.5)
+
+def _expected_level(mu: np.ndarray, levels: int, *, sd: float) -> np.ndarray:
+    """``E[S*_k]`` when quality ~ N(μ_k, sd²) is cut into M levels at the standard cut-points
+    (linspace(−1.5, 1.5)): ``P(S* = m) = Φ((c_m − μ)/sd) − Φ((c_{m−1} − μ)/sd)``."""
+    edges = np.concatenate([[-np.inf], np.linspace(-1.5, 1.5, levels - 1), [np.inf]])
+    probs = norm.cdf((edges[None, 1:] - mu[:, None]) / sd) - norm.cdf((edges[None, :-1] - mu[:, None]) / sd)
+    return probs @ np.arange(1, levels + 1)
 
 
-def _judge_kind(kind: str, levels: int, rng: np.random.Generator) -> tuple[np.ndarray, float, str]:
-    """Cut-points on the latent quality, noise sd and the kind's name."""
+def _judge_kind(kind: str, levels: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """A judge kind's cut-points on the latent quality and its noise sd."""
     base = np.linspace(-1.5, 1.5, levels - 1)
     if kind == "good":
-        return base + rng.normal(0.0, 0.1, levels - 1), rng.uniform(0.3, 0.6), kind
+        return base + rng.normal(0.0, 0.1, levels - 1), rng.uniform(0.3, 0.6)
     if kind == "compressed":  # lives at the middle of the scale: the bottom answers get the middle score
         mid = levels // 2
         cuts = np.concatenate([base[:mid] - 1.2 - rng.uniform(0.0, 0.5), base[mid:] + 0.6 + rng.uniform(0.0, 0.8)])
-        return np.sort(cuts), rng.uniform(0.4, 0.8), kind
+        return np.sort(cuts), rng.uniform(0.4, 0.8)
     if kind == "lenient":  # every score one level up
-        return base - 1.0 + rng.normal(0.0, 0.1, levels - 1), rng.uniform(0.4, 0.8), kind
+        return base - 1.0 + rng.normal(0.0, 0.1, levels - 1), rng.uniform(0.4, 0.8)
     if kind == "noisy":
-        return base + rng.normal(0.0, 0.2, levels - 1), rng.uniform(1.5, 2.2), kind
+        return base + rng.normal(0.0, 0.2, levels - 1), rng.uniform(1.5, 2.2)
     raise ValueError(kind)
 
 
@@ -186,23 +189,21 @@ def panel_with_levels(
     else:
         kinds = list(rng.choice(["good", "compressed", "lenient", "noisy"], size=n_judges, p=[0.35, 0.25, 0.2, 0.2]))
     kinds = (kinds * n_judges)[:n_judges]
-    edges = np.concatenate([[-np.inf], np.linspace(-1.5, 1.5, levels - 1), [np.inf]])
+    cuts = np.linspace(-1.5, 1.5, levels - 1)
     item_sd = 0.4
-    total_sd = math.sqrt(1.0 + item_sd**2)
-    probs = norm.cdf((edges[None, 1:] - mu[:, None]) / total_sd) - norm.cdf((edges[None, :-1] - mu[:, None]) / total_sd)
-    truth = probs @ np.arange(1, levels + 1)
+    truth = _expected_level(mu, levels, sd=math.sqrt(1.0 + item_sd**2))
     quality = mu[:, None] + rng.normal(size=(k, questions)) + rng.normal(0.0, item_sd, size=(k, questions))
-    true_levels = 1 + np.searchsorted(edges[1:-1], quality)
+    true_levels = 1 + np.searchsorted(cuts, quality)
     seen_quality = quality.copy()
     seen_quality[0] += shared_bias
     scores = np.zeros((n_judges, k, questions), dtype=int)
     for j, kind in enumerate(kinds):
         if kind == "floor":  # exact at the bottom level, no information above it
-            bottom = seen_quality < edges[1]
+            bottom = seen_quality < cuts[0]
             scores[j] = np.where(bottom, 1, rng.integers(2, levels + 1, size=quality.shape))
             continue
-        cuts, noise, _ = _judge_kind(str(kind), levels, rng)
-        reads = 1 + np.searchsorted(cuts, seen_quality[None] + rng.normal(0.0, noise, size=(samples,) + quality.shape))
+        judge_cuts, noise = _judge_kind(str(kind), levels, rng)
+        reads = 1 + np.searchsorted(judge_cuts, seen_quality[None] + rng.normal(0.0, noise, size=(samples,) + quality.shape))
         scores[j] = np.clip(np.rint(reads.mean(axis=0) + 1e-9), 1, levels).astype(int)
     judges = [f"{kind}{j}" for j, kind in enumerate(kinds)]
     cands = [f"cand{i:02d}" for i in range(k)]
