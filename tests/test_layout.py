@@ -6,6 +6,7 @@ imports under ``if TYPE_CHECKING:`` are for the type checker only and never run,
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "orchestrator"
@@ -118,3 +119,18 @@ def test_the_walker_reads_function_level_and_relative_imports_and_skips_type_onl
     found = imports_in(source, "orchestrator.poe")
     assert {"orchestrator.poe.objective", "orchestrator.judging.client"} <= found
     assert not any(m.startswith("orchestrator.store") for m in found)
+
+
+ROOT = PACKAGE.parent
+
+
+def test_no_module_over_400_lines_and_the_readme_is_a_front_door():
+    """Issue #29: modules are split by concern before they grow past ~400 lines; the README (what it
+    is for, the two commands, a tour, which campaign, links) stays within 250 lines, the reference in
+    ``docs/`` — and every page it links to exists."""
+    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > 400}
+    assert long == {}
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)\)", readme)
+    assert len(links) >= 10 and [link for link in links if not (ROOT / link).exists()] == []

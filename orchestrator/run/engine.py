@@ -14,27 +14,24 @@ units whose reservation fits are planned, so calls, tokens and USD never exceed 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import signal
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from ..config import RunConfig
 from ..errors import RunFailed
-from ..judging.batch import BatchClient
-from ..judging.client import Judge, JudgeProfile, JudgeRequest, Judgment, LiteLLMJudge
-from ..judging.dispatch import RetryPolicy, call_with_retries
+from ..judging.client import Judge, JudgeProfile, Judgment
 from ..judging.templates import Template
 from ..poe import threads_for
 from ..store import PlannedRequest, RunStore, Spend
-from .batching import BatchRunner
 from .budget import fit_budget, judge_prices
+from .dispatching import RoundDispatcher
 from .health import JudgeHealth
 from .planners import Plan, planner_for
 from .requests import PlanContext
+from .signals import Drain, cancel_all
 
 __all__ = ["FAIL_FAST_AFTER", "RunEngine", "RunEvent"]
 
@@ -93,9 +90,7 @@ class RunEngine:
         self.config = config
         self.judges = judges
         self.templates = templates
-        self._templates_by_name = {t.name: t for t in templates.values()}
         self.progress = progress
-        self.sleep = sleep
         self.ctx = PlanContext(
             run_name=store.run["name"],
             config=config,
@@ -122,49 +117,10 @@ class RunEngine:
         counts = store.judgment_counts()
         self._failed, self._ok = counts.get("failed", 0), counts.get("ok", 0)
         self._failed_at_start = self._failed
-        self._hard_stop = False
-        self._draining = False
-        """Set by the first SIGINT/SIGTERM: no new round, no new call, no retry; calls in flight
-        finish and are committed (a provider has already charged for them)."""
-        self._in_flight_calls = 0
-        self._drained: asyncio.Event | None = None
-        """Set with ``_draining`` while :meth:`run` runs: wakes every :meth:`_wait`."""
-        self._group_size = max((len(g.names) for g in getattr(self.planner, "groups", [])), default=2)
-
-    # -- dispatch ----------------------------------------------------------------------------
-    async def _call(self, request: JudgeRequest, judge: Judge) -> tuple[Judgment, int]:
-        d = self.config.dispatch
-        policy = RetryPolicy(d.max_attempts, d.backoff_initial_s, d.backoff_max_s)
-        # draining: no new attempt (the request stays pending and is sent again on resume)
-        return await call_with_retries(judge, request, policy, sleep=self._wait, stop=lambda: self._draining)
-
-    async def _wait(self, seconds: float) -> None:
-        """``self.sleep(seconds)``, cut short by a drain: a signal during a provider's Retry-After
-        (or a batch's polling interval) stops at once instead of when the wait is over."""
-        if self._draining:
-            return
-        drained = self._drained
-        if drained is None:
-            await self.sleep(seconds)
-            return
-        sleeping = asyncio.ensure_future(self.sleep(seconds))
-        woken = asyncio.ensure_future(drained.wait())
-        try:
-            await asyncio.wait({sleeping, woken}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeping, woken):
-                task.cancel()
-            await asyncio.gather(sleeping, woken, return_exceptions=True)
-
-    def _request(self, row: PlannedRequest) -> JudgeRequest:
-        return JudgeRequest(
-            key=row.key,
-            template=self._templates_by_name[row.template],
-            messages=row.messages,
-            prompt_id=row.prompt_id,
-            candidates=row.candidates,
-            repeat=row.repeat,
-        )
+        # the first SIGINT/SIGTERM drains: calls in flight finish and are committed (a provider
+        # has already charged for them), nothing new starts
+        self.drain = Drain(on_start=self._on_drain)
+        self.dispatcher = RoundDispatcher(store, config, judges, templates, self.drain, self._commit, sleep)
 
     def _commit(self, row: PlannedRequest, judgment: Judgment, attempts: int, round_no: int) -> None:
         """Store one finished request and tell the planner, the health check and the display."""
@@ -187,60 +143,8 @@ class RunEngine:
             self._stop_judge(row.judge)
         self._event("judgment", round_no)
 
-    def _batched(self, judge: str) -> LiteLLMJudge | None:
-        """The litellm judge behind ``judge`` when its profile says ``batch = true``, else None."""
-        inner = getattr(self.judges[judge], "inner", self.judges[judge])  # (behind the cache)
-        return inner if isinstance(inner, LiteLLMJudge) and inner.profile.batch else None
-
-    def _batch_runner(self, judge: str, round_no: int) -> BatchRunner:
-        outer, inner = self.judges[judge], self._batched(judge)
-        assert inner is not None
-        return BatchRunner(
-            self.store,
-            judge,
-            BatchClient(inner),
-            request=self._request,
-            commit=lambda row, judgment, attempts: self._commit(row, judgment, attempts, round_no),
-            sleep=self._wait,
-            draining=lambda: self._draining,
-            max_attempts=self.config.dispatch.max_attempts,
-            cache=outer if outer is not inner else None,
-        )
-
-    async def _dispatch(self, rows: list[PlannedRequest], round_no: int, semaphore: asyncio.Semaphore) -> None:
-        """Ask one round's requests (under the run-wide concurrency limit; a batch judge's as one
-        provider batch, :mod:`.batching`), committing each as it arrives, then record the round's end."""
-        started = time.perf_counter()
-        batched: dict[str, list[PlannedRequest]] = {}
-        live: list[PlannedRequest] = []
-        for row in rows:
-            (batched.setdefault(row.judge, []) if self._batched(row.judge) is not None else live).append(row)
-
-        async def one(row: PlannedRequest) -> None:
-            request = self._request(row)
-            async with semaphore:
-                if self._draining:  # not sent yet: leave it pending for the resume
-                    return
-                self._in_flight_calls += 1
-                try:
-                    judgment, attempts = await self._call(request, self.judges[row.judge])
-                finally:
-                    self._in_flight_calls -= 1
-            if self._draining and judgment.status == "failed" and judgment.retryable:
-                return  # a retry would have followed: pending, sent again on resume
-            self._commit(row, judgment, attempts, round_no)
-
-        async def batch(judge: str, judge_rows: list[PlannedRequest]) -> None:
-            await self._batch_runner(judge, round_no).run(judge_rows, round_no)
-
-        # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
-        # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
-        await asyncio.gather(
-            *(one(r) for r in sorted(live, key=lambda r: (r.prompt_id, r.key))),
-            *(batch(j, judge_rows) for j, judge_rows in batched.items()),
-        )
-        if not self._draining:
-            self.store.finish_round(round_no, {**self._round_info(), "dispatch_s": time.perf_counter() - started})
+    def _dispatch(self, rows: list[PlannedRequest], round_no: int, semaphore: asyncio.Semaphore) -> asyncio.Task:
+        return asyncio.create_task(self.dispatcher.dispatch(rows, round_no, semaphore, self._round_info))
 
     # -- the loop ----------------------------------------------------------------------------
     def _event(self, kind: str, round_no: int, **extra) -> None:
@@ -269,74 +173,17 @@ class RunEngine:
         """
         self.store.set_status("running")
         round_no = self.store.last_round()
-        loop = asyncio.get_running_loop()
-        main = asyncio.current_task()
-        self._hard_stop = False
-
-        self._drained = asyncio.Event()
-
-        def on_signal() -> None:
-            if not self._draining:
-                self._start_drain()
-            elif main is not None:
-                self._hard_stop = True
-                main.cancel()
-
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        with self.drain.handlers(asyncio.current_task()):
             try:
-                loop.add_signal_handler(sig, on_signal)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such support
-                pass
-        try:
-            with threads_for(self._group_size):
-                return await self._run(round_no)
-        except asyncio.CancelledError:
-            if self._hard_stop:
-                raise KeyboardInterrupt from None
-            raise
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+                with threads_for(self.planner.largest_fit):
+                    return await self._run(round_no)
+            except asyncio.CancelledError:
+                if self.drain.hard_stop:
+                    raise KeyboardInterrupt from None
+                raise
 
-    def _start_drain(self) -> None:
-        """The first signal: no new round, call or retry; waits end now."""
-        self._draining = True
-        if self._drained is not None:
-            asyncio.get_running_loop().call_soon_threadsafe(self._drained.set)
-        self._event("draining", self.store.last_round(), planned_requests=self._in_flight_calls)
-
-    @contextlib.contextmanager
-    def _cpu_work(self) -> Iterator[None]:
-        """Signals during CPU-bound work (refit, selection): asyncio's handlers only run when the
-        event loop gets control back, so Python-level handlers stand in: the first signal starts
-        the drain, a second raises ``KeyboardInterrupt`` at once, wherever the work is."""
-
-        def handler(signum, frame) -> None:
-            if not self._draining:
-                self._start_drain()
-            else:
-                self._hard_stop = True
-                raise KeyboardInterrupt
-
-        previous = {}
-        wakeup = None
-        try:
-            # asyncio also learns of signals through its wake-up fd and would act on them a second
-            # time once the loop runs again: switch that off while these handlers stand in
-            wakeup = signal.set_wakeup_fd(-1)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread: leave signals alone
-            pass
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
-            if wakeup is not None:
-                signal.set_wakeup_fd(wakeup)
+    def _on_drain(self) -> None:
+        self._event("draining", self.store.last_round(), planned_requests=self.dispatcher.in_flight_calls)
 
     def _stop_judge(self, judge: str) -> None:
         """Ask ``judge`` no more: its recent calls mostly failed (:mod:`.health`)."""
@@ -394,43 +241,41 @@ class RunEngine:
             for r in sorted({row.round for row in pending}):  # interrupted rounds go first
                 rows = [row for row in pending if row.round == r]
                 self._event("round", r, planned_requests=len(rows))
-                in_flight[r] = asyncio.create_task(self._dispatch(rows, r, semaphore))
+                in_flight[r] = self._dispatch(rows, r, semaphore)
             while True:
-                if self._draining:
+                if self.drain.draining:
                     break
                 cutoff = round_no + 1 - depth
                 for r in sorted(r for r in in_flight if r <= cutoff):
                     await in_flight.pop(r)
-                if self._draining:
+                if self.drain.draining:
                     break
                 reason = self._fail_fast()
                 if reason:
                     failed = self._ok == 0
                     break
-                with self._cpu_work():
+                with self.drain.cpu_work():
                     reason, round_no, planned = self._plan_round(round_no, cutoff)
                 if planned is None:
                     break
-                in_flight[round_no] = asyncio.create_task(self._dispatch(planned, round_no, semaphore))
+                in_flight[round_no] = self._dispatch(planned, round_no, semaphore)
             for r in sorted(in_flight):  # what was planned is asked (and paid) before stopping
                 await in_flight.pop(r)
-            if self._draining:
+            if self.drain.draining:
                 self.store.set_status("interrupted", "interrupted; resume to continue")
                 drained = True
                 raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            if not drained:  # a hard stop, or a Ctrl-C without our handler: stop now, as below
-                for task in in_flight.values():
-                    task.cancel()
-                await asyncio.gather(*in_flight.values(), return_exceptions=True)
+        except BaseException as exc:
+            # a drain has already stopped cleanly; anything else (a hard stop, a Ctrl-C without our
+            # handler, an error) stops now: what was in flight is asked again on resume
+            if not (drained and isinstance(exc, KeyboardInterrupt)):
+                await cancel_all(in_flight.values())
                 self._set_status_safely("interrupted", "interrupted; resume to continue")
             raise
-        except BaseException:
-            for task in in_flight.values():
-                task.cancel()
-            await asyncio.gather(*in_flight.values(), return_exceptions=True)
-            self._set_status_safely("interrupted", "interrupted; resume to continue")
-            raise
+        return self._finish(reason, failed, round_no)
+
+    def _finish(self, reason: str, failed: bool, round_no: int) -> str:
+        """The run's end after its last round: the final status, the summary event, the reason."""
         if self._ok == 0:
             # nothing to rank: say so, never "finished" with statistics from no data
             failed = True
@@ -447,7 +292,7 @@ class RunEngine:
         if self.judge_stops and not reason.startswith("every judge"):
             reason += "; " + "; ".join(self.judge_stops)
         self.store.set_status("interrupted" if self._pilot_done else "finished", reason)
-        with self._cpu_work():
+        with self.drain.cpu_work():
             summary = self.planner.summary(None)
             forecast = self._forecast(None) if self.progress is not None else None
         self._event("stop", round_no, reason=reason, forecast=forecast, **summary)
@@ -457,11 +302,9 @@ class RunEngine:
         """What reaching the stopping rule is expected to cost (PoE runs; :mod:`.forecast`)."""
         from .forecast import forecast
 
-        posteriors = getattr(self.planner, "posteriors", None)
-        if self.planner.kind != "poe" or not posteriors or any(p is None for p in posteriors):
+        posteriors = self.planner.posteriors_for_forecast(cutoff)
+        if posteriors is None:
             return None
-        if cutoff is None:
-            posteriors = self.planner.refit()
         judges = len([j for j in self.ctx.profiles if j not in self.ctx.disabled]) or 1
         return forecast(self.store, self.config, posteriors, n_judges=judges, possible=self._possible)
 

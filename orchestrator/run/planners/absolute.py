@@ -89,6 +89,12 @@ class AbsolutePlanner:
                 break
         return Plan("absolute", units, selected) if units else self.done
 
+    largest_fit = 2
+    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
+
+    def posteriors_for_forecast(self, cutoff: int | None) -> None:
+        return None  # no stopping rule to forecast
+
     def summary(self, cutoff: int | None) -> dict:
         """The five candidates with the highest mean expected level so far (a progress display;
         the ranking is ``orchestrator fit simplex``)."""

@@ -88,6 +88,17 @@ class Planner(Protocol):
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         """The next round's plan, or the reason there is none."""
 
+    @property
+    def largest_fit(self) -> int:
+        """The most candidates one of its posterior fits solves for (the engine sets torch's
+        thread count from it; 2 for a campaign that fits no posterior while it runs)."""
+        ...
+
+    def posteriors_for_forecast(self, cutoff: int | None) -> list | None:
+        """The posteriors a forecast of the cost to the stopping rule reads, fitted on rounds
+        ``<= cutoff`` (None: on everything); None when the campaign has nothing to forecast."""
+        ...
+
     def summary(self, cutoff: int | None) -> dict:
         """``entropy``, ``max_adjacent_reorder`` and ``top`` for the round row and the progress
         display (``cutoff`` None: on everything, at the end of the run)."""

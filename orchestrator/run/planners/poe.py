@@ -175,7 +175,7 @@ class PoEPlanner:
         if self.ctx.config.model.temperature is not None:
             every = [r for rows in self._judgments for r in rows if cutoff is None or r.round <= cutoff]
             temperatures = temperatures_for(self.ctx.config.model.temperature, every, self.ctx.dataset, self.ctx.config.data.truth)
-        with threads_for(max(len(g.names) for g in self.groups)):
+        with threads_for(self.largest_fit):
             for k in range(len(self.groups)):
                 if k not in self._dirty and cutoff == self._fit_cutoff[k]:
                     continue
@@ -191,6 +191,17 @@ class PoEPlanner:
                 failpoint("refit")
         self._dirty.clear()
         return self.posteriors  # type: ignore[return-value]
+
+    @property
+    def largest_fit(self) -> int:
+        return max(len(g.names) for g in self.groups)
+
+    def posteriors_for_forecast(self, cutoff: int | None) -> list[Posterior] | None:
+        """The posteriors of the last refit (rounds ``<= cutoff``), or a refit on everything at the
+        end of a run (``cutoff`` None); None before every group has been fitted."""
+        if not self.posteriors or any(p is None for p in self.posteriors):
+            return None
+        return self.refit() if cutoff is None else self.posteriors  # type: ignore[return-value]
 
     # -- planning --------------------------------------------------------------------------------
     def stop_before(self, cutoff: int) -> str:

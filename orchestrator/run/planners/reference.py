@@ -117,6 +117,12 @@ class ReferencePlanner:
     def stop_before(self, cutoff: int) -> str:
         return ""
 
+    largest_fit = 2
+    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
+
+    def posteriors_for_forecast(self, cutoff: int | None) -> None:
+        return None  # no stopping rule to forecast
+
     def summary(self, cutoff: int | None) -> dict:
         est = self.estimates(cutoff)
         return no_summary(sorted(est, key=lambda c: (-est[c]["elo"], c))[:5])

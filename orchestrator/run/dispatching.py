@@ -1,0 +1,127 @@
+"""Asking one round's requests: each through its judge under the run-wide concurrency limit (with
+retries and backoff, :mod:`..judging.dispatch`), or — for a judge whose profile says
+``batch = true`` — all of that judge's requests as one provider batch (:mod:`.batching`). Every
+answer is handed to ``commit`` as it arrives; a drain (:mod:`.signals`) stops new calls and retries."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+from ..config import RunConfig
+from ..judging.batch import BatchClient
+from ..judging.cache import CachingJudge
+from ..judging.client import Judge, JudgeRequest, Judgment, LiteLLMJudge
+from ..judging.dispatch import RetryPolicy, call_with_retries
+from ..judging.templates import Template
+from ..store import PlannedRequest, RunStore
+from .batching import BatchRunner
+from .signals import Drain
+
+__all__ = ["RoundDispatcher"]
+
+Commit = Callable[[PlannedRequest, Judgment, int, int], None]
+"""``commit(row, judgment, attempts, round_no)``: store one finished request."""
+
+
+class RoundDispatcher:
+    """Sends rounds of planned requests to the injected judges (``name → Judge``)."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        config: RunConfig,
+        judges: dict[str, Judge],
+        templates: dict[str, Template],
+        drain: Drain,
+        commit: Commit,
+        sleep: Callable[[float], Any],
+    ):
+        self.store = store
+        self.config = config
+        self.judges = judges
+        self._templates_by_name = {t.name: t for t in templates.values()}
+        self.drain = drain
+        self.commit = commit
+        self.sleep = sleep
+        self.in_flight_calls = 0
+        """Calls sent and not yet answered (a drain's event reports them)."""
+
+    async def wait(self, seconds: float) -> None:
+        await self.drain.wait(self.sleep, seconds)
+
+    def request(self, row: PlannedRequest) -> JudgeRequest:
+        return JudgeRequest(
+            key=row.key,
+            template=self._templates_by_name[row.template],
+            messages=row.messages,
+            prompt_id=row.prompt_id,
+            candidates=row.candidates,
+            repeat=row.repeat,
+        )
+
+    def batched(self, judge: str) -> LiteLLMJudge | None:
+        """The litellm judge behind ``judge`` (behind the cache, if any) when its profile says
+        ``batch = true``, else None."""
+        outer = self.judges[judge]
+        inner = outer.inner if isinstance(outer, CachingJudge) else outer
+        return inner if isinstance(inner, LiteLLMJudge) and inner.profile.batch else None
+
+    def _batch_runner(self, judge: str, round_no: int) -> BatchRunner:
+        outer, inner = self.judges[judge], self.batched(judge)
+        assert inner is not None
+        return BatchRunner(
+            self.store,
+            judge,
+            BatchClient(inner),
+            request=self.request,
+            commit=lambda row, judgment, attempts: self.commit(row, judgment, attempts, round_no),
+            sleep=self.wait,
+            draining=lambda: self.drain.draining,
+            max_attempts=self.config.dispatch.max_attempts,
+            cache=outer if outer is not inner else None,
+        )
+
+    async def _call(self, request: JudgeRequest, judge: Judge) -> tuple[Judgment, int]:
+        d = self.config.dispatch
+        policy = RetryPolicy(d.max_attempts, d.backoff_initial_s, d.backoff_max_s)
+        # draining: no new attempt (the request stays pending and is sent again on resume)
+        return await call_with_retries(judge, request, policy, sleep=self.wait, stop=lambda: self.drain.draining)
+
+    async def dispatch(
+        self, rows: list[PlannedRequest], round_no: int, semaphore: asyncio.Semaphore, round_info: Callable[[], dict]
+    ) -> None:
+        """Ask one round's requests, committing each as it arrives, then record the round's end
+        (``round_info()``: the spend to store with it) unless a drain cut the round short."""
+        started = time.perf_counter()
+        batched: dict[str, list[PlannedRequest]] = {}
+        live: list[PlannedRequest] = []
+        for row in rows:
+            (batched.setdefault(row.judge, []) if self.batched(row.judge) is not None else live).append(row)
+
+        async def one(row: PlannedRequest) -> None:
+            request = self.request(row)
+            async with semaphore:
+                if self.drain.draining:  # not sent yet: leave it pending for the resume
+                    return
+                self.in_flight_calls += 1
+                try:
+                    judgment, attempts = await self._call(request, self.judges[row.judge])
+                finally:
+                    self.in_flight_calls -= 1
+            if self.drain.draining and judgment.status == "failed" and judgment.retryable:
+                return  # a retry would have followed: pending, sent again on resume
+            self.commit(row, judgment, attempts, round_no)
+
+        async def batch(judge: str, judge_rows: list[PlannedRequest]) -> None:
+            await self._batch_runner(judge, round_no).run(judge_rows, round_no)
+
+        # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
+        # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
+        await asyncio.gather(
+            *(one(r) for r in sorted(live, key=lambda r: (r.prompt_id, r.key))),
+            *(batch(j, judge_rows) for j, judge_rows in batched.items()),
+        )
+        if not self.drain.draining:
+            self.store.finish_round(round_no, {**round_info(), "dispatch_s": time.perf_counter() - started})
