@@ -45,14 +45,21 @@ EMBEDDED = (
 )
 
 
+PAGES = ("README.md",) + tuple(
+    f"docs/{page}.md" for page in ("configuration", "campaigns", "cost", "replay", "judges", "scaling", "raee", "simplex")
+)
+"""The README and the docs pages its reference moved to (issue #29), in this order: a page's commands
+may read files an earlier one wrote. docs/own-data.md runs in tests/test_own_data_guide.py."""
+
+
 def readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = "\n".join((ROOT / page).read_text() for page in PAGES)
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         joined = re.sub(r"\\\n\s*", " ", block)
         for line in joined.splitlines():
             line = line.strip()
-            if line and not line.startswith("#"):
+            if line and not line.startswith("#") and line not in commands:  # a page may repeat the README
                 commands.append(line)
     return commands
 
