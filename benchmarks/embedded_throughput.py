@@ -14,10 +14,10 @@ import os
 import time
 from pathlib import Path
 
-from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeRequest, LiteLLMJudge, get_profile
 from orchestrator.judging.embedded import EmbeddedServer
-from orchestrator.judging.templates import get_template
+from orchestrator.records.dataset import load_dataset
+from orchestrator.records.templates import get_template
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "summeval-sample"
 

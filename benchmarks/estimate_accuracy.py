@@ -27,10 +27,10 @@ import numpy as np
 from simjudge import SimJudge, SimSpec
 
 from orchestrator import runs
-from orchestrator.config import RunConfig, load_config
-from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeProfile
-from orchestrator.judging.templates import get_template
+from orchestrator.records.config import RunConfig, load_config
+from orchestrator.records.dataset import load_dataset
+from orchestrator.records.templates import get_template
 from orchestrator.run.engine import RunEngine
 from orchestrator.store import create_run, open_run
 

@@ -23,7 +23,7 @@ import numpy as np
 from simjudge import SimJudge, SimSpec
 
 from orchestrator import runs
-from orchestrator.config import RunConfig
+from orchestrator.records.config import RunConfig
 
 SPEC = SimSpec("sim", noise=1.0, usd_per_call=0.001)
 

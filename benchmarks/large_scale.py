@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from orchestrator.offline.simulate import JUDGE_PRESETS, judge_latent, pairwise_probabilities
 from orchestrator.poe import Observations, fit_laplace, select_pairs
-from orchestrator.simulate import JUDGE_PRESETS, judge_latent, pairwise_probabilities
 
 STRATEGIES = ["random", "min_uncertainty", "reorder", "diverse"]
 

@@ -18,7 +18,7 @@ from ``../shared/data/summeval``: ``replay --scope global`` with and without ``-
 judge's length effect, and how often each ranking — and the judge, and the experts — prefers the
 longer summary of a logged pair.
 
-Then simulated judges with a known length taste (:func:`orchestrator.simulate.simulate_length_leaderboard`,
+Then simulated judges with a known length taste (:func:`orchestrator.offline.simulate.simulate_length_leaderboard`,
 φ = 1.5, 10 seeds per size): the length effect recovered (ratio to the truth), Spearman of the raw and
 the controlled ranking with the truth at equal length, coverage of the 95% intervals.
 
@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
+from orchestrator.offline.simulate import simulate_length_comparisons, simulate_length_leaderboard
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
 from orchestrator.poe.covariates import expand_controls
 from orchestrator.raee.control import length_controlled
-from orchestrator.simulate import simulate_length_comparisons, simulate_length_leaderboard
 
 GOALS = {"spearman": 0.98, "max_abs": 2.0}
 
@@ -131,7 +131,7 @@ def alpacaeval(data: Path) -> None:
 
 def summeval(data: Path) -> None:
     from orchestrator import api
-    from orchestrator.records import load_log, load_responses
+    from orchestrator.records.log import load_log, load_responses
 
     log = Path(__file__).resolve().parents[1] / "examples/summeval-gpt35/coherence.log.jsonl"
     responses = data / "responses.jsonl"

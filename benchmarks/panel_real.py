@@ -23,13 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.config import RunConfig
 from orchestrator.judging.client import JudgeProfile, JudgeRequest, Judgment
 from orchestrator.judging.log_judge import LogJudge
-from orchestrator.judging.templates import get_template
 from orchestrator.offline.log_groups import build_groups
 from orchestrator.offline.replay import _dataset, spearman
-from orchestrator.records import load_log, load_responses
+from orchestrator.records.config import RunConfig
+from orchestrator.records.log import load_log, load_responses
+from orchestrator.records.templates import get_template
 from orchestrator.run.engine import RunEngine
 from orchestrator.run.groups import build_groups_for, fit_group
 from orchestrator.store import create_run

@@ -37,10 +37,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from orchestrator.offline.log_groups import Group, build_groups  # noqa: E402
 from orchestrator.offline.replay import group_dataset, replay_group  # noqa: E402
 from orchestrator.offline.replay_report import spearman  # noqa: E402
+from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset  # noqa: E402
 from orchestrator.poe import PoEConfig, get_expert, permutation_debias, select_pairs, threads_for  # noqa: E402
-from orchestrator.records import LogRecord, ResponseRow, load_log, load_responses  # noqa: E402
+from orchestrator.records.log import LogRecord, ResponseRow, load_log, load_responses  # noqa: E402
 from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
-from orchestrator.simulate import JUDGE_PRESETS, simulate_dataset  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REAL_LOGS = [HERE / "data" / "summeval-qwen1.5b-coherence.jsonl", HERE / "data" / "summeval-qwen1.5b-coherence-4to6.jsonl"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from orchestrator.offline.replay import build_groups, replay
 from orchestrator.poe import expected_calibration_error, fit_temperature, permutation_debias, temperature_scale
-from orchestrator.records import load_log, load_responses
+from orchestrator.records.log import load_log, load_responses
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ["reorder", "variance", "min_uncertainty", "eps:0.5", "diverse", "random"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.fit import plot_se_curve
+from orchestrator.offline.fit_raee import plot_se_curve
 from orchestrator.raee import SE_CURVE_SIZES, outcomes, se_calibration
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ from pathlib import Path
 from orchestrator import runs
 from orchestrator.judging.client import JudgeRequest, LiteLLMJudge, get_profile
 from orchestrator.judging.dispatch import RetryPolicy, call_with_retries
-from orchestrator.judging.templates import get_template
 from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.records.templates import get_template
 
 LATENCY_S, PER_ENDPOINT, ENDPOINTS = 1.0, 8, 3
 

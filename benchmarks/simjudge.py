@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from orchestrator.config import RunConfig
-from orchestrator.dataset import load_dataset
 from orchestrator.judging.client import JudgeProfile, JudgeRequest, Judgment
-from orchestrator.judging.templates import get_template
+from orchestrator.records.config import RunConfig
+from orchestrator.records.dataset import load_dataset
+from orchestrator.records.templates import get_template
 from orchestrator.run.engine import RunEngine
 from orchestrator.store import create_run
 

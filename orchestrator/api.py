@@ -30,7 +30,7 @@ __all__ = [
 
 
 def _config(config: str | Path | Any, runs_dir: str | Path | None):
-    from .config import RunConfig, load_config
+    from .records.config import RunConfig, load_config
 
     cfg = config if isinstance(config, RunConfig) else load_config(config)
     return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
@@ -233,7 +233,7 @@ def judges(
     from .offline.human_labels import load_human_labels
     from .offline.judge_board import judge_board
     from .offline.length_control import response_texts, run_texts
-    from .records import load_log
+    from .records.log import load_log
 
     if not 0 <= margin < 1:
         raise OrchestratorError(f"--margin must be in [0, 1) (got {margin:g})")
@@ -276,7 +276,7 @@ def fit_raee(
 ):
     """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
     ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags."""
-    from .fit import fit_raee as fit
+    from .offline.fit_raee import fit_raee as fit
 
     source, is_log = _source(run, log)
     if population is not None and population < 1:

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from .config import load_config
 from .offline.export import EXPORT_FORMATS, export
 from .offline.results import ranking, status
+from .records.config import load_config
 from .run.extension import extend
 from .run.judges import judges_for, log_judges
 from .run.preparation import Prepared, check_budget_fits, check_judges, check_new_run, dry_run, prepare, smoke

@@ -1,6 +1,6 @@
 """A starter run config for a user's own dataset (``orchestrator init``): the data's shape read
 from the files, sensible defaults for a first run, and a comment on every choice a user may want
-to change. Pure text from a :class:`~orchestrator.dataset.Dataset`; the CLI writes it."""
+to change. Pure text from a :class:`~orchestrator.records.dataset.Dataset`; the CLI writes it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .dataset import Dataset
+from .records.dataset import Dataset
 
 __all__ = ["StarterOptions", "starter_config"]
 

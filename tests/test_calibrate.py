@@ -8,8 +8,8 @@ import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import runs
-from orchestrator.config import RunConfig
 from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.records.config import RunConfig
 from orchestrator.run.calibration import calibrate, temperatures_for
 from orchestrator.run.groups import Group, group_observations
 from orchestrator.store import JudgmentRecord

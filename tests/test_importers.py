@@ -9,8 +9,8 @@ import pytest
 from conftest import write_jsonl
 from judgekit import quality_behaviour, run_cli, write_config
 from orchestrator import runs
-from orchestrator.dataset import load_dataset
 from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.records.dataset import load_dataset
 
 
 def _load(out):

@@ -19,7 +19,7 @@ NOT_IN_PURE = (
     "orchestrator.cli",
     "orchestrator.api",
     "orchestrator.report",
-    "orchestrator.plotting",
+    "orchestrator.offline.plotting",
     "orchestrator.offline",
     "matplotlib",
 )
@@ -105,6 +105,29 @@ def test_the_pure_math_imports_no_judging_engine_store_cli_or_plotting():
         name: sorted(m for m in imports(path) if m.startswith(NOT_IN_PURE))
         for name, path in MODULES.items()
         if name.count(".") and name.split(".")[1] in PURE
+    }
+    assert {k: v for k, v in leaks.items() if v} == {}
+
+
+ABOVE = ("orchestrator.cli", "orchestrator.api", "orchestrator.runs", "orchestrator.report")
+LAYERS_BELOW = {
+    # a layer: what it may not import (everything above it); poe/, simplex/, raee/ are checked above
+    "offline": ABOVE,
+    "run": ABOVE + ("orchestrator.offline",),
+    "judging": ABOVE + ("orchestrator.offline", "orchestrator.run"),
+    "store": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.judging"),
+    "records": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.judging", "orchestrator.store"),
+}
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    """Issue #29 (docs/architecture.md): cli → api → runs → offline → run → judging → store → records.
+    ``records/`` (config, datasets, templates, the judgment and log records) is under both
+    ``judging/`` and ``store/``; the store maps records to SQL and knows no judge."""
+    leaks = {
+        name: sorted(m for m in imports(path) if m.startswith(LAYERS_BELOW[name.split(".")[1]]))
+        for name, path in MODULES.items()
+        if name.count(".") and name.split(".")[1] in LAYERS_BELOW
     }
     assert {k: v for k, v in leaks.items() if v} == {}
 

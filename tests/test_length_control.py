@@ -10,8 +10,8 @@ from scipy.stats import spearmanr
 
 from judgekit import run_cli
 from orchestrator.offline.length_control import extreme_shift
+from orchestrator.offline.simulate import simulate_length_leaderboard
 from orchestrator.raee.control import candidate_flags, length_controlled
-from orchestrator.simulate import simulate_length_leaderboard
 
 
 @pytest.mark.parametrize("seed", [0, 3])

@@ -10,11 +10,11 @@ from scipy.stats import spearmanr
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import runs
-from orchestrator.config import RunConfig
 from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.offline.simulate import simulate_length_comparisons
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
 from orchestrator.poe.covariates import comparison_covariates, expand_controls, self_covariate, text_features
-from orchestrator.simulate import simulate_length_comparisons
+from orchestrator.records.config import RunConfig
 
 
 def _length_loving_comparisons(seed: int):

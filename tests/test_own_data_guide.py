@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.judging.client import JudgeProfile
-from orchestrator.judging.templates import load_template
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
+from orchestrator.records.templates import load_template
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "own-data.md"
@@ -99,7 +99,7 @@ def test_init_refuses_what_it_cannot_write_well(tmp_path):
     assert run_cli(["init", "--prompts", str(tmp_path / "missing.jsonl"), "--responses", str(data / "responses.jsonl")]) == 2
     assert not (tmp_path / "x.toml").exists()
     assert run_cli([*base, "--out", str(tmp_path / "x.toml")]) == 0
-    from orchestrator.config import load_config
+    from orchestrator.records.config import load_config
 
     config = load_config(tmp_path / "x.toml")
     assert config.judging.pairwise_template == "generic-pairwise" and config.data.scope == "global"

@@ -158,8 +158,8 @@ def test_stopping_can_be_switched_off_and_rank_stability_stops_too(tie_world):
 
 
 def test_a_run_file_from_before_keeps_its_behaviour_and_an_unreadable_config_is_one_line():
-    from orchestrator.config import RunConfig
     from orchestrator.errors import OrchestratorError
+    from orchestrator.records.config import RunConfig
 
     stored = RunConfig.model_validate({"data": {"prompts": "p.jsonl", "responses": "r.jsonl"}}).to_json()
     del stored["model"]["judge_reliability"], stored["stopping"]["rule"]  # what a run made before issue #17 stored

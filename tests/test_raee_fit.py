@@ -13,8 +13,8 @@ from conftest import DATA
 from judgekit import reference_behaviour, run_cli, write_config, write_dataset, write_judge
 from orchestrator import runs
 from orchestrator.errors import OrchestratorError
-from orchestrator.fit import fit_raee
 from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.offline.fit_raee import fit_raee
 from orchestrator.raee import ReferenceJudgments, icc3k, pooled_variance, raee_report
 from orchestrator.store import SCHEMA_VERSION, open_run
 
@@ -425,7 +425,7 @@ def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_jud
 def test_se_curve_on_alpacaeval_matches_the_paper(tmp_path, capsys):
     """`fit raee --se-curve` on real AlpacaEval judgments: with hard outcomes the FPC-corrected analytic
     SE matches the subsampling SD (RAEE §4: within ±12%), the raw SE over-states it at n = 256."""
-    from orchestrator.fit import se_curve
+    from orchestrator.offline.fit_raee import se_curve
 
     models = json.loads((DATA / "alpacaeval_subset.json").read_text())["models"]
     log = tmp_path / "alpaca.jsonl"

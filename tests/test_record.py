@@ -11,9 +11,9 @@ from orchestrator.judging import get_template
 from orchestrator.judging.client import JudgeProfile, LiteLLMJudge
 from orchestrator.judging.dispatch import RetryPolicy
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
+from orchestrator.offline.record import load_prompts, plan_recording, record
 from orchestrator.offline.replay import build_groups, replay
-from orchestrator.record import load_prompts, plan_recording, record
-from orchestrator.records import load_log, load_responses
+from orchestrator.records.log import load_log, load_responses
 
 
 def _behaviour(body):

@@ -219,7 +219,7 @@ def test_every_shipped_template_fences_candidate_text():
     import re
 
     from conftest import ROOT
-    from orchestrator.judging.templates import CANDIDATE_FIELDS, load_templates
+    from orchestrator.records.templates import CANDIDATE_FIELDS, load_templates
 
     templates = load_templates(ROOT / "prompts")
     assert len(templates) >= 15

@@ -18,10 +18,10 @@ from typing import Any, Callable
 
 import pytest
 
-from orchestrator.dataset import load_dataset
 from orchestrator.errors import OrchestratorError
-from orchestrator.importers import import_data, write_imported
-from orchestrator.records import load_log
+from orchestrator.records.dataset import load_dataset
+from orchestrator.records.importers import import_data, write_imported
+from orchestrator.records.log import load_log
 
 TEXTS = ["Write a poem about the sea.", "Résumé: naïve café — ½ “quoted”", "2 + 2 = ?", "Ünïcödé ✓ 日本語"]
 CASES_PER_SHAPE = 400

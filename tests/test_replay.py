@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, write_jsonl
 from orchestrator.cli import main
 from orchestrator.offline.replay import build_groups, replay, replay_files
-from orchestrator.records import load_log, load_responses
+from orchestrator.records.log import load_log, load_responses
 
 
 def run_cli(args, capsys):

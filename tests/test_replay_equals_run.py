@@ -139,8 +139,8 @@ def test_replay_asks_only_what_the_log_holds(tmp_path):
     """A log with a third of the ordered pairs: the planner never selects a pair the log cannot
     answer (no failed call is spent), and with no budget every logged judgment is used."""
     from conftest import write_jsonl
-    from orchestrator.records import load_log
-    from orchestrator.simulate import JUDGE_PRESETS, simulate_dataset
+    from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset
+    from orchestrator.records.log import load_log
 
     records, responses = simulate_dataset(2, 7, JUDGE_PRESETS["llm"], seed=5)
     kept = [r for k, r in enumerate(records) if r["kind"] == "pairwise" and k % 3 == 0]

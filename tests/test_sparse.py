@@ -251,8 +251,8 @@ def test_a_non_finite_hessian_raises_instead_of_damping_for_ever():
 def test_replay_refuses_a_batch_above_the_configs_bound(tmp_path):
     """``--batch`` beyond what a run's config allows was an internal error (a validation traceback)."""
     from orchestrator.api import replay
-    from orchestrator.config import MAX_BATCH
     from orchestrator.errors import OrchestratorError
+    from orchestrator.records.config import MAX_BATCH
 
     log = tmp_path / "log.jsonl"
     log.write_text(

@@ -172,7 +172,7 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _plot_curve(report, path: Path, inputs: list) -> None:
-    from ..plotting import pyplot, save
+    from ..offline.plotting import pyplot, save
 
     plt = pyplot()
     ks = [k for k, _, _ in report.curve]

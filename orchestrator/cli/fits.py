@@ -70,7 +70,7 @@ def fit_raee_cmd(
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics;
     with --control length, AlpacaEval's length-controlled win rates and flagged candidates."""
     from .. import api
-    from ..fit import format_raee, plot_raee, plot_se_curve, se_curve
+    from ..offline.fit_raee import format_raee, plot_raee, plot_se_curve, se_curve
 
     _one_source(run, log)
     _check_outputs(se_curve_png, plot, [run, log])

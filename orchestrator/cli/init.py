@@ -35,7 +35,7 @@ def init_cmd(
     truth: Optional[str] = typer.Option(None, "--truth", help="A human score field in the responses to report Spearman against."),
 ) -> None:
     """Write a starter run config for your own prompts and responses (checked, commented, never overwriting)."""
-    from ..dataset import load_dataset
+    from ..records.dataset import load_dataset
     from ..starter import KINDS, StarterOptions, starter_config
 
     if kind not in KINDS:

@@ -39,7 +39,7 @@ def run_cmd(
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
-    from ..config import load_config
+    from ..records.config import load_config
 
     _check_range(pilot, "--pilot", 1)
     if pilot is not None and dry_run:

@@ -142,7 +142,7 @@ def simulate(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Write a simulated exhaustive judgment log (every ordered pair and absolute score) and its responses."""
-    from ..simulate import JUDGE_PRESETS, simulate_dataset
+    from ..offline.simulate import JUDGE_PRESETS, simulate_dataset
 
     if judge not in JUDGE_PRESETS:
         raise OrchestratorError(f"unknown judge preset {judge!r}; choose one of {', '.join(JUDGE_PRESETS)}")
@@ -211,9 +211,9 @@ def record_cmd(
 
     from ..judging.client import LiteLLMJudge, get_profile
     from ..judging.embedded import EmbeddedServer
-    from ..judging.templates import get_template
+    from ..offline.record import load_prompts, plan_recording, record
     from ..outputs import check_output
-    from ..record import load_prompts, plan_recording, record
+    from ..records.templates import get_template
 
     _check_range(first, "--first", 1)
     _check_range(concurrency, "--concurrency", 1, 1024)
@@ -295,7 +295,7 @@ def import_cmd(
     ),
 ) -> None:
     """Turn AlpacaEval, MT-Bench, arena-hard or CSV data into prompts.jsonl + responses.jsonl for a run config."""
-    from ..importers import import_data, write_imported
+    from ..records.importers import import_data, write_imported
 
     imported = import_data(fmt, paths, encoding=encoding)
     prompts, responses = write_imported(imported, out, [*paths, *(p / "question.jsonl" for p in paths if p.is_dir())])

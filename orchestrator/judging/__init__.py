@@ -1,7 +1,7 @@
 """Judges: prompt templates as data, log-probability extraction, litellm client, embedded judge."""
 
+from ..records.templates import Criterion, Template, get_template, load_template, load_templates, template_dirs
 from .extract import Extraction, OptionReading, extract_options, parse_verdicts, read_positions
-from .templates import Criterion, Template, get_template, load_template, load_templates, template_dirs
 
 __all__ = [
     "Criterion",

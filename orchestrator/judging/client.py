@@ -11,72 +11,20 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..records.judgments import JudgeRequest, Judgment
 from .deployments import DeploymentRouter
 from .extract import OptionReading, continuation_mass, extract_options, split_prefix
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
 from .provider import classify_error, error_text, sane_cost, sane_usage
-from .templates import Template
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-# JudgeProfile, get_profile, profile_dirs and error_text are re-exported: callers take a judge,
-# its profile and its failures' text from one place
+# JudgeRequest, Judgment (records), JudgeProfile, get_profile, profile_dirs and error_text are
+# re-exported: callers take a judge, its requests and answers, its profile and its failures' text
+# from one place
 __all__ = ["JudgeProfile", "JudgeRequest", "Judgment", "Judge", "LiteLLMJudge", "error_text", "get_profile", "profile_dirs"]
-
-
-class JudgeRequest(BaseModel):
-    """One judge call."""
-
-    model_config = ConfigDict(frozen=True)
-
-    key: str
-    """Deterministic idempotency key (run, judge, template digest, prompt, candidates, repeat)."""
-    template: Template
-    messages: list[dict[str, str]]
-    """Rendered chat messages (with the prefill as the last assistant message, if any)."""
-    prompt_id: str = ""
-    candidates: list[str] = Field(default_factory=list)
-    """Shown candidates in order (first = option A)."""
-    repeat: int = 0
-    """Index of a repeated run of the same item (a log judge answers with that run's judgment)."""
-
-
-class Judgment(BaseModel):
-    """What one judge call produced (stored whole in the run database)."""
-
-    key: str
-    judge: str
-    template: str
-    kind: str
-    prompt_id: str = ""
-    candidates: list[str] = Field(default_factory=list)
-    status: Literal["ok", "failed"]
-    probs: list[dict[str, float]] = Field(default_factory=list)
-    """Option probabilities at each read position (one for single-verdict templates)."""
-    method: Literal["logprobs", "verdict", "samples", "log"] | None = None
-    capped: list[list[str]] = Field(default_factory=list)
-    unresolved: list[list[str]] = Field(default_factory=list)
-    top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)
-    """The top-k list at every generated position."""
-    text: str = ""
-    raw: dict[str, Any] | None = None
-    """The raw response (or responses, for sampled verdicts)."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    error: str | None = None
-    error_type: str | None = None
-    """``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``, ``auth``, ``unparsed`` or ``other``."""
-    retryable: bool = False
-    retry_after_s: float | None = None
-    note: str | None = None
-    cached: bool = False
-    """Answered from the judgment cache (:mod:`orchestrator.judging.cache`): nothing was paid."""
 
 
 class Judge(Protocol):

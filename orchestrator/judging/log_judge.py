@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..records import LogRecord
+from ..records.log import LogRecord
 from .client import JudgeRequest, Judgment
 
 __all__ = ["LogJudge"]

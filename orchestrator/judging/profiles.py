@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .datafiles import data_dirs, find_data_file, load_toml_model
+from ..records.datafiles import data_dirs, find_data_file, load_toml_model
 from .deployments import ROUTING, Deployment
 
 __all__ = ["JudgeProfile", "get_profile", "profile_dirs", "register_profile_secrets"]

@@ -7,9 +7,9 @@ import csv
 import json
 from pathlib import Path
 
-from ..config import RunConfig
 from ..errors import OrchestratorError
 from ..outputs import open_output
+from ..records.config import RunConfig
 from ..run.planners import reference_items
 from ..store import JudgmentRecord, open_run
 

@@ -15,9 +15,9 @@ import numpy as np
 from pydantic import BaseModel
 from scipy.stats import rankdata, spearmanr
 
-from ..config import RunConfig
 from ..errors import OrchestratorError
-from ..records import load_log, load_responses
+from ..records.config import RunConfig
+from ..records.log import load_log, load_responses
 from ..simplex import (
     ScoreData,
     SimplexFit,

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from ..errors import OrchestratorError
-from ..records import check_identifier, validate_jsonl, validation_message
+from ..records.log import check_identifier, validate_jsonl, validation_message
 
 __all__ = ["AbsoluteLabel", "HumanLabels", "PairwiseLabel", "load_human_labels"]
 

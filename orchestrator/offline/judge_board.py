@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from ..records import LogRecord
+from ..records.log import LogRecord
 from .human_labels import HumanLabels
 
 __all__ = ["judge_board", "format_judge_board"]

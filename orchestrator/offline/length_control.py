@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import OrchestratorError
 from ..raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
 from ..raee.control import candidate_flags, length_controlled
-from ..records import load_responses
+from ..records.log import load_responses
 
 __all__ = ["CONTROLS", "FLAG_SHIFT", "apply_controls", "extreme_shift", "format_length_control", "response_texts", "run_texts"]
 
@@ -35,7 +35,7 @@ def response_texts(path: str | Path) -> dict[tuple[str, str], str]:
 
 def run_texts(source: str | Path) -> dict[tuple[str, str], str]:
     """``(prompt_id, candidate) → text`` of a run's stored dataset, the anchors' texts included."""
-    from ..config import RunConfig
+    from ..records.config import RunConfig
     from ..store import open_run
 
     with open_run(source, write=False) as store:

@@ -12,7 +12,7 @@ import torch
 
 from ..errors import OrchestratorError
 from ..poe import absolute_moments
-from ..records import LogRecord, ResponseRow
+from ..records.log import LogRecord, ResponseRow
 from ..run.groups import item_name
 from ..store import JudgmentRecord
 

@@ -28,15 +28,15 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import MAX_BATCH, RunConfig
-from ..dataset import Dataset, PromptRow, ResponseText
 from ..errors import OrchestratorError, RunFailed
 from ..judging.client import JudgeProfile
 from ..judging.log_judge import LogJudge
-from ..judging.templates import get_template
 from ..poe import DEBIAS_MODES, PoEConfig, Strategy, get_expert, parse_strategy, threads_for
 from ..poe.covariates import CONTROLS, expand_controls
-from ..records import ResponseRow, load_log, load_responses
+from ..records.config import MAX_BATCH, RunConfig
+from ..records.dataset import Dataset, PromptRow, ResponseText
+from ..records.log import ResponseRow, load_log, load_responses
+from ..records.templates import get_template
 from ..run.engine import RunEngine, RunEvent
 from ..run.groups import build_groups_for, fit_group, item_name
 from ..store import create_run
@@ -237,7 +237,7 @@ def replay(
     calls replayed, called after every batch.
 
     ``control=["length", "style"]`` fits each judge's length and style tastes with the scores
-    (``scope="global"`` only, with the responses' texts; :attr:`orchestrator.config.ModelConfig.control`).
+    (``scope="global"`` only, with the responses' texts; :attr:`orchestrator.records.config.ModelConfig.control`).
 
     Raises:
         OrchestratorError: bad strategy, expert, debias mode, batch, budget, seeds or control.

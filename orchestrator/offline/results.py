@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..config import RunConfig
-from ..dataset import Dataset
+from ..records.config import RunConfig
+from ..records.dataset import Dataset
 from ..run.planners import reference_items
 from ..store import JudgmentRecord, RunStore, open_run
 
@@ -61,8 +61,8 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
     (superpopulation) SE."""
     import numpy as np
 
-    from ..fit import fit_raee, load_reference_judgments
     from ..raee import known, leaderboard
+    from .fit_raee import fit_raee, load_reference_judgments
 
     loaded = load_reference_judgments(path, log=False, store=store)
     data = loaded[0]

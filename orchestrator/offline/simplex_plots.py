@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..plotting import pyplot, save
+from .plotting import pyplot, save
 
 __all__ = ["rank_plot", "sensitivity_plot", "simplex_plot", "DEFAULT_COLLAPSE"]
 

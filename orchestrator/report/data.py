@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config import RunConfig
-from ..dataset import Dataset
 from ..offline.results import poe_fits
 from ..offline.results import ranking as run_ranking
 from ..poe import neighbour_status
+from ..records.config import RunConfig
+from ..records.dataset import Dataset
 from ..run.calibration import calibrate, temperatures_for, truth_scores
 from ..run.groups import build_groups_for, fit_groups
 from ..run.planners.poe import poe_config

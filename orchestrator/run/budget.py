@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from ..config import BudgetConfig
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile
-from ..judging.templates import Template
+from ..records.config import BudgetConfig
+from ..records.templates import Template
 from ..store import PlannedRequest, Spend
 
 __all__ = ["MESSAGE_OVERHEAD_TOKENS", "judge_price", "judge_prices", "worst_case", "fit_budget"]

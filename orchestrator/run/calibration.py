@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..dataset import Dataset
 from ..poe import expected_calibration_error, fit_temperature, temperature_scale
+from ..records.dataset import Dataset
 from ..store import JudgmentRecord
 
 __all__ = ["Calibration", "MIN_LABELLED", "calibrate", "labelled_comparisons", "truth_scores", "temperatures_for"]

@@ -9,12 +9,12 @@ import asyncio
 import time
 from typing import Any, Callable
 
-from ..config import RunConfig
 from ..judging.batch import BatchClient
 from ..judging.cache import CachingJudge
 from ..judging.client import Judge, JudgeRequest, Judgment, LiteLLMJudge
 from ..judging.dispatch import RetryPolicy, call_with_retries
-from ..judging.templates import Template
+from ..records.config import RunConfig
+from ..records.templates import Template
 from ..store import PlannedRequest, RunStore
 from .batching import BatchRunner
 from .signals import Drain

@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..config import RunConfig
 from ..errors import RunFailed
 from ..judging.client import Judge, JudgeProfile, Judgment
-from ..judging.templates import Template
 from ..poe import threads_for
+from ..records.config import RunConfig
+from ..records.templates import Template
 from ..store import PlannedRequest, RunStore, Spend
 from .budget import fit_budget, judge_prices
 from .dispatching import RoundDispatcher

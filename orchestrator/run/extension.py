@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..config import BudgetConfig, RunConfig
-from ..dataset import Dataset
 from ..errors import OrchestratorError
 from ..judging.client import Judge
+from ..records.config import BudgetConfig, RunConfig
+from ..records.dataset import Dataset
 from ..secrets import redact_json
 from ..store import Spend, open_run
 from ..store.snapshot import merge_snapshot
@@ -44,8 +44,8 @@ def extend(
             went on but made no judgment at all (the reason and the option that would help): the
             newcomers are then in the run, unranked, and a later ``extend``/``resume`` goes on.
     """
-    from ..dataset import PromptRow, ResponseText, load_prompts
-    from ..records import load_responses
+    from ..records.dataset import PromptRow, ResponseText, load_prompts
+    from ..records.log import load_responses
 
     with open_run(path) as store:
         config = RunConfig.from_stored(store.config)

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..config import RunConfig
 from ..poe import Posterior
 from ..poe.forecast import comparisons_to_settle
+from ..records.config import RunConfig
 from ..store import RunStore
 
 __all__ = ["forecast"]

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..dataset import Dataset
 from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_with_reliability, permutation_debias, threads_for
 from ..poe.covariates import TEXT_CONTROLS, comparison_covariates, self_covariate, text_features
-from ..records import level_distribution
+from ..records.dataset import Dataset
+from ..records.log import level_distribution
 from ..store import JudgmentRecord
 
 __all__ = [

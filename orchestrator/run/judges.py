@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..config import RunConfig
 from ..errors import OrchestratorError
 from ..judging.client import Judge, JudgeProfile, LiteLLMJudge
+from ..records.config import RunConfig
 from ..store import RunStore, Spend
 from ..store.cache import JudgmentCache
 from .engine import RunEvent
@@ -126,7 +126,7 @@ def log_judges(log: str | Path, names: list[str]) -> dict[str, Judge]:
         OrchestratorError: the log is unreadable, or holds no judgment by one of the judges.
     """
     from ..judging.log_judge import LogJudge
-    from ..records import load_log
+    from ..records.log import load_log
 
     records = [record for _, record in load_log(log)]
     judges = {name: LogJudge(name, records) for name in names}

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..config import RunConfig
-from ..dataset import Dataset, load_dataset
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile, get_profile
-from ..judging.templates import Template, get_template
+from ..records.config import RunConfig
+from ..records.dataset import Dataset, load_dataset
+from ..records.templates import Template, get_template
 from ..store import refuse_existing
 from .budget import judge_price, judge_prices, typical_cost, worst_case
 from .groups import build_groups_for
@@ -218,7 +218,7 @@ def dry_run(prepared: Prepared) -> dict:
 def smoke(prepared: Prepared) -> list[dict]:
     """One real call per judge and template (:mod:`orchestrator.run.smoke`): what each judge answers
     to the run's templates, parsed, before any budget is spent."""
-    from ..run.smoke import smoke_calls, smoke_requests
+    from .smoke import smoke_calls, smoke_requests
 
     config = prepared.config
     requests = {

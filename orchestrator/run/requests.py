@@ -8,11 +8,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..config import RunConfig
-from ..dataset import Dataset, PromptRow
 from ..judging.client import JudgeProfile
-from ..judging.templates import Template
-from ..record import request_key
+from ..records.config import RunConfig
+from ..records.dataset import Dataset, PromptRow
+from ..records.judgments import request_key
+from ..records.templates import Template
 from ..store import PlannedRequest
 from .budget import worst_case
 

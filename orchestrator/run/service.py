@@ -9,10 +9,10 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
-from ..config import RunConfig, load_config
 from ..errors import OrchestratorError, RunFailed
 from ..judging.client import Judge, JudgeProfile, get_profile
-from ..judging.templates import Template
+from ..records.config import RunConfig, load_config
+from ..records.templates import Template
 from ..secrets import redact_json
 from ..store import RunStore, create_run, open_run
 from .engine import RunEngine, RunEvent

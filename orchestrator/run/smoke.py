@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..dataset import Dataset
 from ..judging.client import Judge, JudgeRequest
 from ..judging.dispatch import RetryPolicy, call_with_retries
-from ..judging.templates import Template
+from ..records.dataset import Dataset
+from ..records.templates import Template
 from .requests import DATASET_ANCHOR, render_messages
 
 __all__ = ["smoke_requests", "smoke_calls"]

@@ -31,11 +31,11 @@ from pathlib import Path
 
 import sqlite_utils
 
-from ..dataset import Dataset
 from ..errors import OrchestratorError
-from ..judging.templates import Template
+from ..records.dataset import Dataset
+from ..records.templates import Template
 from .locks import RunLock, creation_lock, readonly
-from .records import JudgmentRecord, PlannedRequest
+from .rows import JudgmentRecord, PlannedRequest
 from .run_store import RunStore, Spend, connect
 from .schema import create_schema
 

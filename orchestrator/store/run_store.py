@@ -16,15 +16,15 @@ from typing import Any, Iterator
 
 import sqlite_utils
 
-from ..dataset import Dataset, PromptRow, ResponseText
 from ..errors import OrchestratorError
 from ..failpoints import failpoint
-from ..judging.client import Judgment
-from ..judging.templates import Template
-from ..records import prob_first
+from ..records.dataset import Dataset, PromptRow, ResponseText
+from ..records.judgments import Judgment
+from ..records.log import prob_first
+from ..records.templates import Template
 from ..secrets import lazy_secrets, redact, redact_json
 from .locks import RunLock
-from .records import JudgmentRecord, PlannedRequest, shown
+from .rows import JudgmentRecord, PlannedRequest, shown
 
 __all__ = ["FREEZE_AFTER", "LIGHT_COLUMNS", "RunStore", "Spend", "connect", "p_first"]
 

@@ -8,8 +8,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..dataset import Dataset, PromptRow, ResponseText
 from ..errors import OrchestratorError
+from ..records.dataset import Dataset, PromptRow, ResponseText
 
 if TYPE_CHECKING:
     from . import RunStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...config import RunConfig
+from ...records.config import RunConfig
 from .absolute import AbsolutePlanner
 from .base import Plan, Planner
 from .reference import ReferencePlanner, reference_items

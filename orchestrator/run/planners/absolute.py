@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import ClassVar
 
-from ...config import RunConfig
-from ...dataset import Dataset
 from ...errors import OrchestratorError
-from ...records import level_distribution
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
+from ...records.log import level_distribution
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, no_summary

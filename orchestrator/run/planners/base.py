@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
-from ...config import RunConfig
-from ...dataset import Dataset
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..requests import PlanContext
 

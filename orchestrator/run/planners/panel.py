@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ...poe import Posterior, absolute_moments, selection_scores
-from ...records import level_distribution
+from ...records.log import level_distribution
 from ...store import JudgmentRecord, PlannedRequest
 from ..groups import Group
 from ..requests import seeded_hash

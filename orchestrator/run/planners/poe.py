@@ -12,8 +12,6 @@ from typing import ClassVar
 
 import torch
 
-from ...config import RunConfig
-from ...dataset import Dataset
 from ...errors import OrchestratorError
 from ...failpoints import failpoint
 from ...poe import (
@@ -33,6 +31,8 @@ from ...poe import (
     threads_for,
 )
 from ...poe.covariates import expand_controls
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..calibration import temperatures_for
 from ..groups import Group, build_groups_for, fit_group, judge_names

@@ -12,11 +12,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...config import RunConfig
-from ...dataset import Dataset
 from ...errors import OrchestratorError
 from ...raee import outcomes, raee_arrays, reference_wtl
 from ...raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..requests import DATASET_ANCHOR, PlanContext, seeded_hash
 from .base import Plan, no_summary

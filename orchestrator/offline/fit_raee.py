@@ -11,10 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import RunConfig
-from .errors import OrchestratorError
-from .plotting import pyplot, save
-from .raee import (
+from ..errors import OrchestratorError
+from ..raee import (
     MID_REGION,
     SE_CURVE_SIZES,
     RaeeReport,
@@ -27,9 +25,11 @@ from .raee import (
     reference_wtl,
     se_calibration,
 )
-from .records import load_log
-from .run.planners import reference_items
-from .store import RunStore, open_run
+from ..records.config import RunConfig
+from ..records.log import load_log
+from ..run.planners import reference_items
+from ..store import RunStore, open_run
+from .plotting import pyplot, save
 
 __all__ = ["load_reference_judgments", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
 
@@ -104,7 +104,7 @@ def fit_raee(
     (:func:`orchestrator.offline.length_control.apply_controls`); ``read_texts=False`` skips a
     run's texts when neither is asked (``rank`` flags candidates itself).
     """
-    from .offline.length_control import CONTROLS, FLAG_SHIFT, apply_controls, response_texts, run_texts
+    from .length_control import CONTROLS, FLAG_SHIFT, apply_controls, response_texts, run_texts
 
     unknown = sorted(set(control or []) - set(CONTROLS))
     if unknown:
@@ -217,7 +217,7 @@ def format_raee(report: RaeeReport) -> str:
             f"anchor swap {sw.anchors[0]} ↔ {sw.anchors[1]}: Kendall τ = {tau} over {sw.candidates} candidates, "
             f"mean |centred Elo shift| = {sw.mean_abs_centered_elo_shift:.1f}"
         )
-    from .offline.length_control import format_length_control
+    from .length_control import format_length_control
 
     lines += format_length_control(report)
     lines += [f"warning: {w}" for w in report.warnings]

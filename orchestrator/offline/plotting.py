@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from .errors import OrchestratorError
+from ..errors import OrchestratorError
 
 __all__ = ["pyplot", "save"]
 
@@ -29,7 +29,7 @@ def pyplot():
 def save(fig, path: str | Path, *, dpi: int = 120, inputs: Iterable[str | Path | None] = ()) -> Path:
     """Lay out, write the PNG (creating its folder; atomically, never over an input of the
     command: :mod:`orchestrator.outputs`) and close the figure."""
-    from .outputs import open_output
+    from ..outputs import open_output
 
     path = Path(path)
     try:

@@ -229,7 +229,7 @@ def simulate_length_comparisons(
     + β_bold z_bold + ε), z the normalised differences of :mod:`orchestrator.poe.covariates`, ε ~
     N(0, ``noise``²). Returns the true scores and ``(first, second, p, judge 0, *z[controls])``
     tuples (``Observations.from_lists``)."""
-    from .poe.covariates import comparison_covariates
+    from ..poe.covariates import comparison_covariates
 
     rng = np.random.default_rng(seed)
     scores = rng.normal(0, 1, candidates)

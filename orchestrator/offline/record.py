@@ -9,33 +9,22 @@ Failed judgments are not written (they are retried on the next run) but are coun
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .dataset import PromptRow, load_prompts
-from .errors import OrchestratorError
-from .judging.client import Judge, JudgeRequest, Judgment
-from .judging.dispatch import RetryPolicy, call_with_retries
-from .judging.templates import Template
-from .outputs import check_output, open_output
-from .records import load_responses, read_jsonl
-from .secrets import redact, redact_json
+from ..errors import OrchestratorError
+from ..judging.client import Judge, JudgeRequest, Judgment
+from ..judging.dispatch import RetryPolicy, call_with_retries
+from ..outputs import check_output, open_output
+from ..records.dataset import PromptRow, load_prompts
+from ..records.judgments import request_key
+from ..records.log import load_responses, read_jsonl
+from ..records.templates import Template
+from ..secrets import redact, redact_json
 
 __all__ = ["RecordPlan", "plan_recording", "record", "request_key", "load_prompts"]  # load_prompts: from .dataset
-
-
-def request_key(*parts: str) -> str:
-    """Deterministic idempotency key of a request (sha256 of its defining parts).
-
-    Collision-free by construction: the parts are joined with a unit separator, and when a part
-    contains that separator itself they are encoded as a JSON list instead (names with control
-    characters are refused at every boundary, so this only guards the key itself)."""
-    if any("\x1f" in part for part in parts):
-        return hashlib.sha256(("\x1e" + json.dumps(list(parts))).encode()).hexdigest()[:32]
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

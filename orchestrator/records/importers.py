@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import OrchestratorError
-from .records import check_identifier, decode_text, parse_json, read_jsonl
+from ..errors import OrchestratorError
+from .log import check_identifier, decode_text, parse_json, read_jsonl
 
 __all__ = ["FORMATS", "Imported", "import_data", "write_imported"]
 
@@ -309,7 +309,7 @@ def import_data(fmt: str, paths: list[Path], *, encoding: str | None = None) -> 
 def write_imported(imported: Imported, out: Path, inputs: list[Path]) -> tuple[Path, Path]:
     """``out/prompts.jsonl`` and ``out/responses.jsonl`` (the folder is created), each written
     atomically and never over an input."""
-    from .outputs import check_output, open_output
+    from ..outputs import check_output, open_output
 
     if out.exists() and not out.is_dir():
         raise OrchestratorError(f"--out {out}: is a file; give a folder")

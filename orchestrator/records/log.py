@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import OrchestratorError, OrchestratorWarning
+from ..errors import OrchestratorError, OrchestratorWarning
 
 M = TypeVar("M", bound=BaseModel)
 

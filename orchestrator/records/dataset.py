@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from .errors import OrchestratorError
-from .records import check_identifier, validate_jsonl
+from ..errors import OrchestratorError
+from .log import check_identifier, validate_jsonl
 
 __all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint", "MAX_TEXT_BYTES"]
 

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import OrchestratorError
-from .judging.datafiles import load_toml_model
+from ..errors import OrchestratorError
+from .datafiles import load_toml_model
 
 __all__ = [
     "RunConfig",
@@ -129,7 +129,7 @@ class ModelConfig(_Section):
     def _known_expert(cls, expert: str) -> str:
         if expert == cls.model_fields["expert"].default:
             return expert  # known good: reading a run file need not import the PoE stack (torch)
-        from .poe import get_expert
+        from ..poe import get_expert
 
         get_expert(expert)  # ValueError names the choices
         return expert
@@ -162,7 +162,7 @@ class SelectionConfig(_Section):
     def _known_strategy(cls, strategy: str) -> str:
         if strategy == cls.model_fields["strategy"].default:
             return strategy  # known good, without importing the PoE stack
-        from .poe import parse_strategy
+        from ..poe import parse_strategy
 
         parse_strategy(strategy)
         return strategy

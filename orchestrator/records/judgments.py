@@ -1,0 +1,76 @@
+"""One judge call and what it produced: the records the judging layer hands out and the store keeps
+whole (:mod:`orchestrator.store`); the judging layer's client fills them (:mod:`orchestrator.judging.client`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .templates import Template
+
+__all__ = ["JudgeRequest", "Judgment", "request_key"]
+
+
+class JudgeRequest(BaseModel):
+    """One judge call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    """Deterministic idempotency key (run, judge, template digest, prompt, candidates, repeat)."""
+    template: Template
+    messages: list[dict[str, str]]
+    """Rendered chat messages (with the prefill as the last assistant message, if any)."""
+    prompt_id: str = ""
+    candidates: list[str] = Field(default_factory=list)
+    """Shown candidates in order (first = option A)."""
+    repeat: int = 0
+    """Index of a repeated run of the same item (a log judge answers with that run's judgment)."""
+
+
+class Judgment(BaseModel):
+    """What one judge call produced (stored whole in the run database)."""
+
+    key: str
+    judge: str
+    template: str
+    kind: str
+    prompt_id: str = ""
+    candidates: list[str] = Field(default_factory=list)
+    status: Literal["ok", "failed"]
+    probs: list[dict[str, float]] = Field(default_factory=list)
+    """Option probabilities at each read position (one for single-verdict templates)."""
+    method: Literal["logprobs", "verdict", "samples", "log"] | None = None
+    capped: list[list[str]] = Field(default_factory=list)
+    unresolved: list[list[str]] = Field(default_factory=list)
+    top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)
+    """The top-k list at every generated position."""
+    text: str = ""
+    raw: dict[str, Any] | None = None
+    """The raw response (or responses, for sampled verdicts)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    error: str | None = None
+    error_type: str | None = None
+    """``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``, ``auth``, ``unparsed`` or ``other``."""
+    retryable: bool = False
+    retry_after_s: float | None = None
+    note: str | None = None
+    cached: bool = False
+    """Answered from the judgment cache (:mod:`orchestrator.judging.cache`): nothing was paid."""
+
+
+def request_key(*parts: str) -> str:
+    """Deterministic idempotency key of a request (sha256 of its defining parts).
+
+    Collision-free by construction: the parts are joined with a unit separator, and when a part
+    contains that separator itself they are encoded as a JSON list instead (names with control
+    characters are refused at every boundary, so this only guards the key itself)."""
+    if any("\x1f" in part for part in parts):
+        return hashlib.sha256(("\x1e" + json.dumps(list(parts))).encode()).hexdigest()[:32]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
