@@ -67,9 +67,35 @@ def build_groups(
     if scope not in SCOPES:
         raise OrchestratorError(f"unknown scope {scope!r}; choose one of {', '.join(SCOPES)}")
     responses = list(responses)
+    truth_by_key, by_prompt, text_of = _truth_and_texts(responses, truth_field)
+    used = _checked_records(records, responses, truth_by_key, by_prompt, truth_field, judge, source, responses_source)
+    members, origin = _members(used, by_prompt, truth_by_key, scope)
+    groups = _empty_groups(members, origin, truth_by_key, by_prompt, text_of, scope)
+    for number, rec in used:
+        gkey, _ = _item_key(scope, rec.prompt_id, rec.candidates[0])
+        _add_judgment(groups[gkey], members[gkey], number, rec, scope)
+    out = [g for g in groups.values() if len(g.names) >= 2 and g.pairwise]
+    if not out:
+        raise OrchestratorError(f"{source}: no group has two candidates with pairwise judgments")
+    return sorted(out, key=lambda g: g.key)
+
+
+def _item_key(scope: Scope, prompt_id: str, cand: str) -> tuple[str, str]:
+    """(group key, item name) of a prompt's candidate in ``scope``."""
+    if scope == "per_prompt":
+        return prompt_id, cand
+    if scope == "global":
+        return "global", cand
+    return "items", item_name(prompt_id, cand)
+
+
+def _truth_and_texts(
+    responses: list[tuple[int, ResponseRow]], truth_field: str
+) -> tuple[dict[tuple[str, str], float], dict[str, set[str]], dict[tuple[str, str], str]]:
+    """Each (prompt, candidate)'s human score, each prompt's candidates, each response's text."""
     truth_by_key: dict[tuple[str, str], float] = {}
     known_fields: set[str] = set()
-    for number, row in responses:
+    for _, row in responses:
         known_fields |= set(row.human)
         value = row.human.get(truth_field)
         if value is not None:
@@ -82,7 +108,21 @@ def build_groups(
     for _, row in responses:
         by_prompt[row.prompt_id].add(row.candidate)
         text_of[(row.prompt_id, row.candidate)] = row.text
+    return truth_by_key, by_prompt, text_of
 
+
+def _checked_records(
+    records: Iterable[tuple[int, LogRecord]],
+    responses: list[tuple[int, ResponseRow]],
+    truth_by_key: dict[tuple[str, str], float],
+    by_prompt: dict[str, set[str]],
+    truth_field: str,
+    judge: str | None,
+    source: str,
+    responses_source: str,
+) -> list[tuple[int, LogRecord]]:
+    """The pairwise and absolute judgments to replay (of ``judge`` when given), every prompt and
+    candidate checked against the responses."""
     used = []
     for number, rec in records:
         if judge is not None and rec.judge != judge:
@@ -103,22 +143,21 @@ def build_groups(
     if not used:
         who = f" by judge {judge!r}" if judge else ""
         raise OrchestratorError(f"{source}: no pairwise or absolute judgments{who} to replay")
+    return used
 
-    def item_key(rec_prompt: str, cand: str) -> tuple[str, str]:
-        if scope == "per_prompt":
-            return rec_prompt, cand
-        if scope == "global":
-            return "global", cand
-        return "items", item_name(rec_prompt, cand)
 
+def _members(
+    used: list[tuple[int, LogRecord]], by_prompt: dict[str, set[str]], truth_by_key: dict[tuple[str, str], float], scope: Scope
+) -> tuple[dict[str, dict[str, int]], dict[str, tuple[str, str]]]:
+    """Each group's items in the order they are met (name → index), and each item's (prompt,
+    candidate) — judged ones first, then the never-judged candidates (a run ranks them too)."""
     members: dict[str, dict[str, int]] = defaultdict(dict)
     origin: dict[str, tuple[str, str]] = {}  # item name → (prompt, candidate), for the items scope
     for _, rec in used:
         for cand in rec.candidates:
-            gkey, name = item_key(rec.prompt_id, cand)
+            gkey, name = _item_key(scope, rec.prompt_id, cand)
             members[gkey].setdefault(name, len(members[gkey]))
             origin[name] = (rec.prompt_id, cand)
-    # Candidates that were never judged still belong to the ranking (as a run ranks them).
     for gkey in list(members):
         for prompt_id, cands in sorted(by_prompt.items()):
             if scope == "per_prompt" and prompt_id != gkey:
@@ -127,9 +166,21 @@ def build_groups(
                 continue
             for cand in sorted(cands):
                 if (prompt_id, cand) in truth_by_key:
-                    _, name = item_key(prompt_id, cand)
+                    _, name = _item_key(scope, prompt_id, cand)
                     members[gkey].setdefault(name, len(members[gkey]))
                     origin.setdefault(name, (prompt_id, cand))
+    return members, origin
+
+
+def _empty_groups(
+    members: dict[str, dict[str, int]],
+    origin: dict[str, tuple[str, str]],
+    truth_by_key: dict[tuple[str, str], float],
+    by_prompt: dict[str, set[str]],
+    text_of: dict[tuple[str, str], str],
+    scope: Scope,
+) -> dict[str, Group]:
+    """One group per key with its items, their truth and the texts shown (no judgments yet)."""
     system_truth: dict[str, list[float]] = defaultdict(list)
     for (_, cand), value in truth_by_key.items():
         system_truth[cand].append(value)
@@ -138,44 +189,38 @@ def build_groups(
         names = sorted(index, key=lambda name: index[name])
         if scope == "global":  # a system's truth is its mean human score over all prompts
             truth = [float(np.mean(system_truth[name])) for name in names]
-        elif scope == "items":
-            truth = [truth_by_key[origin[name]] for name in names]
-        else:
-            truth = [truth_by_key[(gkey, name)] for name in names]
-        if scope == "global":
             shown = [(p, c) for p, cands in sorted(by_prompt.items()) for c in sorted(cands) if c in index and (p, c) in truth_by_key]
         elif scope == "items":
+            truth = [truth_by_key[origin[name]] for name in names]
             shown = [origin[name] for name in names]
         else:
+            truth = [truth_by_key[(gkey, name)] for name in names]
             shown = [(gkey, name) for name in names]
         texts = {(p, c): text_of[(p, c)] for p, c in shown if text_of.get((p, c))}
         groups[gkey] = Group(gkey, names, np.asarray(truth, dtype=float), members=shown, texts=texts)
-    for number, rec in used:
-        gkey, _ = item_key(rec.prompt_id, rec.candidates[0])
-        group = groups[gkey]
-        index = members[gkey]
-        ids = [index[item_key(rec.prompt_id, c)[1]] for c in rec.candidates]
-        group.records.append(rec)
-        # the judgment as a run file row, for the posterior on everything (the run's own fit)
-        group.rows.append(
-            JudgmentRecord(
-                key=rec.key if rec.key is not None else f"line:{number:012d}",
-                judge=rec.judge,
-                kind=rec.kind,
-                prompt_id=rec.prompt_id,
-                candidates=list(rec.candidates),
-                probs=[rec.probs],
-                round=rec.round,
-                p_first=rec.prob_first() if rec.kind == "pairwise" else None,
-            )
+    return groups
+
+
+def _add_judgment(group: Group, index: dict[str, int], number: int, rec: LogRecord, scope: Scope) -> None:
+    """One logged judgment into its group: as a run file row (the posterior on everything, the
+    run's own fit) and as the replay's pairwise or absolute observation."""
+    ids = [index[_item_key(scope, rec.prompt_id, c)[1]] for c in rec.candidates]
+    group.records.append(rec)
+    group.rows.append(
+        JudgmentRecord(
+            key=rec.key if rec.key is not None else f"line:{number:012d}",
+            judge=rec.judge,
+            kind=rec.kind,
+            prompt_id=rec.prompt_id,
+            candidates=list(rec.candidates),
+            probs=[rec.probs],
+            round=rec.round,
+            p_first=rec.prob_first() if rec.kind == "pairwise" else None,
         )
-        if rec.kind == "pairwise":
-            group.pairwise.setdefault((ids[0], ids[1]), []).append((rec.prompt_id, rec.prob_first()))
-        else:
-            levels, probs = rec.level_distribution()
-            mean, var = absolute_moments(torch.tensor([probs], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
-            group.absolute.setdefault(ids[0], []).append((float(mean[0]), float(var[0])))
-    out = [g for g in groups.values() if len(g.names) >= 2 and g.pairwise]
-    if not out:
-        raise OrchestratorError(f"{source}: no group has two candidates with pairwise judgments")
-    return sorted(out, key=lambda g: g.key)
+    )
+    if rec.kind == "pairwise":
+        group.pairwise.setdefault((ids[0], ids[1]), []).append((rec.prompt_id, rec.prob_first()))
+    else:
+        levels, probs = rec.level_distribution()
+        mean, var = absolute_moments(torch.tensor([probs], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
+        group.absolute.setdefault(ids[0], []).append((float(mean[0]), float(var[0])))
