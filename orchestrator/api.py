@@ -193,15 +193,11 @@ def replay(
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
     (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
     taste fitted with the scores (``scope="global"``, responses with texts)."""
-    from .offline.replay import replay_files
+    from .offline.replay import ReplaySettings, replay_files
 
-    return replay_files(
-        log,
-        responses,
-        truth,
-        strategy,
+    settings = ReplaySettings(
+        strategy=strategy,
         scope=scope,
-        judge=judge,
         expert=expert,
         debias=debias,
         batch=batch,
@@ -212,9 +208,9 @@ def replay(
         judge_reliability=judge_reliability,
         panel=panel,
         posterior=posterior,
-        control=control,
-        progress=progress,
+        control=tuple(control or ()),
     )
+    return replay_files(log, responses, truth, settings, judge=judge, progress=progress)
 
 
 def judges(

@@ -31,9 +31,9 @@ import numpy as np
 from ..errors import OrchestratorError, RunFailed
 from ..judging.client import JudgeProfile
 from ..judging.log_judge import LogJudge
-from ..poe import DEBIAS_MODES, PoEConfig, Strategy, get_expert, parse_strategy, threads_for
-from ..poe.covariates import CONTROLS, expand_controls
-from ..records.config import MAX_BATCH, RunConfig
+from ..poe import PoEConfig, Strategy, parse_strategy, threads_for
+from ..poe.covariates import CONTROLS
+from ..records.config import RunConfig
 from ..records.dataset import Dataset, PromptRow, ResponseText
 from ..records.log import ResponseRow, load_log, load_responses
 from ..records.templates import get_template
@@ -42,6 +42,7 @@ from ..run.groups import build_groups_for, fit_group, item_name
 from ..store import create_run
 from .log_groups import SCOPES, Group, build_groups
 from .replay_report import GroupReplay, ReplayReport, average_curves, mean_sd, spearman
+from .replay_settings import ReplaySettings
 
 __all__ = [
     "SCOPES",
@@ -49,10 +50,12 @@ __all__ = [
     "item_name",
     "GroupReplay",
     "ReplayReport",
+    "ReplaySettings",
     "build_groups",
     "group_dataset",
     "replay_group",
     "replay",
+    "replay_with",
     "replay_files",
 ]
 
@@ -111,28 +114,7 @@ def _replay_group(
     reference: np.ndarray | None = None,
 ) -> GroupReplay:
     names = list(dict.fromkeys(r.judge for r in group.records))
-    config = RunConfig.model_validate(
-        {
-            "name": "replay",
-            "seed": seed,
-            "data": {"prompts": "(log)", "responses": "(log)", "scope": scope},
-            "judging": {"judges": names},
-            "model": {
-                "expert": poe.expert.name,
-                "debias": debias,
-                "absolute_warm_start": with_absolute,
-                "judge_reliability": poe.judge_sharpness,
-                "posterior": poe.posterior,
-                "control": [name for name, covariates in CONTROLS.items() if set(covariates) <= set(poe.controls)],
-            },
-            # the paper's protocol spends the budget: no stopping rule
-            "stopping": {"rule": "budget"},
-            "selection": {"strategy": strategy, "batch": batch, "panel": panel},
-            "budget": {"max_calls": budget},
-            # fully adaptive (each round planned on everything before it), every answer at once
-            "dispatch": {"pipeline_depth": 1, "concurrency": 256, "max_attempts": 1},
-        }
-    )
+    config = _replay_config(names, strategy, poe, scope, debias, batch, budget, seed, with_absolute, panel)
     dataset = group_dataset(group)
     run_group = build_groups_for(dataset, scope)[0]
     truth_of = dict(zip(group.names, group.truth))
@@ -196,6 +178,42 @@ def _replay_group(
     return GroupReplay(group.key, run_group.names, truth, curve, full_spearman, k90, k_self90, posterior, sorted(names))
 
 
+def _replay_config(
+    judges: list[str],
+    strategy: str,
+    poe: PoEConfig,
+    scope: str,
+    debias: str,
+    batch: int,
+    budget: int | None,
+    seed: int,
+    with_absolute: bool,
+    panel: str,
+) -> RunConfig:
+    """The run config of one group's replay: the paper's protocol (no stopping rule, every
+    round planned on everything before it, every answer at once)."""
+    return RunConfig.model_validate(
+        {
+            "name": "replay",
+            "seed": seed,
+            "data": {"prompts": "(log)", "responses": "(log)", "scope": scope},
+            "judging": {"judges": judges},
+            "model": {
+                "expert": poe.expert.name,
+                "debias": debias,
+                "absolute_warm_start": with_absolute,
+                "judge_reliability": poe.judge_sharpness,
+                "posterior": poe.posterior,
+                "control": [name for name, covariates in CONTROLS.items() if set(covariates) <= set(poe.controls)],
+            },
+            "stopping": {"rule": "budget"},
+            "selection": {"strategy": strategy, "batch": batch, "panel": panel},
+            "budget": {"max_calls": budget},
+            "dispatch": {"pipeline_depth": 1, "concurrency": 256, "max_attempts": 1},
+        }
+    )
+
+
 def group_dataset(group: Group) -> Dataset:
     """The responses a group ranks, as a run's dataset (the log answers; the texts, where known,
     give length control its lengths)."""
@@ -210,27 +228,11 @@ def group_dataset(group: Group) -> Dataset:
     return Dataset(prompts, responses)
 
 
-def replay(
-    groups: list[Group],
-    strategy: str | Strategy,
-    *,
-    scope: str = "per_prompt",
-    expert: str = "soft_bt",
-    debias: str = "none",
-    batch: int = 1,
-    budget: int | None = None,
-    seeds: int = 1,
-    seed: int = 0,
-    with_absolute: bool = False,
-    judge_reliability: bool = True,
-    panel: str = "cost_aware",
-    posterior: str = "auto",
-    control: list[str] | None = None,
-    progress=None,
-) -> ReplayReport:
+def replay(groups: list[Group], strategy: str | Strategy, *, progress=None, **options) -> ReplayReport:
     """Replay ``strategy`` on every group for ``seeds`` seeds (``seed``, ``seed + 1``, …) and
-    average (see module docstring). With a run's seed, batch and settings (and, for a single
-    group, its budget) a replay of the run's export asks what the run asked.
+    average (see module docstring); ``options`` are :class:`ReplaySettings`' fields. With a run's
+    seed, batch and settings (and, for a single group, its budget) a replay of the run's export
+    asks what the run asked.
 
     ``k90`` per seed is the mean over groups with a defined k90; the report gives the mean and
     sd of that over seeds. ``progress`` is an optional callable ``(done, total)`` counting judge
@@ -242,58 +244,14 @@ def replay(
     Raises:
         OrchestratorError: bad strategy, expert, debias mode, batch, budget, seeds or control.
     """
-    control = list(dict.fromkeys(control or []))
-    unknown = sorted(set(control) - set(CONTROLS) | ({"self"} & set(control)))
-    if unknown:
-        known = ", ".join(c for c in CONTROLS if c != "self")
-        raise OrchestratorError(
-            f"--control {unknown[0]}: not a control replay knows (known: {known}; self-preference: a run's model.families)"
-        )
-    if control and scope != "global":
-        raise OrchestratorError(
-            f"--control {control[0]} needs --scope global: within one prompt a candidate has one answer, "
-            "so its length or style cannot be told from its quality"
-        )
-    if control and not all(g.texts for g in groups):
-        raise OrchestratorError(f"--control {control[0]} reads the answers' texts: give --responses with each response's text")
-    try:
-        strat = parse_strategy(strategy) if isinstance(strategy, str) else strategy
-        config = PoEConfig(
-            expert=get_expert(expert),
-            home_advantage=debias == "home",
-            judge_sharpness=judge_reliability,
-            judge_precision=judge_reliability,
-            posterior=posterior,
-            controls=expand_controls(control),
-        )
-    except ValueError as exc:
-        raise OrchestratorError(str(exc)) from None
-    if debias not in DEBIAS_MODES:
-        raise OrchestratorError(f"unknown debias mode {debias!r}; choose one of {', '.join(DEBIAS_MODES)}")
-    if batch < 1:
-        raise OrchestratorError(f"--batch must be >= 1 (got {batch})")
-    if batch > MAX_BATCH:
-        raise OrchestratorError(f"--batch must be <= {MAX_BATCH:,}, what a run's selection.batch allows (got {batch})")
-    if budget is not None and budget < 1:
-        raise OrchestratorError(f"--budget must be >= 1 (got {budget})")
-    if seeds < 1:
-        raise OrchestratorError(f"--seeds must be >= 1 (got {seeds})")
-    if panel not in ("cost_aware", "all"):
-        raise OrchestratorError(f"--panel must be cost_aware or all (got {panel!r})")
-    if not 0 <= seed < 2**32 - seeds:
-        raise OrchestratorError(f"--seed must be in [0, 2^32 - seeds) (got {seed})")
-    curves, full_values = [], []
-    k90_per_seed, kself_per_seed = [], []
-    first_seed: list[GroupReplay] = []
-    undefined = 0
+    options["control"] = tuple(options.get("control") or ())
+    return replay_with(groups, ReplaySettings(strategy=strategy, **options), progress=progress)
 
-    def callable_calls(group: Group) -> int:
-        logged = sum(len(entries) for entries in group.pairwise.values())
-        if debias == "permutation":
-            logged = 2 * sum(min(len(e), len(group.pairwise.get((j, i), []))) for (i, j), e in group.pairwise.items() if i < j)
-        return logged if budget is None else min(logged, budget)
 
-    total, done = seeds * sum(callable_calls(g) for g in groups), 0
+def replay_with(groups: list[Group], settings: ReplaySettings, *, progress=None) -> ReplayReport:
+    """:func:`replay` with its options as one :class:`ReplaySettings`."""
+    strat, config = settings.checked(groups)
+    total, done = settings.seeds * sum(settings.callable_calls(g) for g in groups), 0
 
     def tick(calls: int) -> None:
         nonlocal done
@@ -301,9 +259,10 @@ def replay(
         if progress is not None:
             progress(min(done, total), total)
 
+    per_seed: list[list[GroupReplay]] = []
     workdir = Path(tempfile.mkdtemp(prefix="orchestrator-replay-"))
     try:
-        for offset in range(seeds):
+        for offset in range(settings.seeds):
             results = []
             for group in groups:
                 with threads_for(len(group.names)):
@@ -312,50 +271,49 @@ def replay(
                             group,
                             strat,
                             config,
-                            scope=scope,
-                            debias=debias,
-                            batch=batch,
-                            budget=budget,
-                            seed=seed + offset,
-                            with_absolute=with_absolute,
-                            panel=panel,
+                            scope=settings.scope,
+                            debias=settings.debias,
+                            batch=settings.batch,
+                            budget=settings.budget,
+                            seed=settings.seed + offset,
+                            with_absolute=settings.with_absolute,
+                            panel=settings.panel,
                             tick=tick if progress is not None else None,
                             workdir=workdir,
                         )
                     )
-
-            if offset == 0:
-                first_seed = results
-                full_values = [r.full_spearman for r in results]
-                undefined = sum(r.k90 is None for r in results)
-            curves.append(average_curves([r.curve for r in results]))
-            k90s = [r.k90 for r in results if r.k90 is not None]
-            kselfs = [r.k_self90 for r in results if r.k_self90 is not None]
-            if k90s:
-                k90_per_seed.append(float(np.mean(k90s)))
-            if kselfs:
-                kself_per_seed.append(float(np.mean(kselfs)))
+            per_seed.append(results)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return _report(per_seed, str(strat), config.expert.name, settings, len(groups))
+
+
+def _report(per_seed: list[list[GroupReplay]], strategy: str, expert: str, settings: ReplaySettings, n_groups: int) -> ReplayReport:
+    """The replay's report: the first seed's groups, curves averaged over groups then seeds, k90
+    and k_self90 as mean ± sd over seeds of the per-seed means over groups where they are defined."""
+    first_seed = per_seed[0]
+    curves = [average_curves([r.curve for r in results]) for results in per_seed]
+    k90_per_seed = [float(np.mean(k)) for results in per_seed if (k := [r.k90 for r in results if r.k90 is not None])]
+    kself_per_seed = [float(np.mean(k)) for results in per_seed if (k := [r.k_self90 for r in results if r.k_self90 is not None])]
     k90, k90_sd = mean_sd(k90_per_seed)
     kself, kself_sd = mean_sd(kself_per_seed)
     return ReplayReport(
-        strategy=str(strat),
-        scope=scope,
-        expert=config.expert.name,
-        debias=debias,
-        batch=batch,
-        budget=budget,
-        seeds=seeds,
-        seed=seed,
-        n_groups=len(groups),
-        full_spearman=float(np.mean(full_values)),
+        strategy=strategy,
+        scope=settings.scope,
+        expert=expert,
+        debias=settings.debias,
+        batch=settings.batch,
+        budget=settings.budget,
+        seeds=settings.seeds,
+        seed=settings.seed,
+        n_groups=n_groups,
+        full_spearman=float(np.mean([r.full_spearman for r in first_seed])),
         k90=k90,
         k90_sd=k90_sd,
-        k90_undefined=undefined,
+        k90_undefined=sum(r.k90 is None for r in first_seed),
         k_self90=kself,
         k_self90_sd=kself_sd,
-        curve=average_curves(curves) if seeds > 1 else curves[0],
+        curve=average_curves(curves) if settings.seeds > 1 else curves[0],
         groups=first_seed,
     )
 
@@ -364,19 +322,25 @@ def replay_files(
     log: str | Path,
     responses: str | Path | None,
     truth: str | None,
-    strategy: str,
+    strategy: str | ReplaySettings,
     *,
-    scope: str = "per_prompt",
     judge: str | None = None,
-    **kwargs,
+    progress=None,
+    **options,
 ) -> ReplayReport:
-    """:func:`replay` on files: a judgment-log JSONL and a responses JSONL (truth in ``human[truth]``).
+    """:func:`replay` on files: a judgment-log JSONL and a responses JSONL (truth in ``human[truth]``);
+    ``strategy`` a name with ``options`` (:class:`ReplaySettings`' fields), or the settings whole.
 
     Without ``responses`` and ``truth`` the candidates come from the log and no Spearman is
     computed: the replay then only yields the rankings (e.g. to check an export of a run).
     """
+    if isinstance(strategy, ReplaySettings):
+        settings = strategy
+    else:
+        options["control"] = tuple(options.get("control") or ())
+        settings = ReplaySettings(strategy=strategy, **options)
     try:
-        parse_strategy(strategy)
+        parse_strategy(settings.strategy) if isinstance(settings.strategy, str) else None
     except ValueError as exc:
         raise OrchestratorError(str(exc)) from None
     if (responses is None) != (truth is None):
@@ -388,5 +352,5 @@ def replay_files(
         truth, responses = NO_TRUTH, "(from the log)"
     else:
         rows = load_responses(responses)
-    groups = build_groups(records, rows, truth, scope, judge=judge, source=str(log), responses_source=str(responses))  # type: ignore[arg-type]
-    return replay(groups, strategy, scope=scope, **kwargs)
+    groups = build_groups(records, rows, truth, settings.scope, judge=judge, source=str(log), responses_source=str(responses))  # type: ignore[arg-type]
+    return replay_with(groups, settings, progress=progress)
