@@ -258,15 +258,8 @@ def fit_simplex_cmd(
         raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
-    mapping = _numbers(collapse, "--collapse", int)
-    weight = None if count_weight == "auto" else _finite("--count-weight")(count_weight)
-    if weight is not None and not 0 < weight <= 1:
-        raise OrchestratorError(f"--count-weight must be 'auto' or a number in (0, 1] (got {count_weight})")
-    if mapping is not None:  # checked before the fit, not after minutes of sampling when the plot is drawn
-        if any(v not in (1, 2, 3) for v in mapping):
-            raise OrchestratorError("--collapse must map every level to 1, 2 or 3 (three levels for the triangle)")
-        if levels is not None and len(mapping) != levels:
-            raise OrchestratorError(f"--collapse needs one number per level ({levels}), got {len(mapping)}")
+    mapping = _collapse(collapse, levels)
+    weight = _count_weight(count_weight)
     omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
     delta_value = tuple(_numbers(delta, "--delta") or ()) or None
     known_truth = truth_scores(responses, truth) if responses is not None and truth is not None else None
@@ -297,19 +290,39 @@ def fit_simplex_cmd(
         fallback=fallback,
         human=human,
     )
-
-    def plots() -> list[Path]:
-        paths: list[Path] = []
-        if plot is not None:
-            from ..offline.simplex_plots import rank_plot, sensitivity_plot, simplex_plot
-
-            paths.append(rank_plot(report, plot / "simplex-ranks.png"))
-            paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
-            if report.sensitivity:
-                paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
-        return paths
-
+    plots = lambda: _simplex_plots(plot, report, fit, data, mapping)  # noqa: E731
     _print_report(report.model_dump(mode="json"), lambda: format_simplex(report), plots, as_json)
+
+
+def _collapse(collapse: str | None, levels: int) -> list[int] | None:
+    """``--collapse``, checked before the fit (not after minutes of sampling, when the plot is drawn)."""
+    mapping = _numbers(collapse, "--collapse", int)
+    if mapping is not None:
+        if any(v not in (1, 2, 3) for v in mapping):
+            raise OrchestratorError("--collapse must map every level to 1, 2 or 3 (three levels for the triangle)")
+        if levels is not None and len(mapping) != levels:
+            raise OrchestratorError(f"--collapse needs one number per level ({levels}), got {len(mapping)}")
+    return mapping
+
+
+def _count_weight(count_weight: str) -> float | None:
+    weight = None if count_weight == "auto" else _finite("--count-weight")(count_weight)
+    if weight is not None and not 0 < weight <= 1:
+        raise OrchestratorError(f"--count-weight must be 'auto' or a number in (0, 1] (got {count_weight})")
+    return weight
+
+
+def _simplex_plots(plot: Path | None, report, fit, data, mapping: list[int] | None) -> list[Path]:
+    """The rank intervals, the judges' triangles and (after a sweep) the sensitivity plot."""
+    paths: list[Path] = []
+    if plot is not None:
+        from ..offline.simplex_plots import rank_plot, sensitivity_plot, simplex_plot
+
+        paths.append(rank_plot(report, plot / "simplex-ranks.png"))
+        paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
+        if report.sensitivity:
+            paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
+    return paths
 
 
 @app.command("calibrate")

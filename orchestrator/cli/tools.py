@@ -82,7 +82,13 @@ def replay(
     if as_json:
         print(json.dumps(report.to_json()))
         return
-    if truth is None:
+    _print_replay(report, with_truth=truth is not None)
+
+
+def _print_replay(report, *, with_truth: bool) -> None:
+    """A replay's summary table (and the ranking of a single group), or the first rankings when
+    there is no truth to measure against."""
+    if not with_truth:
         for result in report.groups[:5]:
             out_console.print(_ranking_table(result, with_truth=False, title=f"{result.key}: "))
         if report.n_groups > 5:

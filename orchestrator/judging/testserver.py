@@ -129,6 +129,158 @@ def _default_behaviour(body: dict) -> Reply:
     return 200, {}, completion("A", [logprob_entry("A", [("A", 0.7), ("B", 0.25), ("\n", 0.05)])])
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the fake server: a files/batches call, or a chat completion answered by its
+    behaviour unless a fault is due."""
+
+    protocol_version = "HTTP/1.1"
+    server: "_QuietServer"
+
+    @property
+    def fake(self) -> "FakeOpenAIServer":
+        return self.server.fake
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def do_GET(self):
+        status, headers, data = self.fake.batch.get(self.path)
+        self._send(status, headers, data)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.fake.batch.handles(self.path):
+            status, headers, data = self.fake.batch.post(self.path, self.headers, raw)
+            self._send(status, headers, data)
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {}
+        key = request_identity(self.headers, body)
+        with self.fake.lock:
+            self.fake.requests.append((self.headers.get("X-Idempotency-Key"), body))
+            self.fake.arrivals.append((time.time(), self.headers.get("X-Idempotency-Key")))
+            self.fake.authorizations.append(self.headers.get("Authorization"))
+            fault = self.fake.faults.pop(0) if self.fake.faults else None
+            plan = self.fake.plan
+            kind = plan.draw() if plan is not None and fault is None else None
+            if kind is not None:
+                self.fake.plan.injected[kind] += 1
+            self.fake.outcomes[key].append(kind or ("fault" if fault is not None else "ok"))
+        if self.fake.delay_s:
+            time.sleep(self.fake.delay_s)
+        with self.fake.lock:
+            # a plan set while the request waited (a server that dies mid-run) applies to it
+            if kind is None and fault is None and self.fake.plan is not None and self.fake.plan is not plan:
+                kind = self.fake.plan.draw()
+                if kind is not None:
+                    self.fake.plan.injected[kind] += 1
+                    self.fake.outcomes[key][-1] = kind
+        if isinstance(fault, (int, float)):
+            time.sleep(float(fault))
+            fault = None
+        if kind is not None and self._inject(kind, body):
+            return
+        status, headers, payload = fault if fault is not None else self.fake.behaviour(body)
+        self._send(status, headers, json.dumps(payload).encode())
+
+    def _send(self, status: int, headers: dict, data: bytes, trickle_s: float = 0.0) -> None:
+        self.send_response(status)
+        if "Content-Type" not in headers:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        if not trickle_s:
+            self.wfile.write(data)
+            return
+        pieces = max(1, min(20, len(data)))
+        size = math.ceil(len(data) / pieces)
+        for start in range(0, len(data), size):
+            self.wfile.write(data[start : start + size])
+            self.wfile.flush()
+            time.sleep(trickle_s / pieces)
+
+    def _inject(self, kind: str, body: dict) -> bool:
+        """Answer with the fault ``kind``; False when the behaviour should answer (slow_stream)."""
+        plan = self.fake.plan
+        assert plan is not None  # (a fault kind is only drawn from a plan)
+        error = lambda status, message, headers=None: self._send(  # noqa: E731
+            status, headers or {}, json.dumps({"error": {"message": message, "type": kind}}).encode()
+        )
+        if kind == "rate_limit":
+            error(429, "Rate limit reached", {"Retry-After": f"{plan.retry_after_s:g}"})
+        elif kind == "rate_limit_no_retry_after":
+            error(429, "Rate limit reached")
+        elif kind == "server_500":
+            error(500, "Internal server error")
+        elif kind == "server_503":
+            error(503, "Service unavailable")
+        elif kind in ("reset", "timeout"):
+            if kind == "timeout":
+                time.sleep(plan.hang_s)
+            # SO_LINGER 0: close() sends a TCP reset instead of an orderly shutdown
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+        elif kind == "malformed_json":
+            self._send(200, {}, b'{"id": "chatcmpl-broken", "choices": [{"message": ')
+        elif kind == "no_logprobs":
+            status, headers, payload = self.fake.behaviour(body)
+            for choice in payload.get("choices", []):
+                choice.pop("logprobs", None)
+            self._send(status, headers, json.dumps(payload).encode())
+        elif kind == "no_options":
+            self._send(200, {}, json.dumps(completion("Hmm", [logprob_entry("Hmm", [("Hmm", 0.6), ("Well", 0.4)])])).encode())
+        elif kind == "slow_stream":
+            status, headers, payload = self.fake.behaviour(body)
+            self._send(status, headers, json.dumps(payload).encode(), trickle_s=plan.slow_s)
+        return True
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """The fake server's HTTP server: a deep backlog, handler threads tracked and joined."""
+
+    request_queue_size = 256  # socketserver's default backlog of 5 drops bursts of connections
+    # Handler threads are tracked and joined on close: clients keep HTTP/1.1 connections
+    # alive in their pools, and a handler waiting on one never ends by itself (a test
+    # suite once piled up 100+ idle handler threads and aborted).
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address, handler, fake: "FakeOpenAIServer") -> None:
+        super().__init__(address, handler)
+        self.fake = fake
+        self.open_connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+
+    def process_request(self, request, client_address):
+        with self.connections_lock:
+            self.open_connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self.connections_lock:
+            self.open_connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request, client_address):  # a client killed mid-request is expected here
+        pass
+
+    def server_close(self) -> None:
+        """Stop listening, end every kept-alive connection, then join the handler threads."""
+        self.socket.close()
+        with self.connections_lock:
+            connections = list(self.open_connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        super().server_close()
+
+
 class FakeOpenAIServer:
     """Context manager: ``with FakeOpenAIServer(behaviour) as server: server.url``."""
 
@@ -156,148 +308,7 @@ class FakeOpenAIServer:
         self.outcomes: dict[str, list[str]] = defaultdict(list)
         """Per key, what each of its requests got: ``ok`` or a fault kind (see :data:`BILLABLE`)."""
         self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def do_GET(self):
-                status, headers, data = server.batch.get(self.path)
-                self._send(status, headers, data)
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                if server.batch.handles(self.path):
-                    status, headers, data = server.batch.post(self.path, self.headers, raw)
-                    self._send(status, headers, data)
-                    return
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {}
-                key = request_identity(self.headers, body)
-                with server.lock:
-                    server.requests.append((self.headers.get("X-Idempotency-Key"), body))
-                    server.arrivals.append((time.time(), self.headers.get("X-Idempotency-Key")))
-                    server.authorizations.append(self.headers.get("Authorization"))
-                    fault = server.faults.pop(0) if server.faults else None
-                    plan = server.plan
-                    kind = plan.draw() if plan is not None and fault is None else None
-                    if kind is not None:
-                        server.plan.injected[kind] += 1
-                    server.outcomes[key].append(kind or ("fault" if fault is not None else "ok"))
-                if server.delay_s:
-                    time.sleep(server.delay_s)
-                with server.lock:
-                    # a plan set while the request waited (a server that dies mid-run) applies to it
-                    if kind is None and fault is None and server.plan is not None and server.plan is not plan:
-                        kind = server.plan.draw()
-                        if kind is not None:
-                            server.plan.injected[kind] += 1
-                            server.outcomes[key][-1] = kind
-                if isinstance(fault, (int, float)):
-                    time.sleep(float(fault))
-                    fault = None
-                if kind is not None and self._inject(kind, body):
-                    return
-                status, headers, payload = fault if fault is not None else server.behaviour(body)
-                self._send(status, headers, json.dumps(payload).encode())
-
-            def _send(self, status: int, headers: dict, data: bytes, trickle_s: float = 0.0) -> None:
-                self.send_response(status)
-                if "Content-Type" not in headers:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                if not trickle_s:
-                    self.wfile.write(data)
-                    return
-                pieces = max(1, min(20, len(data)))
-                size = math.ceil(len(data) / pieces)
-                for start in range(0, len(data), size):
-                    self.wfile.write(data[start : start + size])
-                    self.wfile.flush()
-                    time.sleep(trickle_s / pieces)
-
-            def _inject(self, kind: str, body: dict) -> bool:
-                """Answer with the fault ``kind``; False when the behaviour should answer (slow_stream)."""
-                plan = server.plan
-                assert plan is not None  # (a fault kind is only drawn from a plan)
-                error = lambda status, message, headers=None: self._send(  # noqa: E731
-                    status, headers or {}, json.dumps({"error": {"message": message, "type": kind}}).encode()
-                )
-                if kind == "rate_limit":
-                    error(429, "Rate limit reached", {"Retry-After": f"{plan.retry_after_s:g}"})
-                elif kind == "rate_limit_no_retry_after":
-                    error(429, "Rate limit reached")
-                elif kind == "server_500":
-                    error(500, "Internal server error")
-                elif kind == "server_503":
-                    error(503, "Service unavailable")
-                elif kind in ("reset", "timeout"):
-                    if kind == "timeout":
-                        time.sleep(plan.hang_s)
-                    # SO_LINGER 0: close() sends a TCP reset instead of an orderly shutdown
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    self.close_connection = True
-                    self.connection.close()
-                elif kind == "malformed_json":
-                    self._send(200, {}, b'{"id": "chatcmpl-broken", "choices": [{"message": ')
-                elif kind == "no_logprobs":
-                    status, headers, payload = server.behaviour(body)
-                    for choice in payload.get("choices", []):
-                        choice.pop("logprobs", None)
-                    self._send(status, headers, json.dumps(payload).encode())
-                elif kind == "no_options":
-                    self._send(200, {}, json.dumps(completion("Hmm", [logprob_entry("Hmm", [("Hmm", 0.6), ("Well", 0.4)])])).encode())
-                elif kind == "slow_stream":
-                    status, headers, payload = server.behaviour(body)
-                    self._send(status, headers, json.dumps(payload).encode(), trickle_s=plan.slow_s)
-                return True
-
-        class QuietServer(ThreadingHTTPServer):
-            request_queue_size = 256  # socketserver's default backlog of 5 drops bursts of connections
-            # Handler threads are tracked and joined on close: clients keep HTTP/1.1 connections
-            # alive in their pools, and a handler waiting on one never ends by itself (a test
-            # suite once piled up 100+ idle handler threads and aborted).
-            daemon_threads = False
-            block_on_close = True
-
-            def __init__(self, *args) -> None:
-                super().__init__(*args)
-                self.open_connections: set[socket.socket] = set()
-                self.connections_lock = threading.Lock()
-
-            def process_request(self, request, client_address):
-                with self.connections_lock:
-                    self.open_connections.add(request)
-                super().process_request(request, client_address)
-
-            def shutdown_request(self, request):
-                with self.connections_lock:
-                    self.open_connections.discard(request)
-                super().shutdown_request(request)
-
-            def handle_error(self, request, client_address):  # a client killed mid-request is expected here
-                pass
-
-            def server_close(self) -> None:
-                """Stop listening, end every kept-alive connection, then join the handler threads."""
-                self.socket.close()
-                with self.connections_lock:
-                    connections = list(self.open_connections)
-                for connection in connections:
-                    with contextlib.suppress(OSError):
-                        connection.shutdown(socket.SHUT_RDWR)
-                super().server_close()
-
-        self._httpd = QuietServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), _Handler, self)
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai-server", daemon=True)
 
     @property

@@ -223,36 +223,10 @@ def summarise(
     """The report of a fit: candidates by posterior mean expected score with intervals, judges'
     confusion matrices, diagnostics, optional truth comparison and sensitivity rows."""
     st = fit.settings
-    ranks = fit.ranks(level)
-    mean = fit.expected_mean
-    lo, hi = fit.expected_interval(level)
     counts = data.counts(st.soft)
     if st.self_preference == "exclude":
         counts = counts * ~data.self_pairs[:, :, None]
-    order = sorted(range(len(fit.candidates)), key=lambda k: (-round(float(mean[k]), 9), fit.candidates[k]))
-    true_rank = None
-    if truth:
-        known = [k for k in range(len(fit.candidates)) if fit.candidates[k] in truth]
-        true_rank = {fit.candidates[k]: int(r) for k, r in zip(known, rankdata([-truth[fit.candidates[k]] for k in known], method="min"))}
-    rows = []
-    for position, k in enumerate(order, start=1):
-        cand = fit.candidates[k]
-        rows.append(
-            CandidateRow(
-                rank=position,
-                candidate=cand,
-                expected=round(float(mean[k]), 4),
-                low=round(float(lo[k]), 4),
-                high=round(float(hi[k]), 4),
-                rank_mean=round(float(ranks.mean_rank[k]), 3),
-                rank_low=int(ranks.lower[k]),
-                rank_high=int(ranks.upper[k]),
-                p_best=round(float(ranks.rank_probs[k, 0]), 4) if ranks.rank_probs is not None else math.nan,
-                scores=round(float(counts[:, k].sum()), 3),
-                truth=None if not truth or cand not in truth else round(truth[cand], 4),
-                true_rank=None if true_rank is None else true_rank.get(cand),
-            )
-        )
+    rows = _candidate_rows(fit, counts, level, truth)
     confusion = fit.confusion_mean()
     rho = fit.draws["rho"].reshape(-1, len(fit.judges)).mean(0)
     judges = [
@@ -304,25 +278,63 @@ def summarise(
             float(np.mean([r.true_rank is not None and r.rank_low <= r.true_rank <= r.rank_high for r in scored])), 4
         )
     if sweep is not None:
-        report.sensitivity = [
-            SweepRow(
-                parameter=s.parameter,
-                value=s.value,
-                spearman_vs_base=None if math.isnan(s.spearman) else round(s.spearman, 4),
-                rhat_ranking=round(s.rhat_ranking, 4),
-                max_rhat=round(s.max_rhat, 4),
-                seconds=round(s.seconds, 2),
-                expected={c: round(float(v), 4) for c, v in zip(fit.candidates, s.expected)},
-            )
-            for s in sweep
-        ]
-        unstable = [s for s in sweep if not math.isnan(s.spearman) and s.spearman < 0.9]
-        if unstable:
-            worst = min(unstable, key=lambda s: s.spearman)
-            name = "ω" if worst.parameter == "omega" else "β_max"
-            report.warnings.append(
-                f"the ranking is sensitive to the priors: at {name} = {worst.value:g} its Spearman "
-                f"correlation with the base fit is {worst.spearman:.2f} (< 0.9); the conclusions "
-                "depend on judge assumptions (simplex paper §5.4)"
-            )
+        _add_sensitivity(report, fit, sweep)
     return report
+
+
+def _candidate_rows(fit: SimplexFit, counts: np.ndarray, level: float, truth: dict[str, float] | None) -> list[CandidateRow]:
+    """Candidates by posterior mean expected score, with intervals, rank intervals, P(best) and
+    (with a truth) the true score and rank."""
+    ranks = fit.ranks(level)
+    mean = fit.expected_mean
+    lo, hi = fit.expected_interval(level)
+    order = sorted(range(len(fit.candidates)), key=lambda k: (-round(float(mean[k]), 9), fit.candidates[k]))
+    true_rank = None
+    if truth:
+        known = [k for k in range(len(fit.candidates)) if fit.candidates[k] in truth]
+        true_rank = {fit.candidates[k]: int(r) for k, r in zip(known, rankdata([-truth[fit.candidates[k]] for k in known], method="min"))}
+    rows = []
+    for position, k in enumerate(order, start=1):
+        cand = fit.candidates[k]
+        rows.append(
+            CandidateRow(
+                rank=position,
+                candidate=cand,
+                expected=round(float(mean[k]), 4),
+                low=round(float(lo[k]), 4),
+                high=round(float(hi[k]), 4),
+                rank_mean=round(float(ranks.mean_rank[k]), 3),
+                rank_low=int(ranks.lower[k]),
+                rank_high=int(ranks.upper[k]),
+                p_best=round(float(ranks.rank_probs[k, 0]), 4) if ranks.rank_probs is not None else math.nan,
+                scores=round(float(counts[:, k].sum()), 3),
+                truth=None if not truth or cand not in truth else round(truth[cand], 4),
+                true_rank=None if true_rank is None else true_rank.get(cand),
+            )
+        )
+    return rows
+
+
+def _add_sensitivity(report: SimplexReport, fit: SimplexFit, sweep: list) -> None:
+    """The sweep's rows, and a warning when a prior setting reorders the ranking (§5.4)."""
+    report.sensitivity = [
+        SweepRow(
+            parameter=s.parameter,
+            value=s.value,
+            spearman_vs_base=None if math.isnan(s.spearman) else round(s.spearman, 4),
+            rhat_ranking=round(s.rhat_ranking, 4),
+            max_rhat=round(s.max_rhat, 4),
+            seconds=round(s.seconds, 2),
+            expected={c: round(float(v), 4) for c, v in zip(fit.candidates, s.expected)},
+        )
+        for s in sweep
+    ]
+    unstable = [s for s in sweep if not math.isnan(s.spearman) and s.spearman < 0.9]
+    if unstable:
+        worst = min(unstable, key=lambda s: s.spearman)
+        name = "ω" if worst.parameter == "omega" else "β_max"
+        report.warnings.append(
+            f"the ranking is sensitive to the priors: at {name} = {worst.value:g} its Spearman "
+            f"correlation with the base fit is {worst.spearman:.2f} (< 0.9); the conclusions "
+            "depend on judge assumptions (simplex paper §5.4)"
+        )

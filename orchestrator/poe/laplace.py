@@ -224,6 +224,51 @@ def fit_laplace(
         raise ValueError(f"method must be one of {', '.join(POSTERIOR_METHODS)} (got {method!r})")
     use_sparse = method == "sparse" or (method == "auto" and obs.n >= SPARSE_MIN_N)
     objective = NegLogPosterior(obs, config)
+    theta0, guess = _starting_point(objective, obs, warm_start, use_sparse)
+    n = obs.n
+    sparse = None
+    full_cov: Tensor | None = None
+    if use_sparse:
+        theta, sparse_hess, pattern, n_iter, converged = sparse_newton(objective, theta0, tol=tol, max_iter=max_iter)
+        theta_var = torch.zeros(objective.dim, dtype=DTYPE)
+        if draws:
+            sparse = sparse_covariance(objective, theta, sparse_hess, pattern, seed=seed)
+            theta_var[n:] = sparse.nuisance_var
+    else:
+        theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter, inverse_hessian_guess=guess)
+        chol, _ = _damped_cholesky(hess)
+        full_cov = torch.cholesky_inverse(chol)
+        theta_var = full_cov.diagonal()
+    delta = delta_sd = None
+    if objective.delta_index is not None:
+        delta = float(theta[objective.delta_index])
+        delta_sd = float(theta_var[objective.delta_index].sqrt())
+    link = None
+    if objective.link_index is not None:
+        link = (float(theta[objective.link_index]), float(theta[objective.link_index + 1]))
+    judges = _judge_parameters(objective, config, theta, theta_var)
+    return Posterior(
+        mean=theta[:n].clone(),
+        cov=None if full_cov is None else full_cov[:n, :n] if objective.dim > n else full_cov,
+        theta=theta,
+        theta_cov=full_cov,
+        delta=delta,
+        delta_sd=delta_sd,
+        link=link,
+        n_iter=n_iter,
+        converged=converged,
+        n_comparisons=obs.n_comparisons,
+        judges=judges,
+        sparse=sparse,
+    )
+
+
+def _starting_point(
+    objective: NegLogPosterior, obs: Observations, warm_start: Posterior | Tensor | None, use_sparse: bool
+) -> tuple[Tensor, Tensor | None]:
+    """Newton's starting parameters from a warm start (a previous posterior or a raw vector; what
+    it lacks starts at the prior), and the previous inverse Hessian as a quasi-Newton guess where
+    the layout is unchanged and the problem large enough to profit."""
     theta0 = objective.initial()
     guess = None
     if (
@@ -246,27 +291,12 @@ def fit_laplace(
     elif warm_start is not None:  # a raw parameter vector: its leading entries are scores
         m = min(int(warm_start.numel()), objective.dim)
         theta0[:m] = warm_start[:m]
-    n = obs.n
-    sparse = None
-    full_cov: Tensor | None = None
-    if use_sparse:
-        theta, sparse_hess, pattern, n_iter, converged = sparse_newton(objective, theta0, tol=tol, max_iter=max_iter)
-        theta_var = torch.zeros(objective.dim, dtype=DTYPE)
-        if draws:
-            sparse = sparse_covariance(objective, theta, sparse_hess, pattern, seed=seed)
-            theta_var[n:] = sparse.nuisance_var
-    else:
-        theta, hess, n_iter, converged = newton_map(objective, theta0, tol=tol, max_iter=max_iter, inverse_hessian_guess=guess)
-        chol, _ = _damped_cholesky(hess)
-        full_cov = torch.cholesky_inverse(chol)
-        theta_var = full_cov.diagonal()
-    delta = delta_sd = None
-    if objective.delta_index is not None:
-        delta = float(theta[objective.delta_index])
-        delta_sd = float(theta_var[objective.delta_index].sqrt())
-    link = None
-    if objective.link_index is not None:
-        link = (float(theta[objective.link_index]), float(theta[objective.link_index + 1]))
+    return theta0, guess
+
+
+def _judge_parameters(objective: NegLogPosterior, config: PoEConfig, theta: Tensor, theta_var: Tensor) -> dict[str, Tensor]:
+    """Per judge: position bias Δ_j, sharpness t_j with its 95% interval, bias-control weights and
+    the absolute link, each where the objective has it, with sds."""
     judges: dict[str, Tensor] = {}
     J = objective.n_judges
     if objective.delta_index is not None:
@@ -287,20 +317,7 @@ def fit_laplace(
     if objective.link_index is not None:
         judges["slope"] = theta[objective.link_index : objective.link_index + 2 * J : 2].clone()
         judges["intercept"] = theta[objective.link_index + 1 : objective.link_index + 2 * J : 2].clone()
-    return Posterior(
-        mean=theta[:n].clone(),
-        cov=None if full_cov is None else full_cov[:n, :n] if objective.dim > n else full_cov,
-        theta=theta,
-        theta_cov=full_cov,
-        delta=delta,
-        delta_sd=delta_sd,
-        link=link,
-        n_iter=n_iter,
-        converged=converged,
-        n_comparisons=obs.n_comparisons,
-        judges=judges,
-        sparse=sparse,
-    )
+    return judges
 
 
 @contextmanager

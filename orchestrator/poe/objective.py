@@ -314,44 +314,7 @@ class NegLogPosterior:
         vals: list[Tensor] = [precision]
 
         if obs.n_comparisons:
-            d = self._differences(theta)
-            logp, g, h = expert_derivatives(self.config.expert, d, obs.prob)
-            if obs.weight is not None:
-                logp, g, h = obs.weight * logp, obs.weight * g, obs.weight * h
-            value = value - logp.sum()
-            c = -h
-            i, j = obs.first, obs.second
-            t = torch.exp(theta[self.sharp_index + self._judge]) if self.sharp_index is not None else torch.ones_like(d)
-            index = [i, j]
-            slope = [t, -t]  # ∂d/∂θ at each index
-            if self.delta_index is not None:
-                index.append(self.delta_index + self._judge)
-                slope.append(-t)
-            control_index, control_slope = self.control_entries(t)
-            index += control_index
-            slope += control_slope
-            linear_terms = len(index)
-            if self.sharp_index is not None:
-                index.append(self.sharp_index + self._judge)
-                slope.append(d)
-            for at, v in zip(index, slope):
-                grad.index_add_(0, at, -g * v)
-            if hessian:
-                for k in range(len(index)):
-                    for m in range(len(index)):
-                        rows.append(index[k])
-                        cols.append(index[m])
-                        vals.append(c * slope[k] * slope[m])
-                if self.sharp_index is not None:
-                    second = 0.0 if gauss_newton else 1.0  # (zeros keep the entries' layout)
-                    eta = index[-1]
-                    for k in range(linear_terms):  # −g ∂²d/∂η∂θ_k, both orders
-                        rows += [eta, index[k]]
-                        cols += [index[k], eta]
-                        vals += [-second * g * slope[k], -second * g * slope[k]]
-                    rows.append(eta)
-                    cols.append(eta)
-                    vals.append(-second * g * d)
+            value = value + self._comparison_terms(theta, grad, (rows, cols, vals) if hessian else None, gauss_newton)
 
         if self.link_index is not None:
             a, b, s_item, w, r = self._absolute_residuals(theta)
@@ -371,3 +334,49 @@ class NegLogPosterior:
         if not hessian:
             return value, grad, None
         return value, grad, (torch.cat(rows), torch.cat(cols), torch.cat(vals))
+
+    def _comparison_terms(
+        self, theta: Tensor, grad: Tensor, entries: tuple[list[Tensor], list[Tensor], list[Tensor]] | None, gauss_newton: bool
+    ) -> Tensor:
+        """The comparative block of :meth:`hessian_entries`: adds its gradient into ``grad`` and
+        its Hessian entries to ``entries`` (None: no Hessian); returns its negative log-likelihood."""
+        obs = self.obs
+        d = self._differences(theta)
+        logp, g, h = expert_derivatives(self.config.expert, d, obs.prob)
+        if obs.weight is not None:
+            logp, g, h = obs.weight * logp, obs.weight * g, obs.weight * h
+        c = -h
+        i, j = obs.first, obs.second
+        t = torch.exp(theta[self.sharp_index + self._judge]) if self.sharp_index is not None else torch.ones_like(d)
+        index = [i, j]
+        slope = [t, -t]  # ∂d/∂θ at each index
+        if self.delta_index is not None:
+            index.append(self.delta_index + self._judge)
+            slope.append(-t)
+        control_index, control_slope = self.control_entries(t)
+        index += control_index
+        slope += control_slope
+        linear_terms = len(index)
+        if self.sharp_index is not None:
+            index.append(self.sharp_index + self._judge)
+            slope.append(d)
+        for at, v in zip(index, slope):
+            grad.index_add_(0, at, -g * v)
+        if entries is not None:
+            rows, cols, vals = entries
+            for k in range(len(index)):
+                for m in range(len(index)):
+                    rows.append(index[k])
+                    cols.append(index[m])
+                    vals.append(c * slope[k] * slope[m])
+            if self.sharp_index is not None:
+                second = 0.0 if gauss_newton else 1.0  # (zeros keep the entries' layout)
+                eta = index[-1]
+                for k in range(linear_terms):  # −g ∂²d/∂η∂θ_k, both orders
+                    rows += [eta, index[k]]
+                    cols += [index[k], eta]
+                    vals += [-second * g * slope[k], -second * g * slope[k]]
+                rows.append(eta)
+                cols.append(eta)
+                vals.append(-second * g * d)
+        return -logp.sum()

@@ -135,14 +135,7 @@ class PanelRounds:
 
     def units(self, round_no: int, posteriors: list[Posterior], batch: int) -> tuple[list[list[PlannedRequest]], list[list]]:
         """The round's ``batch`` units of most value per cost (module docstring)."""
-        planner, ctx = self.planner, self.ctx
-
-        def tie_break(values: torch.Tensor, *names: str) -> torch.Tensor:
-            """Seeded offsets of relative size ≤ 1e-9 that do not depend on what else is open (a
-            replay, which can ask less, breaks ties as the run did)."""
-            generator = torch.Generator().manual_seed(int(seeded_hash(ctx.seed, str(round_no), *names)[:15], 16))
-            return values + values.abs() * torch.rand(values.shape, generator=generator, dtype=values.dtype) * 1e-9
-
+        planner = self.planner
         availability = self.availability()
         judges = self._judges()
         shortlist: list[tuple[float, int, str, str, int, int]] = []
@@ -150,53 +143,95 @@ class PanelRounds:
         absolute_options: dict[int, dict[tuple[str, str], list[str]]] = {}
         for k, (group, post) in enumerate(zip(planner.groups, posteriors)):
             scores = scores_of[k] = selection_scores(post, planner.strategy)
-            fitted_names = planner._fit_judges[k]
-            # the judgments the posterior was fitted on: later rounds may be half committed when this
-            # round is planned (pipeline depth 2), and the plan must not depend on timing
-            cutoff = planner._fit_cutoff[k]
-            rows = [r for r in planner._judgments[k] if cutoff is None or r.round <= cutoff]
-            costs = {judge: self._cost(k, judge, "pairwise") for judge in judges}
-            params = value_parameters(judge_parameters(post, fitted_names), costs)
-            n = len(group.names)
-            upper = torch.ones(n, n, dtype=torch.bool).triu(1)
-            open_for = {
-                judge: ((avail | avail.T) if planner.ordered else (avail & avail.T)) & upper
-                for judge, avail in availability[k].items()
-                if judge in judges
-            }
-            # the pairs most worth deciding (the strategy's shortlist): judges compete on the same
-            # pairs, which is also what lets their reliabilities be told apart
-            any_open = torch.stack(list(open_for.values())).any(0) if open_for else upper & False
-            key = tie_break(scores, group.key).masked_fill(~any_open, -torch.inf)
-            width = min(SHORTLIST * batch * len(judges), int(any_open.sum()))
-            worth_deciding = torch.zeros(n * n, dtype=torch.bool)
-            worth_deciding[torch.topk(key.view(-1), width).indices] = True
-            worth_deciding = worth_deciding.view(n, n)
-            for judge in judges:
-                eligible = open_for[judge] & worth_deciding
-                if not bool(eligible.any()):
-                    continue
-                t, kappa = params[judge]
-                value = tie_break(
-                    pairwise_values(post.mean, post.dense_cov(), scores, t, kappa, planner.poe.expert) / costs[judge], group.key, judge
-                )
-                value = value.masked_fill(~eligible, -torch.inf).view(-1)
-                top = torch.topk(value, min(batch, int(eligible.sum())))
-                shortlist += [(float(v), k, judge, "pairwise", int(x) // n, int(x) % n) for v, x in zip(top.values, top.indices)]
-            if not self.mix_absolute:
-                continue
-            absolute_options[k] = options = self._absolute_options(group)
-            for judge in judges:
-                open_items = torch.tensor([(name, judge) in options for name in group.names])
-                if not bool(open_items.any()):
-                    continue
-                cost = self._cost(k, judge, "absolute")
-                value = absolute_values(post.dense_cov(), scores, self._absolute_curvature(post, fitted_names, rows, judge)) / cost
-                value = tie_break(value, group.key, judge, "absolute")
-                value = value.masked_fill(~open_items, -torch.inf)
-                top = torch.topk(value, min(batch, int(open_items.sum())))
-                shortlist += [(float(v), k, judge, "absolute", int(x), -1) for v, x in zip(top.values, top.indices)]
+            shortlist += self._pairwise_shortlist(round_no, k, post, scores, availability[k], judges, batch)
+            if self.mix_absolute:
+                absolute_options[k] = self._absolute_options(group)
+                shortlist += self._absolute_shortlist(round_no, k, post, scores, absolute_options[k], judges, batch)
         shortlist.sort(key=lambda u: -u[0])
+        return self._take(round_no, shortlist, batch, availability, absolute_options, scores_of)
+
+    def _tie_break(self, round_no: int, values: torch.Tensor, *names: str) -> torch.Tensor:
+        """Seeded offsets of relative size ≤ 1e-9 that do not depend on what else is open (a
+        replay, which can ask less, breaks ties as the run did)."""
+        generator = torch.Generator().manual_seed(int(seeded_hash(self.ctx.seed, str(round_no), *names)[:15], 16))
+        return values + values.abs() * torch.rand(values.shape, generator=generator, dtype=values.dtype) * 1e-9
+
+    def _pairwise_shortlist(
+        self, round_no: int, k: int, post: Posterior, scores: torch.Tensor, availability: dict, judges: list[str], batch: int
+    ) -> list[tuple[float, int, str, str, int, int]]:
+        """Group ``k``'s best ``batch`` comparisons per judge by value per cost, among the pairs
+        most worth deciding (the strategy's shortlist): judges compete on the same pairs, which is
+        also what lets their reliabilities be told apart."""
+        planner = self.planner
+        group = planner.groups[k]
+        costs = {judge: self._cost(k, judge, "pairwise") for judge in judges}
+        params = value_parameters(judge_parameters(post, planner._fit_judges[k]), costs)
+        n = len(group.names)
+        upper = torch.ones(n, n, dtype=torch.bool).triu(1)
+        open_for = {
+            judge: ((avail | avail.T) if planner.ordered else (avail & avail.T)) & upper
+            for judge, avail in availability.items()
+            if judge in judges
+        }
+        any_open = torch.stack(list(open_for.values())).any(0) if open_for else upper & False
+        key = self._tie_break(round_no, scores, group.key).masked_fill(~any_open, -torch.inf)
+        width = min(SHORTLIST * batch * len(judges), int(any_open.sum()))
+        worth_deciding = torch.zeros(n * n, dtype=torch.bool)
+        worth_deciding[torch.topk(key.view(-1), width).indices] = True
+        worth_deciding = worth_deciding.view(n, n)
+        shortlist = []
+        for judge in judges:
+            eligible = open_for[judge] & worth_deciding
+            if not bool(eligible.any()):
+                continue
+            t, kappa = params[judge]
+            value = self._tie_break(
+                round_no,
+                pairwise_values(post.mean, post.dense_cov(), scores, t, kappa, planner.poe.expert) / costs[judge],
+                group.key,
+                judge,
+            )
+            value = value.masked_fill(~eligible, -torch.inf).view(-1)
+            top = torch.topk(value, min(batch, int(eligible.sum())))
+            shortlist += [(float(v), k, judge, "pairwise", int(x) // n, int(x) % n) for v, x in zip(top.values, top.indices)]
+        return shortlist
+
+    def _absolute_shortlist(
+        self, round_no: int, k: int, post: Posterior, scores: torch.Tensor, options: dict, judges: list[str], batch: int
+    ) -> list[tuple[float, int, str, str, int, int]]:
+        """Group ``k``'s best ``batch`` absolute scores per judge by value per cost."""
+        planner = self.planner
+        group = planner.groups[k]
+        # the judgments the posterior was fitted on: later rounds may be half committed when this
+        # round is planned (pipeline depth 2), and the plan must not depend on timing
+        cutoff = planner._fit_cutoff[k]
+        rows = [r for r in planner._judgments[k] if cutoff is None or r.round <= cutoff]
+        shortlist = []
+        for judge in judges:
+            open_items = torch.tensor([(name, judge) in options for name in group.names])
+            if not bool(open_items.any()):
+                continue
+            cost = self._cost(k, judge, "absolute")
+            value = absolute_values(post.dense_cov(), scores, self._absolute_curvature(post, planner._fit_judges[k], rows, judge)) / cost
+            value = self._tie_break(round_no, value, group.key, judge, "absolute")
+            value = value.masked_fill(~open_items, -torch.inf)
+            top = torch.topk(value, min(batch, int(open_items.sum())))
+            shortlist += [(float(v), k, judge, "absolute", int(x), -1) for v, x in zip(top.values, top.indices)]
+        return shortlist
+
+    def _take(
+        self,
+        round_no: int,
+        shortlist: list[tuple[float, int, str, str, int, int]],
+        batch: int,
+        availability: list,
+        absolute_options: dict[int, dict[tuple[str, str], list[str]]],
+        scores_of: dict[int, torch.Tensor],
+    ) -> tuple[list[list[PlannedRequest]], list[list]]:
+        """The first ``batch`` units of the sorted shortlist that can be asked: each on its
+        least-used prompt, a pair in the order the judge can be asked (a seeded coin when both),
+        never both orders of a pair in one round."""
+        planner, ctx = self.planner, self.ctx
         use = ctx.prompt_use()
         units: list[list[PlannedRequest]] = []
         selected: list[list] = []
