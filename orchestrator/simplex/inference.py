@@ -42,7 +42,6 @@ which mixes well) is the reliable view of ω's effect.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -51,35 +50,11 @@ import numpy as np
 
 from .data import ScoreData
 from .diagnostics import chain_report, ranking_draws, split_diagnostics
+from .sampler import Sampler, structure
 
 __all__ = ["SimplexSettings", "SimplexFit", "fit_simplex", "fit_or_fallback", "fallback_settings", "RHAT_LIMIT"]
 
 RHAT_LIMIT = 1.01
-_DEVICES_SET = False
-
-
-def _jax():
-    """Import numpyro/JAX on first use, with as many host devices as cores allow chains in parallel."""
-    try:
-        import numpyro
-    except ImportError:  # pragma: no cover - numpyro is a core dependency
-        from ..errors import OrchestratorError
-
-        raise OrchestratorError("the simplex model needs numpyro: pip install numpyro") from None
-    global _DEVICES_SET
-    import jax
-
-    if not _DEVICES_SET:  # takes effect only before JAX starts its backend (the first computation)
-        numpyro.set_host_device_count(max(4, os.cpu_count() or 1))
-        # numpyro re-traces and re-compiles the sampler on every run (a new pmap per call), which
-        # costs more than sampling on small data; XLA's persistent cache makes the second fit of
-        # the same shapes — every sensitivity-sweep fit, a refit of the same log — skip the compile
-        from ..paths import cache_dir
-
-        jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-        _DEVICES_SET = True
-    return numpyro, jax
 
 
 @dataclass(frozen=True)
@@ -184,63 +159,6 @@ class SimplexFit:
         return not self.rhat.get("ranking", math.nan) > RHAT_LIMIT
 
 
-def _structure(settings: SimplexSettings, shift: bool) -> tuple:
-    omega_mode = "prior" if settings.omega is None else ("off" if settings.omega == 0 else "fixed")
-    beta_mode = "prior" if settings.beta_max is None else "fixed"
-    return omega_mode, beta_mode, shift, settings.likelihood
-
-
-class _Sampler:
-    """One compiled NUTS sampler per model structure, reused across runs with other numbers."""
-
-    def __init__(self, levels: int, structure: tuple, settings: SimplexSettings, progress: bool):
-        numpyro, jax = _jax()
-        from numpyro.infer import MCMC, NUTS
-
-        from .model import make_model
-
-        omega_mode, beta_mode, shift, likelihood = structure
-        model = make_model(levels, omega_mode=omega_mode, beta_mode=beta_mode, shift=shift, likelihood=likelihood)
-        method = "parallel" if jax.local_device_count() >= settings.chains else "sequential"
-        self.mcmc = MCMC(
-            NUTS(model, target_accept_prob=settings.target_accept),
-            num_warmup=settings.warmup,
-            num_samples=settings.draws,
-            num_chains=settings.chains,
-            chain_method=method,
-            progress_bar=progress,
-            jit_model_args=True,
-        )
-
-    def run(self, data: ScoreData, settings: SimplexSettings, labels: np.ndarray | None = None) -> tuple[dict, int]:
-        numpyro, jax = _jax()
-        import jax.numpy as jnp
-
-        from .data import labelled_arrays
-
-        items = data.item_counts(settings.soft)
-        if settings.self_preference == "exclude":
-            items = items * ~data.self_pairs[:, :, None, None]
-        scores, labelled, label_arg = labelled_arrays(items, labels, settings.likelihood)
-        delta = jnp.asarray(settings.delta if settings.delta is not None else np.ones(data.levels), dtype=jnp.float32)
-        self.mcmc.run(
-            jax.random.PRNGKey(settings.seed),
-            jnp.asarray(scores, dtype=jnp.float32),
-            jnp.asarray(data.self_pairs),
-            jnp.asarray(settings.omega or 0.0, dtype=jnp.float32),
-            jnp.asarray(settings.beta_max or 0.0, dtype=jnp.float32),
-            delta,
-            jnp.asarray(1.0 if settings.count_weight is None else settings.count_weight, dtype=jnp.float32),
-            jnp.asarray(labelled, dtype=jnp.float32),
-            jnp.asarray(label_arg, dtype=jnp.float32),
-            extra_fields=("diverging", "potential_energy"),
-        )
-        samples = {k: np.asarray(v) for k, v in self.mcmc.get_samples(group_by_chain=True).items()}
-        extra = self.mcmc.get_extra_fields(group_by_chain=True)
-        samples["potential_energy"] = np.asarray(extra["potential_energy"])
-        return samples, int(np.asarray(extra["diverging"]).sum())
-
-
 def _check(data: ScoreData, settings: SimplexSettings) -> list[str]:
     from ..errors import OrchestratorError
 
@@ -284,7 +202,7 @@ def fit_simplex(
     *,
     labels: np.ndarray | None = None,
     progress: bool = False,
-    _sampler: _Sampler | None = None,
+    sampler: Sampler | None = None,
 ) -> SimplexFit:
     """Sample the posterior of the simplex model (module docstring of :mod:`.model`) with NUTS;
     ``labels`` ``(K, Q)``: people's true levels of answers, 0 = unlabelled (:func:`.data.label_grid`).
@@ -300,7 +218,7 @@ def fit_simplex(
         settings = replace(settings, count_weight=weight)
     shift = settings.self_preference == "shift" and bool(data.self_pairs.any())
     started = time.perf_counter()
-    sampler = _sampler or _Sampler(data.levels, _structure(settings, shift), settings, progress)
+    sampler = sampler or Sampler(data.levels, structure(settings, shift), settings, progress)
     samples, divergences = sampler.run(data, settings, labels)
     seconds = time.perf_counter() - started
     energy = samples.pop("potential_energy")

@@ -9,7 +9,8 @@ from typing import Callable, Literal
 import numpy as np
 
 from .data import ScoreData
-from .inference import SimplexFit, SimplexSettings, _Sampler, _structure, fit_simplex
+from .inference import SimplexFit, SimplexSettings, fit_simplex
+from .sampler import Sampler, structure
 
 __all__ = ["SweepResult", "sensitivity_sweep", "SWEEP_OMEGAS", "SWEEP_BETAS"]
 
@@ -52,13 +53,13 @@ def sensitivity_sweep(
     from scipy.stats import spearmanr
 
     shift = base.self_preference == "shift" and bool(data.self_pairs.any())
-    samplers: dict[tuple, _Sampler] = {}
+    samplers: dict[tuple, Sampler] = {}
 
     def run(settings: SimplexSettings) -> SimplexFit:
-        key = _structure(settings, shift)
+        key = structure(settings, shift)
         if key not in samplers:
-            samplers[key] = _Sampler(data.levels, key, settings, False)
-        return fit_simplex(data, settings, labels=labels, _sampler=samplers[key])
+            samplers[key] = Sampler(data.levels, key, settings, False)
+        return fit_simplex(data, settings, labels=labels, sampler=samplers[key])
 
     base_settings = replace(base, omega=0.0, beta_max=base_beta)
     if progress:
