@@ -36,7 +36,7 @@ def init_cmd(
 ) -> None:
     """Write a starter run config for your own prompts and responses (checked, commented, never overwriting)."""
     from ..records.dataset import load_dataset
-    from ..starter import KINDS, StarterOptions, starter_config
+    from ..records.starter import KINDS, StarterOptions, starter_config
 
     if kind not in KINDS:
         raise OrchestratorError(f"--kind must be one of {', '.join(KINDS)} (got {kind!r})")

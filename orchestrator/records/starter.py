@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records.dataset import Dataset
+from .dataset import Dataset
 
 __all__ = ["StarterOptions", "starter_config"]
 
