@@ -5,7 +5,7 @@ injected judge that answers instantly. Goal: ≤ 2 ms per judgment.
 Side by side in the same run: the time of the bare SQLite commits alone (the floor), so the ratio
 shows what the statistics cost on top.
 
-    python benchmarks/loop_overhead.py [--prompts 100] [--candidates 16] [--calls 3200] [--batch 64]
+    python benchmarks/loop_overhead.py [--prompts 100] [--candidates 16] [--calls 3200] [--batch 64] [--strategy S]
 """
 
 import argparse
@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=3200)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--no-reliability", action="store_true", help="shared judge parameters (before issue #17)")
+    ap.add_argument("--strategy", default=None, help="selection.strategy (default: the product's, lookahead since issue #36)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -82,7 +83,7 @@ def main() -> None:
                 "runs_dir": str(folder),
                 "data": {"prompts": str(prompts), "responses": str(responses)},
                 "judging": {"judges": ["instant"]},
-                "selection": {"batch": args.batch},
+                "selection": {"batch": args.batch, **({"strategy": args.strategy} if args.strategy else {})},
                 "budget": {"max_calls": args.calls},
                 "stopping": {"rule": "budget"},  # measure the same work whatever the stopping rule
                 "model": {"judge_reliability": not args.no_reliability},
