@@ -29,7 +29,10 @@ __all__ = ["BatchEndpoints", "BatchFaults"]
 @dataclass
 class BatchFaults:
     line_error_rate: float = 0.0
-    """Probability that a line fails (``server_error`` in the error file)."""
+    """Probability that a line fails (``server_error`` in the error file) on its first and second
+    submission; a third always answers (a transient fault, within any retry limit). Drawn from the
+    seed, the line and its submission count — not from a shared stream — so the same lines fail
+    whatever order concurrent batches are worked in."""
     expire_after: int | None = None
     """Expire each batch after answering this many of its lines (the rest get no output)."""
     fail_batches: int = 0
@@ -46,10 +49,14 @@ class BatchFaults:
     error_message: str = "injected"
     """The message of a failed line and of a failed batch (a provider may quote what it was sent)."""
     seed: int = 0
-    rng: random.Random = field(init=False)
+    submissions: Counter = field(default_factory=Counter, init=False)
+    """Per custom id, how often its line was worked on."""
 
-    def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
+    def line_fails(self, custom_id: str) -> bool:
+        """Whether this submission of the line ``custom_id`` fails (see :attr:`line_error_rate`)."""
+        n = self.submissions[custom_id]
+        self.submissions[custom_id] += 1
+        return n < 2 and random.Random(f"{self.seed}:{custom_id}:{n}").random() < self.line_error_rate
 
 
 class BatchEndpoints:
@@ -253,7 +260,7 @@ class BatchEndpoints:
                     or batch["status"] == "cancelling"
                     or (self.faults.expire_after is not None and n >= self.faults.expire_after)
                 )
-                failing = self.faults.rng.random() < self.faults.line_error_rate
+                failing = not stop and self.faults.line_fails(line["custom_id"])
             if stop:
                 break
             self._closed.wait(self.delay_s / max(1, len(batch["_lines"])))
