@@ -9,8 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..errors import OrchestratorError
-from .common import _check_range, _finite, app, err_console, out_console
+from .common import _finite, app, err_console, out_console
 
 cache_app = typer.Typer(
     no_args_is_help=True,
@@ -21,22 +20,12 @@ app.add_typer(cache_app, name="cache")
 _CACHE_OPTION = typer.Option(None, "--cache", help="Cache file (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory).")
 
 
-def _path(cache: Path | None) -> Path:
-    from ..judging.cache import default_cache_path
-
-    return cache if cache is not None else default_cache_path()
-
-
 @cache_app.command("stats")
 def stats_cmd(cache: Optional[Path] = _CACHE_OPTION, as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Entries, hits and what the cached judgments were paid (and saved), per model."""
-    from ..store.cache import JudgmentCache
+    from .. import api
 
-    path = _path(cache)
-    if not path.exists():
-        raise OrchestratorError(f"{path}: no judgment cache yet (a run creates it on its first call)")
-    with JudgmentCache(path, readonly=True) as opened:
-        stats = opened.stats()
+    stats = api.cache_stats(cache)
     if as_json:
         out_console.print_json(json.dumps(stats))
         return
@@ -58,19 +47,9 @@ def prune_cmd(
     everything: bool = typer.Option(False, "--all", help="Remove every entry."),
 ) -> None:
     """Remove entries (by age or model, or all) and give the space back."""
-    from ..store.cache import JudgmentCache
+    from .. import api
 
-    if not (everything or older_than is not None or model is not None):
-        raise OrchestratorError("say what to prune: --older-than DAYS, --model MODEL or --all")
-    if everything and (older_than is not None or model is not None):
-        raise OrchestratorError("--all excludes --older-than and --model")
-    _check_range(older_than, "--older-than", 0)
-    path = _path(cache)
-    if not path.exists():
-        raise OrchestratorError(f"{path}: no judgment cache yet")
-    with JudgmentCache(path) as opened:
-        removed = opened.prune(older_than_days=older_than, model=model)
-        left = opened.stats()["entries"]
+    path, removed, left = api.cache_prune(cache, older_than=older_than, model=model, everything=everything)
     err_console.print(f"removed {removed} entries from {path}; {left} left")
 
 
@@ -86,30 +65,11 @@ def import_cmd(
     api_base: Optional[str] = typer.Option(None, "--api-base", help="Logs: the judge's address, as the run's dispatch.api_base."),
 ) -> None:
     """Fill the cache from an old run file or a judgment log, so later runs do not pay for those requests again."""
-    from ..offline.cache_import import import_log, import_run
-    from ..store.cache import JudgmentCache
+    from .. import api
 
-    if not source.is_file():
-        raise OrchestratorError(f"{source}: no such file")
-    with source.open("rb") as fh:
-        is_run = fh.read(16) == b"SQLite format 3\x00"
-    path = _path(cache)
-    if path.exists() and path.resolve() == source.resolve():
-        raise OrchestratorError(f"{source}: that is the cache itself")
-    if is_run:
-        if judge or prompts or responses or template or attribute or api_base:
-            raise OrchestratorError(
-                "a run file carries its judges, templates and messages: --judge/--prompts/--responses/--template/--attribute/--api-base are for logs"
-            )
-        with JudgmentCache(path) as opened:
-            result = import_run(opened, source)
-    else:
-        if judge is None or prompts is None or responses is None:
-            raise OrchestratorError("importing a log needs --judge PROFILE --prompts FILE --responses FILE (to render its requests again)")
-        with JudgmentCache(path) as opened:
-            result = import_log(
-                opened, source, judge=judge, prompts=prompts, responses=responses, attribute=attribute, template=template, api_base=api_base
-            )
-    what = "judgments replayed from a log, answered by no model" if is_run else "lines of other judges"
+    result = api.cache_import(
+        source, cache, judge=judge, prompts=prompts, responses=responses, attribute=attribute, template=template, api_base=api_base
+    )
+    what = "judgments replayed from a log, answered by no model" if result.from_run else "lines of other judges"
     skipped = f" ({result.skipped} {what} skipped)" if result.skipped else ""
-    err_console.print(f"{source}: {result.read} judgments read, {result.added} added to {path}{skipped}")
+    err_console.print(f"{source}: {result.read} judgments read, {result.added} added to {result.path}{skipped}")
