@@ -1,0 +1,216 @@
+"""The public API's offline analyses: calibration, replay, judges against people, RAEE and simplex fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, cast
+
+from ..errors import OrchestratorError
+
+
+def calibrate(
+    run: str | Path | None = None, *, log: str | Path | None = None, responses: str | Path | None = None, truth: str | None = None
+):
+    """Each judge's temperature, ECE before and after, reliability bins (``orchestrator calibrate``):
+    a list of :class:`~orchestrator.run.calibration.Calibration`."""
+    from ..offline.calibrate import calibrate_source
+
+    source, is_log = _source(run, log)
+    return calibrate_source(None if is_log else source, source if is_log else None, responses, truth)
+
+
+def replay(
+    log: str | Path,
+    *,
+    responses: str | Path | None = None,
+    truth: str | None = None,
+    strategy: str = "lookahead",
+    scope: str = "per_prompt",
+    expert: str = "soft_bt",
+    debias: str = "none",
+    batch: int = 1,
+    seeds: int = 1,
+    seed: int = 0,
+    budget: int | None = None,
+    judge: str | None = None,
+    with_absolute: bool = False,
+    judge_reliability: bool = True,
+    panel: str = "cost_aware",
+    posterior: str = "auto",
+    control: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+):
+    """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
+    (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
+    taste fitted with the scores (``scope="global"``, responses with texts)."""
+    from ..offline.replay import ReplaySettings, replay_files
+
+    settings = ReplaySettings(
+        strategy=strategy,
+        scope=scope,
+        expert=expert,
+        debias=debias,
+        batch=batch,
+        budget=budget,
+        seeds=seeds,
+        seed=seed,
+        with_absolute=with_absolute,
+        judge_reliability=judge_reliability,
+        panel=panel,
+        posterior=posterior,
+        control=tuple(control or ()),
+    )
+    return replay_files(log, responses, truth, settings, judge=judge, progress=progress)
+
+
+def judges(
+    run: str | Path | None = None,
+    *,
+    log: str | Path | None = None,
+    human: str | Path,
+    responses: str | Path | None = None,
+    margin: float = 0.02,
+    draws: int = 500,
+) -> dict:
+    """The judges of a run or a log against people's labels (``orchestrator judges --json``):
+    :func:`orchestrator.offline.judge_board.judge_board`."""
+    import tempfile
+
+    from ..offline.human_labels import load_human_labels
+    from ..offline.judge_board import judge_board
+    from ..offline.length_control import response_texts, run_texts
+    from ..records.log import load_log
+
+    if not 0 <= margin < 1:
+        raise OrchestratorError(f"--margin must be in [0, 1) (got {margin:g})")
+    source, is_log = _source(run, log)
+    labels = load_human_labels(human)
+    if is_log:
+        records = [r for _, r in load_log(source)]
+        texts = response_texts(responses) if responses is not None else {}
+    else:
+        from ..offline.export import export
+
+        with tempfile.TemporaryDirectory() as tmp:
+            export(source, "jsonl", Path(tmp) / "judgments.jsonl")
+            records = [r for _, r in load_log(Path(tmp) / "judgments.jsonl")]
+        texts = response_texts(responses) if responses is not None else run_texts(source)
+    lengths = {key: len(text) for key, text in texts.items()}
+    return judge_board(records, labels, lengths=lengths, margin=margin, draws=draws)
+
+
+def _source(run: str | Path | None, log: str | Path | None) -> tuple[Path, bool]:
+    if (run is None) == (log is None):
+        raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
+    return Path(run or log), log is not None  # type: ignore[arg-type]
+
+
+def fit_raee(
+    run: str | Path | None = None,
+    *,
+    log: str | Path | None = None,
+    judge: list[str] | None = None,
+    soft: bool = False,
+    level: float = 0.95,
+    population: int | None = None,
+    icc_threshold: float = 0.9,
+    abstain_sd: float | None = None,
+    pool_all: bool = False,
+    control: list[str] | None = None,
+    responses: str | Path | None = None,
+    flag_shift: float | None = None,
+):
+    """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
+    ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags."""
+    from ..offline.fit_raee import fit_raee as fit
+
+    source, is_log = _source(run, log)
+    if population is not None and population < 1:
+        raise OrchestratorError(f"--population must be at least 1 (got {population})")
+    return fit(
+        source,
+        log=is_log,
+        soft=soft,
+        judges=judge or None,
+        level=level,
+        population=population,
+        icc_threshold=icc_threshold,
+        abstain_sd=abstain_sd,
+        pool_all=pool_all,
+        control=control,
+        responses=responses,
+        flag_shift=flag_shift,
+    )
+
+
+def fit_simplex(
+    run: str | Path | None = None,
+    *,
+    log: str | Path | None = None,
+    levels: int,
+    omega: float | None = 1.0,
+    beta_max: float | None = 5.0,
+    delta: tuple[float, ...] | None = None,
+    self_judging: str | dict | None = None,
+    self_preference: str = "exclude",
+    soft: bool = False,
+    judge: list[str] | None = None,
+    sweep: bool = False,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int = 0,
+    truth: dict[str, float] | None = None,
+    truth_field: str | None = None,
+    level: float = 0.95,
+    progress: bool = False,
+    sweep_progress: Callable[[str], None] | None = None,
+    count_weight: float | None = None,
+    likelihood: str = "counts",
+    fallback: bool = True,
+    human: str | Path | None = None,
+):
+    """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
+    or ``beta_max`` None integrates it over its hyperprior (``--omega prior``); ``count_weight``
+    None discounts the counts by the judges' design effect, 1 is the paper's likelihood;
+    ``likelihood`` ``"answers"`` shares one latent true score among the judges of an answer;
+    ``fallback`` refits with constancy (ω = 0) when the chains disagree on the ranking
+    (:func:`~orchestrator.simplex.inference.fit_or_fallback`); ``human``: a labels JSONL whose
+    absolute scores are the true levels of the answers they label (docs/human-labels.md)."""
+    from ..offline.fit_simplex import run_simplex
+    from ..simplex import SimplexSettings
+
+    source, is_log = _source(run, log)
+    if self_preference not in ("exclude", "shift"):
+        raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
+    if likelihood not in ("counts", "answers"):
+        raise OrchestratorError(f"--likelihood must be 'counts' or 'answers' (got {likelihood!r})")
+    settings = SimplexSettings(
+        omega=omega,
+        beta_max=beta_max,
+        delta=delta,
+        self_preference=cast(Any, self_preference),
+        soft=soft,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        count_weight=count_weight,
+        likelihood=cast(Any, likelihood),
+    )
+    return run_simplex(
+        source,
+        log=is_log,
+        levels=levels,
+        settings=settings,
+        judges=judge or None,
+        self_judging=self_judging,
+        sweep=sweep,
+        truth=truth,
+        truth_field=truth_field,
+        level=level,
+        progress=progress,
+        sweep_progress=sweep_progress,
+        fallback=fallback,
+        human=human,
+    )

@@ -1,0 +1,137 @@
+"""The public API's run lifecycle: start, dry run, resume, extend, status, ranking, report, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import OrchestratorError
+
+
+def _config(config: str | Path | Any, runs_dir: str | Path | None):
+    from ..records.config import RunConfig, load_config
+
+    cfg = config if isinstance(config, RunConfig) else load_config(config)
+    return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
+
+
+def start(
+    config: str | Path | Any,
+    *,
+    runs_dir: str | Path | None = None,
+    progress: Callable | None = None,
+    judges: dict | None = None,
+    from_log: str | Path | None = None,
+    cache: str | Path | bool | None = None,
+    pilot: int | None = None,
+) -> tuple[Path, str]:
+    """Create a run from a config (a TOML path or a loaded ``RunConfig``) and run it to its end.
+
+    Returns ``(run file, stop reason)``. ``judges`` injects judges by profile name (tests, custom
+    providers); ``from_log`` answers every request from a judgment log instead (the same engine,
+    no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects;
+    ``cache``: the judgment cache shared by runs (``None``: the default file, ``$ORCHESTRATOR_JUDGMENT_CACHE``
+    or the user cache directory; a path; ``False``: none) — requests it answers cost nothing;
+    ``pilot``: stop after this many calls (resumable) with the forecast of the whole run's cost.
+
+    Raises:
+        OrchestratorError: a problem with the config, data, judges or budget (nothing is written).
+        RunFailed: no judgment succeeded; the run file is kept and marked ``failed``.
+    """
+    from .. import runs
+
+    return runs.start(_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
+
+
+def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:
+    """What ``start`` would ask at most and its worst-case tokens and cost; writes nothing. Runs
+        exactly the checks ``start`` runs before it creates the run file (a run file of that name
+    refused too). ``smoke``: also send one real
+        request per judge and template (``orchestrator run --dry-run`` does, unless ``--offline``) and
+        return what each answered under ``"smoke"``."""
+    from .. import runs
+
+    cfg = _config(config, runs_dir)
+    runs.check_new_run(cfg)
+    prepared = runs.prepare(cfg)
+    estimate = runs.dry_run(prepared)
+    if smoke:
+        estimate["smoke"] = runs.smoke(prepared)
+    return estimate
+
+
+def resume(
+    run: str | Path,
+    *,
+    api_base: str | None = None,
+    progress: Callable | None = None,
+    judges: dict | None = None,
+    cache: str | Path | bool | None = None,
+) -> str | None:
+    """Continue an interrupted (or failed) run; the stop reason, or None when it had finished
+    (``cache`` as in :func:`start`)."""
+    from .. import runs
+
+    return runs.resume(run, progress=progress, judges=judges, api_base=api_base, cache=cache)
+
+
+def extend(
+    run: str | Path,
+    *,
+    responses: str | Path,
+    prompts: str | Path | None = None,
+    add_calls: int | None = None,
+    add_usd: float | None = None,
+    add_tokens: int | None = None,
+    progress: Callable | None = None,
+    judges: dict | None = None,
+    cache: str | Path | bool | None = None,
+) -> tuple[list[str], str | None]:
+    """Add candidates (``responses``) or prompts to a run and go on, paying only for comparisons
+    that involve the new candidates; ``(new candidates, stop reason)``. ``add_*`` raise the budget's
+    limits; a spent limit that is not raised, or an extension that made no judgment, is an error."""
+    from .. import runs
+
+    return runs.extend(
+        run,
+        responses=responses,
+        prompts=prompts,
+        add_calls=add_calls,
+        add_usd=add_usd,
+        add_tokens=add_tokens,
+        progress=progress,
+        judges=judges,
+        cache=cache,
+    )
+
+
+def status(run: str | Path) -> dict:
+    """Budget spent, rounds, requests, failures, the current ranking's uncertainty (a dict, as
+    ``orchestrator status --json`` prints it)."""
+    from ..offline import results  # reading a run: not the engine's imports
+
+    return results.status(run)
+
+
+def ranking(run: str | Path, *, level: float = 0.95) -> dict:
+    """Every group's ranking with ``level`` rank intervals (as ``orchestrator rank --json``)."""
+    from ..offline import results  # reading a run: not the engine's imports
+
+    if not 0 < level < 1:
+        raise OrchestratorError(f"level must be in (0, 1) (got {level})")
+    return results.ranking(run, level=level)
+
+
+def report(run: str | Path, *, out: str | Path) -> Path | None:
+    """Write the self-contained HTML report of a run (``orchestrator report``) to ``out``."""
+    from ..report import write_report
+
+    return write_report(run, out)
+
+
+def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False) -> int:
+    """Write the run's judgments (``jsonl``: the judgment log ``replay`` reads; ``csv``; ``parquet``)
+    to ``out`` (``-`` = standard output); the number of judgments written."""
+    from .. import runs
+
+    return runs.export(run, fmt, out, include_failed=include_failed)
