@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
 from .lifecycle import dry_run, export, extend, ranking, report, resume, start, status
-from .tools import cache_import, cache_prune, cache_stats
+from .tools import cache_import, cache_prune, cache_stats, init
 
 __all__ = [
     "start",
@@ -30,4 +30,5 @@ __all__ = [
     "cache_stats",
     "cache_prune",
     "cache_import",
+    "init",
 ]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .dataset import Dataset
 
-__all__ = ["StarterOptions", "starter_config"]
+__all__ = ["KINDS", "StarterOptions", "starter_config", "write_starter"]
 
 KINDS = ("pairwise", "reference")
 
@@ -123,3 +124,39 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
     if options.api_base:
         lines.append(f"api_base = {_toml(options.api_base)}   # the judges' OpenAI-compatible address")
     return "\n".join(lines) + "\n"
+
+
+def write_starter(options: StarterOptions) -> Path:
+    """Check ``options`` against the data and write the starter config to ``options.out`` (never
+    over an existing file); the path written. ``options.name`` empty: from the file's name.
+
+    Raises:
+        OrchestratorError: a bad kind, budget, task or criterion, an existing or unplaceable
+            ``out``, an anchor that has not answered every prompt, a truth field no response has.
+    """
+    from ..errors import OrchestratorError
+    from .dataset import load_dataset
+
+    out = options.out
+    if options.kind not in KINDS:
+        raise OrchestratorError(f"--kind must be one of {', '.join(KINDS)} (got {options.kind!r})")
+    if options.max_calls is not None and options.max_calls < 1:
+        raise OrchestratorError(f"--max-calls must be at least 1 (got {options.max_calls})")
+    for option, text in (("--task", options.task), ("--criterion", options.criterion)):
+        if not text.strip():
+            raise OrchestratorError(f"{option} must not be empty")
+    if out.exists() or out.is_symlink():
+        raise OrchestratorError(f"{out} already exists; choose another --out (init never overwrites a file)")
+    if not out.parent.is_dir():
+        raise OrchestratorError(f"--out {out}: the folder {out.parent} does not exist")
+    dataset = load_dataset(options.prompts, options.responses)
+    if options.anchor is not None and any(options.anchor not in by for by in dataset.responses.values()):
+        raise OrchestratorError(f"--anchor {options.anchor!r} has not answered every prompt")
+    if options.truth is not None and not any(options.truth in r.human for by in dataset.responses.values() for r in by.values()):
+        raise OrchestratorError(f"--truth {options.truth!r}: no response has a human score of that name")
+    if not options.name:
+        options = replace(options, name=re.sub(r"[^A-Za-z0-9_.-]", "-", out.stem)[:120] or "run")
+    text = starter_config(dataset, options)
+    with out.open("x", encoding="utf-8") as fh:  # "x": a file that appeared meanwhile is never overwritten
+        fh.write(text)
+    return out
