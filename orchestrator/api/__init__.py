@@ -10,7 +10,7 @@ for a person) on bad input, and nothing else on user error.
 from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
-from .lifecycle import dry_run, export, extend, ranking, report, resume, start, status
+from .lifecycle import dry_run, export, extend, load_config, ranking, report, resume, start, status, summary
 from .tools import cache_import, cache_prune, cache_stats, init
 
 __all__ = [
@@ -21,6 +21,8 @@ __all__ = [
     "status",
     "ranking",
     "report",
+    "summary",
+    "load_config",
     "calibrate",
     "export",
     "replay",

@@ -8,10 +8,13 @@ from typing import Any, Callable
 from ..errors import OrchestratorError
 
 
-def _config(config: str | Path | Any, runs_dir: str | Path | None):
-    from ..records.config import RunConfig, load_config
+def load_config(config: str | Path | Any, runs_dir: str | Path | None = None):
+    """A run config (``RunConfig``) from a TOML file (or one already loaded), checked, with its
+    ``runs_dir`` replaced when given (``--runs-dir``)."""
+    from ..records.config import RunConfig
+    from ..records.config import load_config as load
 
-    cfg = config if isinstance(config, RunConfig) else load_config(config)
+    cfg = config if isinstance(config, RunConfig) else load(config)
     return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
 
 
@@ -40,7 +43,7 @@ def start(
     """
     from .. import runs
 
-    return runs.start(_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
+    return runs.start(load_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
 
 
 def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:
@@ -51,7 +54,7 @@ def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smo
         return what each answered under ``"smoke"``."""
     from .. import runs
 
-    cfg = _config(config, runs_dir)
+    cfg = load_config(config, runs_dir)
     runs.check_new_run(cfg)
     prepared = runs.prepare(cfg)
     estimate = runs.dry_run(prepared)
@@ -122,11 +125,21 @@ def ranking(run: str | Path, *, level: float = 0.95) -> dict:
     return results.ranking(run, level=level)
 
 
-def report(run: str | Path, *, out: str | Path) -> Path | None:
-    """Write the self-contained HTML report of a run (``orchestrator report``) to ``out``."""
+def report(run: str | Path, *, out: str | Path, data: Any = None) -> Path | None:
+    """Write the self-contained HTML report of a run (``orchestrator report``) to ``out``
+    (``data``: what :func:`summary` collected, so a run's end reads the run file once)."""
     from ..report import write_report
 
-    return write_report(run, out)
+    return write_report(run, out, data=data)
+
+
+def summary(run: str | Path) -> tuple[str, Any]:
+    """The paragraph a run ends with (what it found, what is uncertain, what it spent) and the
+    report's data it was written from (for :func:`report`)."""
+    from ..report import collect, summary_text
+
+    data = collect(run)
+    return summary_text(data), data
 
 
 def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False) -> int:

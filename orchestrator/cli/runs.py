@@ -39,7 +39,6 @@ def run_cmd(
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
-    from ..records.config import load_config
 
     _check_range(pilot, "--pilot", 1)
     if pilot is not None and dry_run:
@@ -47,9 +46,7 @@ def run_cmd(
     if offline and not dry_run:
         # a run sends requests by definition: never let --offline look like a promise it cannot keep
         raise OrchestratorError("--offline only goes with --dry-run (a run asks its judges)")
-    cfg = load_config(config)
-    if runs_dir is not None:
-        cfg = cfg.model_copy(update={"runs_dir": runs_dir})
+    cfg = api.load_config(config, runs_dir)
     if dry_run:
         estimate = api.dry_run(cfg, smoke=not offline)
         smoke = estimate.pop("smoke", [])
@@ -171,14 +168,14 @@ def _summarise(run: Path, report: bool) -> None:
     """The end of a run: one paragraph on what it found, what is uncertain and what it spent, and
     the HTML report beside the run file. A run that finished is never reported as failed because of
     either."""
-    from ..report import collect, summary_text, write_report
+    from .. import api
 
     try:
-        data = collect(run)
-        out_console.print(Text(summary_text(data)), soft_wrap=True)
+        text, data = api.summary(run)
+        out_console.print(Text(text), soft_wrap=True)
         if report:
             out = Path(run).with_suffix(".html")
-            write_report(run, out, data=data)
+            api.report(run, out=out, data=data)
             err_console.print(f"report: {out}")
     except (OrchestratorError, OSError) as exc:
         err_console.print(f"report not written: {exc}")
