@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
 from .lifecycle import dry_run, export, extend, load_config, ranking, report, resume, start, status, summary
-from .tools import cache_import, cache_prune, cache_stats, init
+from .tools import cache_import, cache_prune, cache_stats, embedded_judge, import_data, init, record, simulate
 
 __all__ = [
     "start",
@@ -33,4 +33,8 @@ __all__ = [
     "cache_prune",
     "cache_import",
     "init",
+    "simulate",
+    "record",
+    "import_data",
+    "embedded_judge",
 ]

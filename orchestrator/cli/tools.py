@@ -148,27 +148,10 @@ def simulate(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Write a simulated exhaustive judgment log (every ordered pair and absolute score) and its responses."""
-    from ..offline.simulate import JUDGE_PRESETS, simulate_dataset
+    from .. import api
 
-    if judge not in JUDGE_PRESETS:
-        raise OrchestratorError(f"unknown judge preset {judge!r}; choose one of {', '.join(JUDGE_PRESETS)}")
-    _check_range(seed, "--seed", 0, 2**32 - 1)
-    _check_range(prompts, "--prompts", 1, 100_000)
-    _check_range(candidates, "--candidates", 2, 10_000)
-    from ..outputs import check_output, open_output, same_file
-
-    if str(out_log) == str(out_responses) or same_file(out_log, out_responses):
-        raise OrchestratorError("--out-log and --out-responses must be two different files")
-    for path, option in ((out_log, "--out-log"), (out_responses, "--out-responses")):
-        if str(path) != "-":
-            path.parent.mkdir(parents=True, exist_ok=True)
-        check_output(path, option=option)
-    records, rows = simulate_dataset(prompts, candidates, JUDGE_PRESETS[judge], seed=seed)
-    for path, items, option in ((out_log, records, "--out-log"), (out_responses, rows, "--out-responses")):
-        with open_output(path, option=option) as fh:
-            for item in items:
-                fh.write(json.dumps(item) + "\n")
-    err_console.print(f"wrote {len(records)} judgments to {out_log} and {len(rows)} responses to {out_responses} (truth field: quality)")
+    n_records, n_rows = api.simulate(out_log, out_responses, prompts=prompts, candidates=candidates, judge=judge, seed=seed)
+    err_console.print(f"wrote {n_records} judgments to {out_log} and {n_rows} responses to {out_responses} (truth field: quality)")
 
 
 judge_app = typer.Typer(no_args_is_help=True, help="Judges: run the embedded local judge.")
@@ -184,11 +167,11 @@ def judge_serve(
     """Serve an embedded llama.cpp judge on 127.0.0.1 (OpenAI-compatible) until Ctrl-C."""
     import time as _time
 
-    from ..judging.embedded import EmbeddedServer
+    from .. import api
 
     _check_range(port, "--port", 1, 65535)
     _check_range(threads, "--threads", 1, 1024)
-    with EmbeddedServer(model, port=port, threads=threads) as server:
+    with api.embedded_judge(model, port=port, threads=threads) as server:
         err_console.print(f"embedded judge {model!r} serving at {server.api_base} (litellm model 'openai/{model}'); Ctrl-C stops it")
         try:
             while True:
@@ -212,50 +195,24 @@ def record_cmd(
     api_base: Optional[str] = typer.Option(None, "--api-base", help="Override the judge's address (e.g. a running `judge serve`)."),
 ) -> None:
     """Ask one judge every ordered pair and every absolute score of chosen prompts; write the judgment log."""
-    import asyncio
-    import contextlib
+    from .. import api
 
-    from ..judging.client import LiteLLMJudge, get_profile
-    from ..judging.embedded import EmbeddedServer
-    from ..offline.record import load_prompts, plan_recording, record
-    from ..outputs import check_output
-    from ..records.templates import get_template
-
-    _check_range(first, "--first", 1)
-    _check_range(concurrency, "--concurrency", 1, 1024)
-    check_output(out, option="--out", inputs=[prompts, responses])
-    profile = get_profile(judge)
-    prompt_rows = load_prompts(prompts)
-    if prompt_ids:
-        ids = [p.strip() for p in prompt_ids.split(",") if p.strip()]
-    elif first:
-        ids = list(prompt_rows)[:first]
-    else:
-        raise OrchestratorError("choose prompts with --prompt-ids or --first")
-    plan = plan_recording(
-        prompt_rows,
-        responses,
-        ids,
-        profile.name,
-        pairwise=get_template(pairwise_template) if pairwise_template else None,
-        absolute=get_template(absolute_template) if absolute_template else None,
-        attribute=attribute,
-        prefill=profile.prefill,
-    )
-    server = EmbeddedServer(profile.embedded) if profile.embedded and not api_base else contextlib.nullcontext()
-    with server as running, _progress(False) as progress:
-        base = api_base or (running.api_base if running is not None else None)
-        task = progress.add_task(f"recording with {profile.name}", total=len(plan.requests))
-        counts = asyncio.run(
-            record(
-                plan,
-                LiteLLMJudge(profile, api_base=base),
-                out,
-                attribute=attribute,
-                concurrency=concurrency,
-                progress=lambda done, total: progress.update(task, completed=done, total=total),
-                inputs=(prompts, responses),
-            )
+    ids = [p.strip() for p in prompt_ids.split(",") if p.strip()] if prompt_ids else None
+    with _progress(False) as progress:
+        task = progress.add_task(f"recording with {judge}", total=None)
+        counts = api.record(
+            prompts,
+            responses,
+            out=out,
+            judge=judge,
+            prompt_ids=ids,
+            first=first,
+            pairwise_template=pairwise_template or None,
+            absolute_template=absolute_template or None,
+            attribute=attribute,
+            concurrency=concurrency,
+            api_base=api_base,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
     err_console.print(
         f"planned {counts['planned']}, already recorded {counts['skipped']}, written {counts['written']}, failed {counts['failed']} → {out}"
@@ -301,12 +258,11 @@ def import_cmd(
     ),
 ) -> None:
     """Turn AlpacaEval, MT-Bench, arena-hard or CSV data into prompts.jsonl + responses.jsonl for a run config."""
-    from ..records.importers import import_data, write_imported
+    from .. import api
 
-    imported = import_data(fmt, paths, encoding=encoding)
-    prompts, responses = write_imported(imported, out, [*paths, *(p / "question.jsonl" for p in paths if p.is_dir())])
-    candidates = sorted({c for _, c in imported.responses})
+    written = api.import_data(fmt, list(paths), out=out, encoding=encoding)
+    candidates = written["candidates"]
     err_console.print(
-        f"wrote {prompts} ({len(imported.prompts)} prompts) and {responses} ({len(imported.responses)} responses of "
+        f"wrote {written['prompts']} ({written['n_prompts']} prompts) and {written['responses']} ({written['n_responses']} responses of "
         f"{len(candidates)} candidates: {', '.join(candidates[:8])}{' …' if len(candidates) > 8 else ''})"
     )
