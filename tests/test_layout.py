@@ -159,26 +159,11 @@ def test_no_module_over_400_lines_and_the_readme_is_a_front_door():
 
 
 CLI_MAY_IMPORT = {"orchestrator.api", "orchestrator.errors", "orchestrator.outputs", "orchestrator.secrets"}
-CLI_NOT_YET_THIN = {
-    # issue #29: what the CLI still imports besides the API; each goes once the API offers it
-    # (`cache`, `init`, `run` and its report, `simulate`, `record`, `import`, `judge serve` went
-    # through the API first). Nothing may be added here.
-    "orchestrator.offline.calibrate",
-    "orchestrator.offline.fit_raee",
-    "orchestrator.offline.fit_simplex",
-    "orchestrator.offline.judge_board",
-    "orchestrator.offline.plotting",
-    "orchestrator.offline.simplex_plots",
-    "orchestrator.offline.simplex_text",
-    "orchestrator.poe",
-    "orchestrator.poe.covariates",
-}
 
 
-def test_the_cli_imports_the_api_and_no_new_internal_module():
-    """The CLI is a shell over the public API (issue #29): besides ``api`` (and the error, output
-    and redaction rules every layer applies) it may import only the modules still listed as not yet
-    behind the API — a list that only shrinks."""
+def test_the_cli_imports_only_the_public_api():
+    """The CLI is a thin shell over the public API (issue #29): besides ``api`` it imports only the
+    error, output and redaction rules every layer applies — parsing, calling and printing."""
     used = {
         m
         for name, path in MODULES.items()
@@ -186,5 +171,5 @@ def test_the_cli_imports_the_api_and_no_new_internal_module():
         for m in imports(path)
         if m in MODULES and not m.startswith("orchestrator.cli")
     }
-    assert used - CLI_MAY_IMPORT - CLI_NOT_YET_THIN == set()
-    assert CLI_NOT_YET_THIN <= used, "a module the CLI no longer imports: remove it from CLI_NOT_YET_THIN"
+    assert used - CLI_MAY_IMPORT == set()
+    assert "orchestrator.api" in used

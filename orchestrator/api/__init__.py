@@ -1,5 +1,6 @@
 """The public Python API: one function per CLI command, with the CLI's argument names
-(the run lifecycle in :mod:`.lifecycle`, offline analyses in :mod:`.analysis`, tools in :mod:`.tools`).
+(the run lifecycle in :mod:`.lifecycle`, offline analyses in :mod:`.analysis`, tools in :mod:`.tools`,
+the text and plots they print and write in :mod:`.presentation`).
 
 ``orchestrator run CONFIG --runs-dir D`` is ``start(CONFIG, runs_dir=D)``, ``orchestrator fit raee
 --log FILE --judge J`` is ``fit_raee(log=FILE, judge=[J])``, and so on; the CLI (``orchestrator/cli/``)
@@ -11,6 +12,20 @@ from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
 from .lifecycle import dry_run, export, extend, load_config, ranking, report, resume, start, status, summary
+from .presentation import (
+    bias_covariates,
+    calibration_plot,
+    format_calibration,
+    format_judge_board,
+    format_raee,
+    format_simplex,
+    raee_plots,
+    raee_se_curve_plot,
+    replay_curve_plot,
+    replay_ranking,
+    simplex_plots,
+    truth_scores,
+)
 from .tools import cache_import, cache_prune, cache_stats, embedded_judge, import_data, init, record, simulate
 
 __all__ = [
@@ -37,4 +52,16 @@ __all__ = [
     "record",
     "import_data",
     "embedded_judge",
+    "format_raee",
+    "raee_plots",
+    "raee_se_curve_plot",
+    "truth_scores",
+    "format_simplex",
+    "simplex_plots",
+    "format_calibration",
+    "calibration_plot",
+    "format_judge_board",
+    "replay_ranking",
+    "replay_curve_plot",
+    "bias_covariates",
 ]

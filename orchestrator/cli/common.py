@@ -172,16 +172,6 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _plot_curve(report, path: Path, inputs: list) -> None:
-    from ..offline.plotting import pyplot, save
+    from .. import api
 
-    plt = pyplot()
-    ks = [k for k, _, _ in report.curve]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(ks, [s for _, s, _ in report.curve], label="Spearman vs truth")
-    ax.plot(ks, [s for _, _, s in report.curve], label="Spearman vs own all-pairs", linestyle="--")
-    ax.axhline(0.9 * report.full_spearman, color="grey", linewidth=0.8, label="90% of all-pairs")
-    ax.set_xlabel("judge calls (per group)")
-    ax.set_ylabel("Spearman")
-    ax.set_title(f"{report.strategy} · {report.scope} · debias={report.debias}")
-    ax.legend()
-    save(fig, path, inputs=inputs)
+    api.replay_curve_plot(report, path, inputs=inputs)

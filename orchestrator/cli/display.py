@@ -159,9 +159,9 @@ def judges_table(judges: list[dict]) -> Table:
     """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, length and
     style effects β (with ``model.control``), agreement with the panel."""
     table = Table(title="judges")
-    from ..poe.covariates import COVARIATES  # the judges table is printed after a fit: torch is loaded
+    from .. import api  # (the judges table is printed after a fit: torch is loaded)
 
-    controls = [c for c in COVARIATES if any(c in j for j in judges)]
+    controls = [c for c in api.bias_covariates() if any(c in j for j in judges)]
     names = (
         ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ") + tuple(f"{c} β" for c in controls) + ("agreement",)
     )

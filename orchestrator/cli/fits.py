@@ -70,7 +70,6 @@ def fit_raee_cmd(
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics;
     with --control length, AlpacaEval's length-controlled win rates and flagged candidates."""
     from .. import api
-    from ..offline.fit_raee import format_raee, plot_raee, plot_se_curve, se_curve
 
     _one_source(run, log)
     _check_outputs(se_curve_png, plot, [run, log])
@@ -90,15 +89,14 @@ def fit_raee_cmd(
     )
 
     def plots() -> list[Path]:
-        paths = plot_raee(report, plot) if plot is not None else []
+        paths = api.raee_plots(report, plot) if plot is not None else []
         if se_curve_png is not None:
             source = run if run is not None else log
             assert source is not None  # (_one_source)
-            curves = se_curve(source, log=log is not None, judges=judge or None)
-            paths.append(plot_se_curve(curves, se_curve_png, title=f"RAEE analytic vs empirical SE: {source.name}"))
+            paths.append(api.raee_se_curve_plot(source, se_curve_png, log=log is not None, judges=judge or None))
         return paths
 
-    _print_report(report.model_dump(mode="json"), lambda: format_raee(report), plots, as_json)
+    _print_report(report.model_dump(mode="json"), lambda: api.format_raee(report), plots, as_json)
 
 
 def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
@@ -249,8 +247,6 @@ def fit_simplex_cmd(
 ) -> None:
     """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
     from .. import api
-    from ..offline.fit_simplex import truth_scores
-    from ..offline.simplex_text import format_simplex
 
     _one_source(run, log)
     _check_outputs(None, plot, [run, log])
@@ -262,7 +258,7 @@ def fit_simplex_cmd(
     weight = _count_weight(count_weight)
     omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
     delta_value = tuple(_numbers(delta, "--delta") or ()) or None
-    known_truth = truth_scores(responses, truth) if responses is not None and truth is not None else None
+    known_truth = api.truth_scores(responses, truth) if responses is not None and truth is not None else None
     interactive = sys.stderr.isatty() and not as_json
     report, fit, data, _ = api.fit_simplex(
         run,
@@ -290,8 +286,8 @@ def fit_simplex_cmd(
         fallback=fallback,
         human=human,
     )
-    plots = lambda: _simplex_plots(plot, report, fit, data, mapping)  # noqa: E731
-    _print_report(report.model_dump(mode="json"), lambda: format_simplex(report), plots, as_json)
+    plots = lambda: api.simplex_plots(plot, report, fit, data, mapping) if plot is not None else []  # noqa: E731
+    _print_report(report.model_dump(mode="json"), lambda: api.format_simplex(report), plots, as_json)
 
 
 def _collapse(collapse: str | None, levels: int) -> list[int] | None:
@@ -312,19 +308,6 @@ def _count_weight(count_weight: str) -> float | None:
     return weight
 
 
-def _simplex_plots(plot: Path | None, report, fit, data, mapping: list[int] | None) -> list[Path]:
-    """The rank intervals, the judges' triangles and (after a sweep) the sensitivity plot."""
-    paths: list[Path] = []
-    if plot is not None:
-        from ..offline.simplex_plots import rank_plot, sensitivity_plot, simplex_plot
-
-        paths.append(rank_plot(report, plot / "simplex-ranks.png"))
-        paths.append(simplex_plot(fit, data, plot / "simplex-judges.png", collapse=mapping))
-        if report.sensitivity:
-            paths.append(sensitivity_plot(report, plot / "simplex-sensitivity.png"))
-    return paths
-
-
 @app.command("calibrate")
 def calibrate_cmd(
     run: Optional[Path] = typer.Argument(None, help="Run file (its data.truth, or --truth); or give --log."),
@@ -338,7 +321,6 @@ def calibrate_cmd(
     from dataclasses import asdict
 
     from .. import api
-    from ..offline.calibrate import format_calibration, plot_calibration
 
     _one_source(run, log)
     _check_outputs(None, None, [run, log, responses])
@@ -349,6 +331,6 @@ def calibrate_cmd(
     found = api.calibrate(run, log=log, responses=responses, truth=truth)
 
     def plots() -> list[Path]:
-        return [plot_calibration(found, plot, inputs=[run, log, responses])] if plot is not None else []
+        return [api.calibration_plot(found, plot, inputs=[run, log, responses])] if plot is not None else []
 
-    _print_report({"judges": [asdict(c) for c in found]}, lambda: format_calibration(found), plots, as_json)
+    _print_report({"judges": [asdict(c) for c in found]}, lambda: api.format_calibration(found), plots, as_json)

@@ -117,24 +117,15 @@ def _print_replay(report, *, with_truth: bool) -> None:
 
 def _ranking_table(result, *, with_truth: bool = True, title: str = "") -> Table:
     """The final ranking of a replayed group, with 95% rank intervals."""
-    from ..poe import marginal_variances, rank_intervals, ranking_order
+    from .. import api
 
-    post = result.final
-    intervals = rank_intervals(post)
-    sd = marginal_variances(post).sqrt()
     table = Table(title=f"{title}ranking after {result.curve[-1][0]} calls (rank 1 = best)")
     columns = (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"), ("95% rank interval", "center"))
     for name, justify in columns + ((("truth", "right"),) if with_truth else ()):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for rank, c in enumerate(ranking_order(post.mean, result.names), start=1):
-        cells = [
-            str(rank),
-            result.names[c],
-            f"{float(post.mean[c]):+.3f}",
-            f"{float(sd[c]):.3f}",
-            f"{int(intervals.lower[c])}–{int(intervals.upper[c])}",
-        ]
-        table.add_row(*(cells + ([f"{float(result.truth[c]):.3f}"] if with_truth else [])))
+    for row in api.replay_ranking(result):
+        cells = [str(row["rank"]), row["candidate"], f"{row['score']:+.3f}", f"{row['sd']:.3f}", f"{row['rank_low']}–{row['rank_high']}"]
+        table.add_row(*(cells + ([f"{row['truth']:.3f}"] if with_truth else [])))
     return table
 
 
@@ -234,7 +225,6 @@ def judges_cmd(
 ) -> None:
     """Judges against people: agreement, rank correlation, position and length effects, calibration, price."""
     from .. import api
-    from ..offline.judge_board import format_judge_board
 
     if (run is None) == (log is None):
         raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
@@ -242,7 +232,7 @@ def judges_cmd(
     if as_json:
         print(json.dumps(board))
         return
-    out_console.print(Text(format_judge_board(board)), soft_wrap=True)
+    out_console.print(Text(api.format_judge_board(board)), soft_wrap=True)
 
 
 @app.command("import")
