@@ -26,12 +26,14 @@ from pathlib import Path
 import numpy as np
 from simjudge import SimJudge, SimSpec
 
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.client import JudgeProfile
 from orchestrator.records.config import RunConfig, load_config
 from orchestrator.records.dataset import load_dataset
 from orchestrator.records.templates import get_template
 from orchestrator.run.engine import RunEngine
+from orchestrator.run.judges import log_judges
+from orchestrator.run.preparation import dry_run, prepare
 from orchestrator.store import create_run, open_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +66,7 @@ def qwen_config(seed: int, folder: Path) -> RunConfig:
 
 def tokens_per_request() -> dict:
     config = qwen_config(0, Path(tempfile.gettempdir()))
-    estimate = runs.dry_run(runs.prepare(config, need_keys=False))
+    estimate = dry_run(prepare(config, need_keys=False))
     prompts = set(load_dataset(config.data.prompts, config.data.responses).prompts)
     lines = [json.loads(line) for line in QWEN_LOG.read_text().splitlines()]
     used = [r["prompt_tokens"] + r["completion_tokens"] for r in lines if r["kind"] == "pairwise" and r["prompt_id"] in prompts]
@@ -80,10 +82,10 @@ def tokens_per_request() -> dict:
 
 def quick_start(seed: int, folder: Path, pilot: int) -> tuple[dict, int]:
     config = qwen_config(seed, folder)
-    path, _ = runs.start(config, from_log=QWEN_LOG, pilot=pilot, cache=False)
-    forecast = runs.status(path)["forecast"]
-    runs.resume(path, judges=runs.log_judges(QWEN_LOG, config.judging.judges), cache=False)
-    return forecast, runs.status(path)["spent"]["calls"]
+    path, _ = api.start(config, from_log=QWEN_LOG, pilot=pilot, cache=False)
+    forecast = api.status(path)["forecast"]
+    api.resume(path, judges=log_judges(QWEN_LOG, config.judging.judges), cache=False)
+    return forecast, api.status(path)["spent"]["calls"]
 
 
 def simulation(seed: int, folder: Path, pilot: int) -> tuple[dict, int]:
@@ -109,10 +111,10 @@ def simulation(seed: int, folder: Path, pilot: int) -> tuple[dict, int]:
     dataset = load_dataset(prompts, responses)
     with create_run(config.run_path, name=config.name, config=config.to_json(), seed=seed, dataset=dataset, templates=templates) as store:
         asyncio.run(RunEngine(store, config, {"sim": SimJudge(spec, quality, seed)}, profiles, templates, pilot=pilot).run())  # type: ignore[dict-item]
-    forecast = runs.status(config.run_path)["forecast"]
+    forecast = api.status(config.run_path)["forecast"]
     with open_run(config.run_path) as store:
         asyncio.run(RunEngine(store, config, {"sim": SimJudge(spec, quality, seed + 1000)}, profiles, templates).run())  # type: ignore[dict-item]
-    return forecast, runs.status(config.run_path)["spent"]["calls"]
+    return forecast, api.status(config.run_path)["spent"]["calls"]
 
 
 def summarise(name: str, rows: list[tuple[dict, int]]) -> None:

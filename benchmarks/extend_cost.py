@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from simjudge import SimJudge, SimSpec
 
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.records.config import RunConfig
 
 SPEC = SimSpec("sim", noise=1.0, usd_per_call=0.001)
@@ -50,7 +50,7 @@ def _config(folder: Path, name: str, prompts: Path, responses: Path, seed: int) 
 
 
 def widest(path: Path) -> int:
-    (group,) = runs.ranking(path)["groups"]
+    (group,) = api.ranking(path)["groups"]
     return max(r["rank_high"] - r["rank_low"] + 1 for r in group["ranking"])
 
 
@@ -60,14 +60,14 @@ def one(seed: int, folder: Path) -> tuple[int, int, int, int]:
     first10 = dict(list(quality.items())[:10])
     newcomers = dict(list(quality.items())[10:])
     prompts, responses = _files(folder, f"base-{seed}", first10)
-    base, _ = runs.start(_config(folder, f"base-{seed}", prompts, responses, seed), judges={"sim": SimJudge(SPEC, quality, seed)})
-    before = runs.status(base)["spent"]["calls"]
+    base, _ = api.start(_config(folder, f"base-{seed}", prompts, responses, seed), judges={"sim": SimJudge(SPEC, quality, seed)})
+    before = api.status(base)["spent"]["calls"]
     _, added = _files(folder, f"new-{seed}", newcomers)
-    runs.extend(base, responses=added, judges={"sim": SimJudge(SPEC, quality, seed + 1)})
-    extend_calls = runs.status(base)["spent"]["calls"] - before
+    api.extend(base, responses=added, judges={"sim": SimJudge(SPEC, quality, seed + 1)})
+    extend_calls = api.status(base)["spent"]["calls"] - before
     prompts12, responses12 = _files(folder, f"fresh-{seed}", quality)
-    fresh, _ = runs.start(_config(folder, f"fresh-{seed}", prompts12, responses12, seed), judges={"sim": SimJudge(SPEC, quality, seed + 2)})
-    return extend_calls, runs.status(fresh)["spent"]["calls"], widest(base), widest(fresh)
+    fresh, _ = api.start(_config(folder, f"fresh-{seed}", prompts12, responses12, seed), judges={"sim": SimJudge(SPEC, quality, seed + 2)})
+    return extend_calls, api.status(fresh)["spent"]["calls"], widest(base), widest(fresh)
 
 
 def main() -> None:

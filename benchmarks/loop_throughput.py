@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import litellm  # noqa: E402,F401  (imported before timing: a one-off ~2 s a real run pays at start)
 
 from judgekit import write_config  # noqa: E402
-from orchestrator import runs  # noqa: E402
+from orchestrator import api  # noqa: E402
 
 
 def main() -> None:
@@ -72,9 +72,9 @@ def main() -> None:
             max_calls=args.calls,
         )
         started = time.perf_counter()
-        path, reason = runs.start(config)
+        path, reason = api.start(config)
         elapsed = time.perf_counter() - started
-        calls = runs.status(path)["spent"]["calls"]
+        calls = api.status(path)["spent"]["calls"]
         first, last = sqlite3.connect(path).execute("select min(created_at), max(created_at) from judgments").fetchone()
     proc.kill()
     rate = calls / elapsed

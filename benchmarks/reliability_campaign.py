@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the campaign helpers the tests use
 os.environ["ORCHESTRATOR_JUDGMENT_CACHE"] = "off"
 
 from judgekit import campaign_summary, committed_judgments, crash_campaign, quality_behaviour, write_config, write_dataset, write_judge  # noqa: E402
-from orchestrator import runs  # noqa: E402
+from orchestrator import api  # noqa: E402
 from orchestrator.judging.testserver import FAULT_KINDS, FakeOpenAIServer, FaultPlan  # noqa: E402
 from orchestrator.offline.replay import replay_files  # noqa: E402
 
@@ -64,15 +64,15 @@ def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:
             extra="max_attempts = 10",
         )
         started = time.perf_counter()
-        path, reason = runs.start(config)
+        path, reason = api.start(config)
         seconds = time.perf_counter() - started
         summary = campaign_summary(path, server)
         server_requests = sum(len(v) for v in server.outcomes.values())
     log = tmp / "faults.jsonl"
-    runs.export(path, "jsonl", log)
-    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in runs.ranking(path)["groups"]}
+    api.export(path, out=log, fmt="jsonl")
+    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path)["groups"]}
     rebuilt = replay_files(log, data[1], "coherence", "reorder").to_json()["rankings"]
-    spent = runs.status(path)["spent"]
+    spent = api.status(path)["spent"]
     failed = {}
     for reason_type in summary["failed"].values():
         failed[reason_type] = failed.get(reason_type, 0) + 1
@@ -100,7 +100,7 @@ def interrupt_campaign(tmp: Path, server, data, *, stops: int, max_calls: int, s
     judgments, resuming after each; then compare with an uninterrupted run of the same config."""
     rng = random.Random(seed)
     common = dict(prompts=data[0], responses=data[1], max_calls=max_calls, batch=4, concurrency=4)
-    reference, _ = runs.start(write_config(tmp, server.url, name="reference", **common))
+    reference, _ = api.start(write_config(tmp, server.url, name="reference", **common))
     before_victim = dict(server.key_counts())
     victim = tmp / "runs" / "victim.sqlite"
     command = [sys.executable, "-m", "orchestrator", "run", str(write_config(tmp, server.url, name="victim", **common))]
@@ -137,7 +137,7 @@ def interrupt_campaign(tmp: Path, server, data, *, stops: int, max_calls: int, s
         "calls_in_flight_at_signal": in_flight,
         "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
         "same_as_uninterrupted": asked(victim) == asked(reference),
-        "calls": runs.status(victim)["spent"]["calls"],
+        "calls": api.status(victim)["spent"]["calls"],
         "asked_twice": sum(1 for n in counts.values() if n > 1),
     }
 

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.client import JudgeRequest, LiteLLMJudge, get_profile
 from orchestrator.judging.dispatch import RetryPolicy, call_with_retries
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -62,9 +62,9 @@ def run_level(folder: Path, n: int, batch: int) -> tuple[float, dict]:
         f"[dispatch]\nconcurrency = {PER_ENDPOINT * ENDPOINTS}\n"
     )
     started = time.perf_counter()
-    path, _ = runs.start(config, cache=False)
+    path, _ = api.start(config, cache=False)
     elapsed = time.perf_counter() - started
-    return elapsed, runs.status(path)["deployments"]["pool"]
+    return elapsed, api.status(path)["deployments"]["pool"]
 
 
 def main() -> None:

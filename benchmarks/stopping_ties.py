@@ -20,13 +20,13 @@ import numpy as np
 from scipy.stats import spearmanr
 from simjudge import SimSpec, run
 
-from orchestrator import runs
+from orchestrator import api
 
 TODAY = {"model": {"judge_reliability": False}, "stopping": {"rule": "budget"}}
 
 
 def ranked(path: Path, quality: dict[str, float]) -> tuple[float, list[str]]:
-    (group,) = runs.ranking(path)["groups"]
+    (group,) = api.ranking(path)["groups"]
     scores = {r["candidate"]: r["score"] for r in group["ranking"]}
     rho = spearmanr([scores[c] for c in quality], list(quality.values())).statistic
     return float(rho), sorted({c for pair in group["ties"] for c in pair})

@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import completion, logprob_entry
 
 QUALITY = re.compile(r"<<q=([0-9.]+)>>")
@@ -144,7 +144,7 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
     must show, next to an uninterrupted run of the same config."""
     rng = random.Random(seed)
     common = dict(prompts=data[0], responses=data[1], max_calls=max_calls, batch=4, concurrency=4)
-    reference, _ = runs.start(write_config(tmp_path, server.url, name="reference", **common))
+    reference, _ = api.start(write_config(tmp_path, server.url, name="reference", **common))
     victim = tmp_path / "runs" / "victim.sqlite"
     command = [sys.executable, "-m", "orchestrator", "run", str(write_config(tmp_path, server.url, name="victim", **common))]
     kills, at = [], []
@@ -189,7 +189,7 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
         "same_as_uninterrupted": asked(victim) == asked(reference),
         "unfinished": db.execute("select count(*) from requests where status = 'pending'").fetchone()[0],
         "asked_after_commit": [k for t, k in server.arrivals if k in committed_at and t > committed_at[k]],
-        "calls": runs.status(victim)["spent"]["calls"],
+        "calls": api.status(victim)["spent"]["calls"],
         # answers that arrived but died with the process before their commit: asked again on resume
         # (same idempotency key); a provider or proxy that honours the key would not charge twice
         "reasked_uncommitted": sum(1 for k, n in server.billable().items() if n > 1),

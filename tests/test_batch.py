@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import BatchFaults, FakeOpenAIServer
 
@@ -44,14 +44,14 @@ def _judgments(path):
 
 def test_rounds_go_out_as_batches_at_half_price_and_equal_a_live_run(tmp_path, judges, data):
     with FakeOpenAIServer(quality_behaviour) as server:
-        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
+        live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
         live_calls = len(server.requests)
-        batched, reason = runs.start(_config(tmp_path, server, data, "batched", "batch-openai"))
+        batched, reason = api.start(_config(tmp_path, server, data, "batched", "batch-openai"))
         assert len(server.requests) == live_calls  # not one live chat call
         assert server.batch.created == 6 and set(server.batch.lines.values()) == {1} and len(server.batch.lines) == 24
     assert reason.startswith("budget: max_calls")
     assert _judgments(batched) == _judgments(live)
-    spent_live, spent_batch = runs.status(live)["spent"], runs.status(batched)["spent"]
+    spent_live, spent_batch = api.status(live)["spent"], api.status(batched)["spent"]
     assert spent_batch["usd"] == pytest.approx(spent_live["usd"] / 2)
     db = sqlite3.connect(batched)
     assert db.execute("select count(*), min(status), max(status) from batches").fetchone() == (6, "completed", "completed")
@@ -60,8 +60,8 @@ def test_rounds_go_out_as_batches_at_half_price_and_equal_a_live_run(tmp_path, j
 def test_a_lost_create_answer_and_failing_status_calls_never_submit_twice(tmp_path, judges, data):
     faults = BatchFaults(lost_creates=2, status_errors=3)
     with FakeOpenAIServer(quality_behaviour, batch_faults=faults) as server:
-        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
-        batched, _ = runs.start(_config(tmp_path, server, data, "batched", "batch-openai"))
+        live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
+        batched, _ = api.start(_config(tmp_path, server, data, "batched", "batch-openai"))
         assert set(server.batch.lines.values()) == {1} and server.batch.created == 6  # found by its tag, not resubmitted
     assert _judgments(batched) == _judgments(live)
 
@@ -77,8 +77,8 @@ def test_a_lost_create_answer_and_failing_status_calls_never_submit_twice(tmp_pa
 )
 def test_what_a_batch_did_not_answer_goes_into_the_next_batch(tmp_path, judges, data, faults, ended):
     with FakeOpenAIServer(quality_behaviour, batch_faults=faults) as server:
-        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
-        batched, _ = runs.start(_config(tmp_path, server, data, "batched", "batch-openai"))
+        live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
+        batched, _ = api.start(_config(tmp_path, server, data, "batched", "batch-openai"))
         assert server.batch.created > 6
     assert _judgments(batched) == _judgments(live)
     db = sqlite3.connect(batched)
@@ -90,7 +90,7 @@ def test_what_a_batch_did_not_answer_goes_into_the_next_batch(tmp_path, judges, 
 def test_a_provider_without_a_batch_api_is_refused(tmp_path, judges, data):
     write_judge(judges, "claude-batch", model="anthropic/claude-3-5-haiku", batch=True)
     with pytest.raises(OrchestratorError, match="batch = true needs a provider with a batch API"):
-        runs.start(_config(tmp_path, type("S", (), {"url": "http://127.0.0.1:9/v1"})(), data, "x", "claude-batch"))
+        api.start(_config(tmp_path, type("S", (), {"url": "http://127.0.0.1:9/v1"})(), data, "x", "claude-batch"))
     assert not (tmp_path / "runs" / "x.sqlite").exists()
 
 
@@ -107,7 +107,7 @@ def test_kill_9_during_submission_polling_and_commit_never_submits_twice(tmp_pat
         "batch_recorded:3",
     ]
     with FakeOpenAIServer(quality_behaviour, batch_delay_s=0.2) as server:
-        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
+        live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
         config = _config(tmp_path, server, data, "victim", "batch-openai")
         victim = tmp_path / "runs" / "victim.sqlite"
         command = [sys.executable, "-m", "orchestrator", "run", str(config), "--no-report"]

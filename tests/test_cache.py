@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from judgekit import likert_behaviour, quality_behaviour, run_cli, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.cache import cache_key, judge_identity
 from orchestrator.judging.client import JudgeProfile
@@ -31,16 +31,16 @@ def server():
 def _ranking(path):
     return {
         g["group"]: [(r["candidate"], round(r["score"], 9), r["rank_low"], r["rank_high"]) for r in g["ranking"]]
-        for g in runs.ranking(path)["groups"]
+        for g in api.ranking(path)["groups"]
     }
 
 
 def test_the_same_config_under_a_second_name_sends_nothing_and_ranks_identically(tmp_path, server, data):
     cache = tmp_path / "cache.sqlite"
-    first, _ = runs.start(write_config(tmp_path, server.url, name="first", prompts=data[0], responses=data[1], max_calls=24), cache=cache)
+    first, _ = api.start(write_config(tmp_path, server.url, name="first", prompts=data[0], responses=data[1], max_calls=24), cache=cache)
     sent = len(server.requests)
     assert sent == 24
-    second, reason = runs.start(
+    second, reason = api.start(
         write_config(tmp_path, server.url, name="second", prompts=data[0], responses=data[1], max_calls=24), cache=cache
     )
     assert len(server.requests) == sent  # not one request reached the judge
@@ -57,10 +57,10 @@ def test_the_same_config_under_a_second_name_sends_nothing_and_ranks_identically
     assert note.startswith("from the judgment cache (paid")
     # the first run's judgments are not marked: it paid for them
     assert sqlite3.connect(first).execute("select sum(cached) from judgments").fetchone()[0] == 0
-    status = runs.status(second)
+    status = api.status(second)
     assert status["spent"]["cached"] == 24 and status["spent"]["tokens"] == 0
     exported = tmp_path / "second.jsonl"
-    runs.export(second, "jsonl", exported)
+    api.export(second, out=exported, fmt="jsonl")
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
     assert all(line["cached"] is True and line["cost_usd"] == 0.0 for line in lines)
     with JudgmentCache(cache) as opened:
@@ -138,7 +138,7 @@ def test_repeats_of_a_sampling_judge_keep_their_own_samples(tmp_path, data, monk
             config = write_config(
                 tmp_path, server.url, name=name, prompts=data[0], responses=data[1], max_calls=None, absolute="repeats = 3", concurrency=2
             )
-            path, _ = runs.start(config, cache=cache)
+            path, _ = api.start(config, cache=cache)
             rows = sqlite3.connect(path).execute(
                 "select prompt_id, candidates, repeat, probs from judgments order by prompt_id, candidates, repeat"
             )
@@ -157,7 +157,7 @@ def test_import_from_a_run_file_and_from_a_log(tmp_path, data, monkeypatch):
     judges = write_judge(tmp_path / "judges", "local-openai")
     monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(judges))
     with FakeOpenAIServer(likert_behaviour()) as server:
-        old, _ = runs.start(
+        old, _ = api.start(
             write_config(tmp_path, server.url, name="old", prompts=data[0], responses=data[1], max_calls=None, absolute=""), cache=False
         )
         sent = len(server.requests)
@@ -165,14 +165,14 @@ def test_import_from_a_run_file_and_from_a_log(tmp_path, data, monkeypatch):
         assert run_cli(["cache", "import", str(old), "--cache", str(cache)]) == 0
         with JudgmentCache(cache) as opened:
             assert opened.stats()["entries"] == 15
-        runs.start(
+        api.start(
             write_config(tmp_path, server.url, name="new", prompts=data[0], responses=data[1], max_calls=None, absolute=""), cache=cache
         )
         assert len(server.requests) == sent  # answered from the imported run
         # an export of the old run, rendered again from the data files, keys the same requests (the
         # judge's address is part of its identity: the runs name the test server in dispatch.api_base)
         log = tmp_path / "old.jsonl"
-        runs.export(old, "jsonl", log)
+        api.export(old, out=log, fmt="jsonl")
         from_log = tmp_path / "from-log.sqlite"
         code = run_cli(
             [
@@ -192,7 +192,7 @@ def test_import_from_a_run_file_and_from_a_log(tmp_path, data, monkeypatch):
             ]
         )
         assert code == 0
-        runs.start(
+        api.start(
             write_config(tmp_path, server.url, name="from-log", prompts=data[0], responses=data[1], max_calls=None, absolute=""),
             cache=from_log,
         )

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.records.config import RunConfig
 from orchestrator.run.calibration import calibrate, temperatures_for
@@ -58,7 +58,7 @@ def test_calibrate_cli_on_a_run_and_temperature_fit_in_a_run(tmp_path, capsys):
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, name="cal", prompts=prompts, responses=responses, max_calls=40, extra="")
         config.write_text(config.read_text().replace('debias = "none"', 'debias = "none"\ntemperature = "fit"'))
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     assert (
         RunConfig.from_stored(
             json.loads(__import__("sqlite3").connect(path).execute("select config from runs").fetchone()[0])
@@ -70,7 +70,7 @@ def test_calibrate_cli_on_a_run_and_temperature_fit_in_a_run(tmp_path, capsys):
     (judge,) = json.loads(capsys.readouterr().out)["judges"]
     assert judge["judge"] == "local-openai" and judge["n"] >= 5 and judge["temperature"] > 0
     assert (tmp_path / "cal.png").stat().st_size > 1000
-    assert runs.ranking(path)["groups"][0]["ranking"]
+    assert api.ranking(path)["groups"][0]["ranking"]
 
 
 def test_bad_calibration_requests_are_one_line(tmp_path, capsys):

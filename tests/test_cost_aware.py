@@ -5,7 +5,7 @@ import sqlite3
 import torch
 
 from judgekit import quality_behaviour, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.poe import reorder_probability, soft_bradley_terry
 from orchestrator.poe.experts import expected_curvature
@@ -80,7 +80,7 @@ def test_mixed_kinds_ask_absolute_scores_where_they_pay_and_comparisons_elsewher
             extra='[stopping]\nrule = "budget"\n',
         )
         config.write_text(config.read_text().replace('strategy = "reorder"', 'strategy = "reorder"\nkinds = "mixed"'))
-        path, reason = runs.start(config)
+        path, reason = api.start(config)
     assert reason.startswith("budget"), reason
     db = sqlite3.connect(path)
     kinds = dict(db.execute("select kind, count(*) from judgments where status = 'ok' group by kind"))
@@ -89,5 +89,5 @@ def test_mixed_kinds_ask_absolute_scores_where_they_pay_and_comparisons_elsewher
     last_absolute = db.execute("select max(round) from judgments where kind = 'absolute'").fetchone()[0]
     print(kinds, list(db.execute("select round, kind, count(*) from judgments group by round, kind")))
     assert first_pairwise <= last_absolute  # interleaved by value, not a warm start followed by comparisons
-    (group,) = runs.ranking(path)["groups"]
+    (group,) = api.ranking(path)["groups"]
     assert [r["candidate"] for r in group["ranking"][:3]] == ["M0", "M1", "M2"]

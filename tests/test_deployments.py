@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.client import get_profile
 from orchestrator.judging.testserver import BILLABLE, FakeOpenAIServer, FaultPlan
 
@@ -43,7 +43,7 @@ def test_three_endpoints_one_slow_one_dying_nothing_lost_or_paid_twice(tmp_path,
         config = write_config(
             tmp_path, None, judges='["pool-openai"]', prompts=data[0], responses=data[1], max_calls=60, batch=6, concurrency=6
         )
-        path, reason = runs.start(config)
+        path, reason = api.start(config)
     finally:
         for s in servers:
             try:
@@ -51,7 +51,7 @@ def test_three_endpoints_one_slow_one_dying_nothing_lost_or_paid_twice(tmp_path,
             except Exception:
                 pass
     assert reason.startswith("budget: max_calls (60 of 60")
-    status = runs.status(path)
+    status = api.status(path)
     assert status["failures"] == {} and status["spent"]["calls"] == 60
     counts = status["deployments"]["pool-openai"]
     assert sum(counts.values()) == 60

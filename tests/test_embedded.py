@@ -78,7 +78,7 @@ def test_run_with_the_embedded_judge_end_to_end(tmp_path):
     import json
     import sqlite3
 
-    from orchestrator import runs
+    from orchestrator import api
     from orchestrator.cli import main
 
     sample = ROOT / "examples" / "summeval-sample"
@@ -109,9 +109,9 @@ concurrency = 2
     for _, probs, top, tokens, cost in rows:
         assert sum(json.loads(probs)[0].values()) == pytest.approx(1.0)
         assert len(json.loads(top)[0]) == 20 and tokens > 300 and cost == 0.0
-    ranking = runs.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path)["groups"][0]["ranking"]
     assert len(ranking) == 16 and sorted(r["rank"] for r in ranking) == list(range(1, 17))
-    assert runs.status(path)["state"] == "finished"
+    assert api.status(path)["state"] == "finished"
 
 
 def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):
@@ -120,8 +120,8 @@ def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):
     import json
     import sqlite3
 
-    from orchestrator import runs
-    from orchestrator.offline.fit_raee import fit_raee
+    from orchestrator import api
+    from orchestrator.offline.fit_raee import RaeeOptions, fit_raee
 
     sample = ROOT / "examples" / "summeval-sample"
     config = tmp_path / "gemma-raee.toml"
@@ -145,18 +145,18 @@ max_calls = 8
 [dispatch]
 concurrency = 2
 """)
-    path, reason = runs.start(config)
+    path, reason = api.start(config)
     assert reason.startswith("budget: max_calls (8 of 8")
     rows = sqlite3.connect(path).execute("select status, probs, candidates from judgments").fetchall()
     assert len(rows) == 8 and {r[0] for r in rows} == {"ok"}
     for _, probs, _ in rows:
         assert set(json.loads(probs)[0]) == {"A", "B", "C"} and sum(json.loads(probs)[0].values()) == pytest.approx(1.0)
     assert sum(json.loads(c)[0] == "reference" for *_, c in rows) == 4  # half with the anchor shown second
-    report = fit_raee(path, soft=True)
+    report = fit_raee(path, RaeeOptions(soft=True))
     judged = [r for r in report.rows if r.judge == "gemma270m"]
     assert len(judged) == 4 and all(r.n == 1 and 0 < r.p_bar < 1 for r in judged)
     assert sum(r.judge == "-" for r in report.rows) == 12  # the budget left 12 candidates unjudged: reported
-    assert len(runs.ranking(path)["groups"][0]["ranking"]) == 4
+    assert len(api.ranking(path)["groups"][0]["ranking"]) == 4
 
 
 def test_the_server_registers_one_model_id(gemma):

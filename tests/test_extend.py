@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from judgekit import quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
 
@@ -26,7 +26,7 @@ def test_two_new_candidates_are_placed_without_asking_anything_twice(tmp_path, c
     base, added = _split(responses, tmp_path)
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, prompts=prompts, responses=base, max_calls=24)
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
         before = dict(server.key_counts())
         assert run_cli(["extend", str(path), "--responses", str(added), "--add-calls", "30", "--no-report"]) == 0
         counts = server.key_counts()
@@ -40,28 +40,28 @@ def test_two_new_candidates_are_placed_without_asking_anything_twice(tmp_path, c
     assert [n for (n,) in db.execute("select responses from snapshots order by version")] == [8, 12]
     fingerprints = [f for (f,) in db.execute("select fingerprint from snapshots order by version")]
     assert fingerprints[-1] == db.execute("select dataset_fingerprint from runs").fetchone()[0] != fingerprints[0]
-    report = runs.ranking(path)
+    report = api.ranking(path)
     assert all({r["candidate"] for r in g["ranking"]} == {f"M{i}" for i in range(6)} for g in report["groups"])
-    assert runs.status(path)["state"] == "finished"
+    assert api.status(path)["state"] == "finished"
 
 
 def test_bad_extensions_change_nothing(tmp_path):
     prompts, responses = write_dataset(tmp_path / "d", prompts=2, candidates=5, seed=1)
     base, added = _split(responses, tmp_path, new=("M4",))
     with FakeOpenAIServer(quality_behaviour) as server:
-        path, _ = runs.start(write_config(tmp_path, server.url, prompts=prompts, responses=base, max_calls=8))
+        path, _ = api.start(write_config(tmp_path, server.url, prompts=prompts, responses=base, max_calls=8))
     with pytest.raises(OrchestratorError, match="nothing new"):
-        runs.extend(path, responses=base)
+        api.extend(path, responses=base)
     changed = tmp_path / "changed.jsonl"
     rows = [json.loads(line) for line in base.read_text().splitlines()]
     rows[0]["text"] = "another text"
     changed.write_text("".join(json.dumps(r) + "\n" for r in rows) + added.read_text())
     with pytest.raises(OrchestratorError, match="extend adds, never replaces"):
-        runs.extend(path, responses=changed)
+        api.extend(path, responses=changed)
     orphan = tmp_path / "orphan.jsonl"
     orphan.write_text(json.dumps({"prompt_id": "p9", "candidate": "M9", "text": "x"}) + "\n")
     with pytest.raises(OrchestratorError, match="orphan.jsonl:1: prompt 'p9' is not in the run"):
-        runs.extend(path, responses=orphan)
+        api.extend(path, responses=orphan)
     db = sqlite3.connect(path)
     assert db.execute("select count(*) from responses").fetchone()[0] == 8
     assert db.execute("select status from runs").fetchone()[0] == "finished"
@@ -76,12 +76,12 @@ def test_a_reference_campaign_asks_only_the_newcomer(tmp_path):
         config = write_config(
             tmp_path, server.url, prompts=prompts, responses=base, max_calls=None, reference='template = "raee-pairwise-summary"'
         )
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
         asked = len(server.requests)
         assert asked == 9  # 3 candidates × 3 prompts against the reference
-        new, _ = runs.extend(path, responses=added)
+        new, _ = api.extend(path, responses=added)
         assert new == ["M3"] and len(server.requests) == asked + 3
         shown = [c for (c,) in sqlite3.connect(path).execute("select candidates from requests")]
     assert sum("M3" in c for c in shown) == 3
-    leaderboard = runs.ranking(path)
+    leaderboard = api.ranking(path)
     assert any("M3" in {r["candidate"] for r in g["ranking"]} for g in leaderboard["groups"])

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.poe import Posterior
 from orchestrator.poe.forecast import MAX_COMPARISONS_PER_PAIR, comparisons_to_settle
@@ -45,7 +45,7 @@ def test_a_pilot_stops_resumably_with_a_forecast_and_the_run_then_finishes(tmp_p
         err = capsys.readouterr().err
         path = tmp_path / "runs" / "test.sqlite"
         assert "pilot of 8 calls done" in err and f"orchestrator resume {path}" in err
-        status = runs.status(path)
+        status = api.status(path)
         assert status["state"] == "interrupted"
         forecast = status["forecast"]
         assert forecast["after_calls"] == 8
@@ -55,9 +55,9 @@ def test_a_pilot_stops_resumably_with_a_forecast_and_the_run_then_finishes(tmp_p
         assert "expected to stop by" in capsys.readouterr().out
         assert run_cli(["status", str(path), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["forecast"]["calls"] == forecast["calls"]
-        runs.resume(path)
-        actual = runs.status(path)["spent"]["calls"]
-    assert runs.status(path)["forecast"] is None  # a finished run has nothing left to forecast
+        api.resume(path)
+        actual = api.status(path)["spent"]["calls"]
+    assert api.status(path)["forecast"] is None  # a finished run has nothing left to forecast
     assert 0.25 <= forecast["calls"] / actual <= 4.0, (forecast, actual)
 
 
@@ -71,7 +71,7 @@ def test_pilot_with_dry_run_and_bad_pilot_are_refused(tmp_path, data, capsys):
 
 def test_dry_run_shows_an_expected_figure_below_the_worst_case(tmp_path, data):
     config = write_config(tmp_path, "http://127.0.0.1:9/v1", prompts=data[0], responses=data[1], max_calls=40)
-    estimate = runs.dry_run(runs.prepare(runs.load_config(config)))
+    estimate = api.dry_run(config)
     assert 0 < estimate["expected_tokens"] < estimate["max_tokens"]
     assert estimate["expected_tokens_per_request"] < estimate["worst_case_tokens_per_request"]
 
@@ -84,7 +84,7 @@ def test_a_pilot_never_pays_for_more_calls_than_it_names(tmp_path, data, capsys,
         assert f"pilot of {pilot} calls done" in capsys.readouterr().err
         # what the judge was asked (paid for), not only what the run file says
         assert len(server.requests) == pilot
-    assert runs.status(tmp_path / "runs" / "test.sqlite")["spent"]["calls"] == pilot
+    assert api.status(tmp_path / "runs" / "test.sqlite")["spent"]["calls"] == pilot
 
 
 def test_a_dry_run_refuses_a_run_name_that_exists_as_the_real_run_does(tmp_path, data, capsys):

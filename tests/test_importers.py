@@ -8,7 +8,7 @@ import pytest
 
 from conftest import write_jsonl
 from judgekit import quality_behaviour, run_cli, write_config
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.records.dataset import load_dataset
 
@@ -122,8 +122,8 @@ def test_csv_with_scores_runs_end_to_end(tmp_path):
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, prompts=out / "prompts.jsonl", responses=out / "responses.jsonl", max_calls=12)
         config.write_text(config.read_text().replace('truth = "coherence"', 'truth = "quality"'))
-        path, _ = runs.start(config)
-    assert min(g["spearman_vs_truth"] for g in runs.ranking(path)["groups"]) >= 0.8
+        path, _ = api.start(config)
+    assert min(g["spearman_vs_truth"] for g in api.ranking(path)["groups"]) >= 0.8
 
 
 @pytest.mark.parametrize(

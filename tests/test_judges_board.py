@@ -6,7 +6,7 @@ import json
 import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 
 
@@ -101,7 +101,7 @@ def test_judges_of_a_run_file(tmp_path, capsys):
     prompts, responses = write_dataset(tmp_path / "data", prompts=3, candidates=4, seed=2)
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, name="board", prompts=prompts, responses=responses, max_calls=12)
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     labels = [json.loads(line) for line in responses.read_text().splitlines()]
     human = _write(
         tmp_path / "people.jsonl",

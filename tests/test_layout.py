@@ -14,7 +14,6 @@ PURE = ("poe", "raee", "simplex")
 NOT_IN_PURE = (
     "orchestrator.judging",
     "orchestrator.run",
-    "orchestrator.runs",
     "orchestrator.store",
     "orchestrator.cli",
     "orchestrator.api",
@@ -108,7 +107,7 @@ def test_the_pure_math_imports_no_judging_engine_store_cli_or_plotting():
     assert {k: v for k, v in leaks.items() if v} == {}
 
 
-ABOVE = ("orchestrator.cli", "orchestrator.api", "orchestrator.runs", "orchestrator.report")
+ABOVE = ("orchestrator.cli", "orchestrator.api", "orchestrator.report")
 LAYERS_BELOW = {
     # a layer: what it may not import (everything above it); poe/, simplex/, raee/ are checked above
     "offline": ABOVE,
@@ -120,7 +119,7 @@ LAYERS_BELOW = {
 
 
 def test_every_layer_imports_only_the_layers_below_it():
-    """Issue #29 (docs/architecture.md): cli → api → runs → offline → run → judging → store → records.
+    """Issue #29 (docs/architecture.md): cli → api → offline → run → judging → store → records.
     ``records/`` (config, datasets, templates, the judgment and log records) is under both
     ``judging/`` and ``store/``; the store maps records to SQL and knows no judge."""
     leaks = {
@@ -129,6 +128,13 @@ def test_every_layer_imports_only_the_layers_below_it():
         if name.count(".") and name.split(".")[1] in LAYERS_BELOW
     }
     assert {k: v for k, v in leaks.items() if v} == {}
+
+
+def test_the_package_top_holds_only_the_rules_every_layer_shares():
+    """Issue #29: no loose modules beside the role folders — the top keeps the entry point and the
+    error, output, redaction, path and failpoint rules every layer imports."""
+    top = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__", "__main__", "errors", "failpoints", "outputs", "paths", "secrets"]
 
 
 def test_the_walker_reads_function_level_and_relative_imports_and_skips_type_only_ones():

@@ -154,7 +154,7 @@ def test_bad_control_input_is_one_line_and_exit_2(tmp_path, capsys, extra, messa
 def test_fit_raee_on_a_run_reads_the_texts_from_the_run(tmp_path, capsys):
     """A run file carries its answers (and the dataset anchor's texts): no --responses needed."""
     from judgekit import quality_behaviour, write_config, write_dataset
-    from orchestrator import runs
+    from orchestrator import api
     from orchestrator.judging.testserver import FakeOpenAIServer
 
     prompts, responses = write_dataset(tmp_path / "data", prompts=6, candidates=4, reference=0.5)
@@ -168,7 +168,7 @@ def test_fit_raee_on_a_run_reads_the_texts_from_the_run(tmp_path, capsys):
             max_calls=None,
             reference='template = "raee-pairwise-summary"\n',
         )
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     capsys.readouterr()
     assert run_cli(["fit", "raee", str(path), "--control", "length", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

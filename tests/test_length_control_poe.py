@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from scipy.stats import spearmanr
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.offline.simulate import simulate_length_comparisons
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
@@ -63,7 +63,7 @@ def test_a_global_run_with_length_control_shows_each_judges_length_effect(tmp_pa
         config = write_config(tmp_path, server.url, name="lc", prompts=prompts, responses=responses, scope="global", max_calls=30, extra="")
         text = config.read_text().replace("[model]\n", '[model]\ncontrol = ["length"]\n')
         config.write_text(text)
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     capsys.readouterr()
     assert run_cli(["rank", str(path), "--json"]) == 0
     (group,) = json.loads(capsys.readouterr().out)["groups"]
@@ -181,7 +181,7 @@ def test_a_panel_run_with_self_preference_control_shows_each_judges_effect(tmp_p
         )
         families = 'control = ["self"]\nfamilies = { "local-openai" = "x", "M0" = "x", "M1" = "x", "M2" = "y" }\n'
         config.write_text(config.read_text().replace("[model]\n", "[model]\n" + families))
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     capsys.readouterr()
     assert run_cli(["rank", str(path), "--json"]) == 0
     groups = json.loads(capsys.readouterr().out)["groups"]

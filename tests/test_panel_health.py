@@ -4,7 +4,7 @@ each judge's parsed answer (a real HTTP server on 127.0.0.1, real run files)."""
 import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 from orchestrator.run.health import JudgeHealth
 
@@ -50,15 +50,15 @@ def test_a_broken_judge_in_a_panel_is_stopped_and_the_others_go_on(world):
         max_calls=80,
         budget_extra='[stopping]\nrule = "budget"\n',
     )
-    path, reason = runs.start(config)
+    path, reason = api.start(config)
     broken = sum(1 for _, body in server.requests if body.get("model") == "judge-broken")
     good = sum(1 for _, body in server.requests if body.get("model") == "judge-good")
     assert broken <= 8 + 4 * 2  # stopped after 8 failures; at most the rounds in flight (batch 4, depth 2) follow
     assert good == 60  # every ordered pair of both prompts was still asked of the working judge
     assert "judge 'judge-broken-openai' stopped after 8 of its last 8 calls failed" in reason
     assert "unparsed" in reason and "poe-pairwise" in reason
-    assert runs.status(path)["state"] == "finished"
-    (judges,) = {tuple(j["judge"] for j in g["judges"]) for g in runs.ranking(path)["groups"]}
+    assert api.status(path)["state"] == "finished"
+    (judges,) = {tuple(j["judge"] for j in g["judges"]) for g in api.ranking(path)["groups"]}
     assert "judge-good-openai" in judges
 
 

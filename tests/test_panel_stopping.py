@@ -8,7 +8,7 @@ import torch
 from scipy.stats import norm
 
 from judgekit import quality_behaviour, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.poe import Observations, PoEConfig, fit_laplace, fit_with_reliability, indifference_stop, neighbour_status
 from orchestrator.poe.objective import NegLogPosterior
@@ -121,11 +121,11 @@ def tie_world(tmp_path):
 def test_the_default_config_stops_by_itself_on_ties_and_says_which_are_tied(tie_world):
     tmp_path, (prompts, responses), server = tie_world
     config = write_config(tmp_path, server.url, name="ties", prompts=prompts, responses=responses, max_calls=90)
-    path, reason = runs.start(config)
+    path, reason = api.start(config)
     spent = len(server.requests)
     assert reason.startswith("stopping rule:"), reason
     assert spent <= 60, f"{spent} of 90 calls"  # today: all 90
-    (group,) = runs.ranking(path)["groups"]
+    (group,) = api.ranking(path)["groups"]
     tied = {c for pair in group["ties"] for c in pair}
     assert tied and tied <= {f"M{c}" for c in range(6)}
     assert group["spearman_vs_truth"] >= 0.8
@@ -142,7 +142,7 @@ def test_stopping_can_be_switched_off_and_rank_stability_stops_too(tie_world):
     off = write_config(
         tmp_path, server.url, name="off", prompts=prompts, responses=responses, max_calls=40, budget_extra='[stopping]\nrule = "budget"\n'
     )
-    _, reason = runs.start(off)
+    _, reason = api.start(off)
     assert reason.startswith("budget: max_calls (40 of 40"), reason
     stable = write_config(
         tmp_path,
@@ -153,7 +153,7 @@ def test_stopping_can_be_switched_off_and_rank_stability_stops_too(tie_world):
         max_calls=90,
         budget_extra='[stopping]\nrule = "budget"\nstable_rounds = 3\n',
     )
-    _, reason = runs.start(stable)
+    _, reason = api.start(stable)
     assert reason == "stopping rule: the ranking has not changed for 3 rounds"
 
 

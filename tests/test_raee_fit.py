@@ -11,11 +11,12 @@ from scipy.stats import spearmanr
 
 from conftest import DATA
 from judgekit import reference_behaviour, run_cli, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.offline.fit_raee import fit_raee
+from orchestrator.offline.fit_raee import RaeeOptions, fit_raee
 from orchestrator.raee import ReferenceJudgments, icc3k, pooled_variance, raee_report
+from orchestrator.run.preparation import dry_run, prepare
 from orchestrator.store import SCHEMA_VERSION, open_run
 
 
@@ -52,7 +53,7 @@ def _reference_run(
         max_calls=max_calls,
         reference=reference_toml,
     )
-    return runs.start(config)
+    return api.start(config)
 
 
 def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_path, two_judges, capsys):
@@ -74,7 +75,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     # rounds go prompt by prompt (batch = 1 prompt): every round holds all candidates of one prompt
     assert [n for (n,) in db.execute("select n_requests from rounds order by round")] == [36] * 4
 
-    report = fit_raee(path, soft=True)
+    report = fit_raee(path, RaeeOptions(soft=True))
     by = {(r.judge, r.candidate): r for r in report.rows}
     assert report.population == 4 and {r.n for r in report.rows if r.judge != "pooled"} == {4}
     precise = [by[("local-openai", f"M{c}")].elo for c in range(6)]
@@ -113,12 +114,12 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     assert failed["rows"] and failed["plots"] == [] and "cannot create" in failed["plot_error"]
     log = tmp_path / "export.jsonl"
     assert run_cli(["export", str(path), "--format", "jsonl", "--out", str(log)]) == 0
-    from_log = fit_raee(log, log=True, soft=True, population=4)
+    from_log = fit_raee(log, RaeeOptions(soft=True, population=4), log=True)
     assert [(r.judge, r.candidate, round(r.p_bar, 12)) for r in from_log.rows] == [
         (r["judge"], r["candidate"], round(r["p_bar"], 12)) for r in data["rows"]
     ]
     # the run's ranking and status use RAEE for a reference campaign
-    ranking = runs.ranking(path)
+    ranking = api.ranking(path)
     order = [r["candidate"] for r in ranking["groups"][0]["ranking"]]
     assert set(order[:3]) == {"M3", "M4", "M5"} and set(order[-2:]) == {"M0", "M1"}  # hard outcomes saturate
     # every prompt judged: the win rate is the plain mean over prompts (the official AlpacaEval
@@ -127,7 +128,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
         rates = [r.p_hat for r in hard.rows if r.candidate == row["candidate"] and r.judge != "pooled"]
         assert row["win_rate"] == pytest.approx(100 * np.mean(rates), abs=1e-3)
         assert row["win_rate_low"] == row["win_rate"] == row["win_rate_high"] and row["prompts"] == 4
-    assert runs.status(path)["mean_entropy"] is None
+    assert api.status(path)["mean_entropy"] is None
 
 
 def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_judges, capsys):
@@ -153,7 +154,7 @@ def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, tw
     assert per["M1"] < sum(crowd) / 3 and per["M1"] < max(crowd)
     assert min(per.values()) > 3
     assert sum(per.values()) == 40
-    ranking = runs.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path)["groups"][0]["ranking"]
     for row in ranking:  # a budget cut: intervals around every win rate, the prompts each got
         assert row["win_rate_low"] < row["win_rate"] < row["win_rate_high"] or row["win_rate"] in (0.0, 100.0)
         assert row["prompts"] == per[row["candidate"]]
@@ -161,7 +162,7 @@ def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, tw
     table = capsys.readouterr().out
     assert f"{ranking[0]['win_rate']:.1f} ({ranking[0]['win_rate_low']:.1f}–{ranking[0]['win_rate_high']:.1f})" in table
     assert "win rate: against the anchor on this prompt pool" in table
-    report = fit_raee(path, soft=True)
+    report = fit_raee(path, RaeeOptions(soft=True))
     assert report.population == 16
     assert all(r.se_p_fpc < r.se_p_raw for r in report.rows if r.judge != "pooled")
 
@@ -189,11 +190,11 @@ def test_fit_raee_bad_input_is_a_clear_message(tmp_path, two_judges, capsys):
     # a PoE run (pairwise judgments only): no reference judgments
     data = write_dataset(tmp_path / "d", prompts=2, candidates=4)
     config = write_config(tmp_path, two_judges.url, name="poe", prompts=data[0], responses=data[1], max_calls=6)
-    path, _ = runs.start(config)
+    path, _ = api.start(config)
     assert run_cli(["fit", "raee", str(path)]) == 2
     assert "no reference-anchored judgments" in capsys.readouterr().err
     log = tmp_path / "poe.jsonl"
-    runs.export(path, "jsonl", log)
+    api.export(path, out=log, fmt="jsonl")
     assert run_cli(["fit", "raee", "--log", str(log)]) == 2
     assert "no reference-anchored judgments" in capsys.readouterr().err
     assert run_cli(["fit", "raee"]) == 2
@@ -325,7 +326,7 @@ def test_anchor_diagnostics_mid_region_and_anchor_swap():
 def test_a_version_1_run_file_is_migrated_when_opened_for_writing(tmp_path, two_judges):
     data = write_dataset(tmp_path / "d", prompts=2, candidates=3)
     config = write_config(tmp_path, two_judges.url, name="old", prompts=data[0], responses=data[1], max_calls=4)
-    path, _ = runs.start(config)
+    path, _ = api.start(config)
     db = sqlite3.connect(path)
     for table in ("requests", "judgments"):
         db.execute(f"alter table {table} drop column repeat")
@@ -333,7 +334,7 @@ def test_a_version_1_run_file_is_migrated_when_opened_for_writing(tmp_path, two_
     db.execute("pragma user_version = 1")
     db.commit()
     db.close()
-    assert len(list(runs.ranking(path)["groups"])) == 2  # read-only use of a version-1 file works
+    assert len(list(api.ranking(path)["groups"])) == 2  # read-only use of a version-1 file works
     with open_run(path) as store:
         assert {r.repeat for r in store.judgments()} == {0}
     db = sqlite3.connect(path)
@@ -386,22 +387,23 @@ def test_both_orders_cancels_a_position_bias(tmp_path, monkeypatch):
     shown = [json.loads(c) for (c,) in db.execute("select candidates from judgments")]
     assert len(shown) == 3 * 5 * 2
     assert sum(c[0] == "reference" for c in shown) == sum(c[1] == "reference" for c in shown) == 15
-    biased = {r.candidate: r for r in fit_raee(one, soft=True).rows}
-    fair = {r.candidate: r for r in fit_raee(both, soft=True).rows}
+    biased = {r.candidate: r for r in fit_raee(one, RaeeOptions(soft=True)).rows}
+    fair = {r.candidate: r for r in fit_raee(both, RaeeOptions(soft=True)).rows}
     assert all(biased[c].p_hat < 0.5 for c in ("M2", "M3", "M4"))  # even the better ones lose to the anchor
     # the middle candidate equals the anchor: both orders bring it back to ½; order preserved
     assert fair["M2"].p_hat == pytest.approx(0.5, abs=1e-3)
     assert fair["M0"].p_hat + fair["M4"].p_hat == pytest.approx(1.0, abs=1e-3)
     assert [fair[f"M{k}"].elo for k in range(5)] == sorted(fair[f"M{k}"].elo for k in range(5))
-    (screen,) = fit_raee(both, soft=True).judges
+    (screen,) = fit_raee(both, RaeeOptions(soft=True)).judges
     assert screen.runs == 2 and screen.icc is not None  # runs = (anchor first, anchor second)
     # the export names the anchor whichever side it was shown on, and fits to the same numbers
     log = tmp_path / "both.jsonl"
-    runs.export(both, "jsonl", log)
+    api.export(both, out=log, fmt="jsonl")
     assert {json.loads(line)["reference"] for line in log.open()} == {"reference"}
-    from_log = {r.candidate: r.p_bar for r in fit_raee(log, log=True, soft=True).rows}
+    from_log = {r.candidate: r.p_bar for r in fit_raee(log, RaeeOptions(soft=True), log=True).rows}
     assert from_log == pytest.approx({c: r.p_bar for c, r in fair.items()})
-    assert runs.dry_run(runs.prepare(runs.load_config(tmp_path / "both.toml")))["possible_requests"] == 30
+    # the run exists (api.dry_run would refuse its name): what it could ask, from the checked config
+    assert dry_run(prepare(api.load_config(tmp_path / "both.toml")))["possible_requests"] == 30
 
 
 def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_judges):
@@ -409,9 +411,9 @@ def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_jud
     path, _ = _reference_run(
         tmp_path, two_judges, prompts=2, candidates=6, reference=0.5, judges='["local-openai"]', reference_toml="soft = true"
     )
-    report = fit_raee(path, soft=True)
+    report = fit_raee(path, RaeeOptions(soft=True))
     assert all(r.se_p_fpc == 0.0 and r.se_elo_raw > 0 for r in report.rows)
-    ranking = runs.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path)["groups"][0]["ranking"]
     assert all(r["sd"] > 0 for r in ranking)
     assert any(r["rank_high"] - r["rank_low"] >= 2 for r in ranking)  # two prompts cannot order six candidates
     # soft outcomes: the ranking's SE is the spread one (delta method), not the Beta one

@@ -48,8 +48,18 @@ EMBEDDED = (
 PAGES = ("README.md",) + tuple(
     f"docs/{page}.md" for page in ("configuration", "campaigns", "cost", "replay", "judges", "scaling", "raee", "simplex")
 )
-"""The README and the docs pages its reference moved to (issue #29), in this order: a page's commands
-may read files an earlier one wrote. docs/own-data.md runs in tests/test_own_data_guide.py."""
+"""The README and the docs pages its reference moved to (issue #29). Every command runs on its own in
+a fresh copy of the prepared folder (the run files and exports the pages inspect are made there
+first), so no command depends on another's files or on the order the workers take them in.
+docs/own-data.md runs in tests/test_own_data_guide.py."""
+
+
+MADE_BY = {
+    "runs/judgments.sqlite": "orchestrator cache import runs/summeval-qwen.sqlite --cache runs/judgments.sqlite",
+    "sim/log.jsonl": "orchestrator simulate --out-log sim/log.jsonl",
+}
+"""Files a page's command reads that another command on the page writes: the writer runs first in
+the reading command's own folder (the writer is a command of the pages, checked below)."""
 
 
 def readme_commands() -> list[str]:
@@ -146,7 +156,8 @@ def synthetic_logs(workdir: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
+def prepared(tmp_path_factory):
+    """The examples with the run files and exports the pages read, made once per worker."""
     work = tmp_path_factory.mktemp("readme")
     shutil.copytree(ROOT / "examples", work / "examples")
     pairwise, reference = synthetic_logs(work)
@@ -166,11 +177,18 @@ def workdir(tmp_path_factory):
         assert done.returncode == 0, done.stderr
     assert shell("orchestrator export runs/summeval-qwen.sqlite --format jsonl --out qwen-export.jsonl", work).returncode == 0
     assert shell("orchestrator export runs/summeval-raee.sqlite --format jsonl --out judgments.jsonl", work).returncode == 0
+    return work
+
+
+@pytest.fixture
+def workdir(prepared, tmp_path):
+    """A fresh copy of the prepared folder for one command, with ``../shared`` beside it when this
+    machine has it (a clone's layout)."""
+    work = tmp_path / "work"
+    shutil.copytree(prepared, work, symlinks=True)
     if SHARED.exists():
-        (work.parent / "shared").mkdir(exist_ok=True)
-        link = work.parent / "shared" / "data"
-        if not link.exists():
-            link.symlink_to(SHARED.parent, target_is_directory=True)
+        (tmp_path / "shared").mkdir()
+        (tmp_path / "shared" / "data").symlink_to(SHARED.parent, target_is_directory=True)
     return work
 
 
@@ -209,12 +227,16 @@ def test_every_readme_command_runs_as_written(workdir, command):
         )
     if "qwen-coherence.jsonl" in command and not (workdir / "qwen-coherence.jsonl").exists():
         pytest.skip("reads the log of the `record --judge qwen1.5b` command above, which is skipped")
+    for made, writer in MADE_BY.items():
+        if made in command and not command.startswith(writer):
+            (source,) = [c for c in COMMANDS if c.startswith(writer)]
+            assert shell(runnable(source), workdir).returncode == 0, source
     cwd = workdir
-    if any(e in command for e in EMBEDDED) and "--from-log" not in command:
-        # a live run with the embedded judge, in a fresh copy (the shared folder holds the logged runs)
-        cwd = workdir / "live"
-        if not cwd.exists():
-            shutil.copytree(workdir / "examples", cwd / "examples")
+    if command.startswith("orchestrator run ") and any(e in command for e in EMBEDDED) and "--from-log" not in command:
+        # a live run with the embedded judge: the examples alone (the prepared folder holds the logged runs
+        # of these configs; `extend` grows the logged one with the embedded judge)
+        cwd = workdir.parent / "live"
+        shutil.copytree(workdir / "examples", cwd / "examples")
     done = shell(command, cwd)
     assert done.returncode == 0, f"{command}\nstdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-2000:]}"
     assert "Traceback" not in done.stderr and "n/a" not in done.stdout.split("\n")[0]

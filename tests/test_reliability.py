@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from judgekit import campaign_summary, committed_judgments, crash_campaign, quality_behaviour, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FAULT_KINDS, FakeOpenAIServer, FaultPlan
 
 MIXED = {kind: 0.02 for kind in FAULT_KINDS}  # 20% of requests get a fault, every kind
@@ -40,7 +40,7 @@ def test_fault_campaign_every_request_ends_nothing_lost_nothing_paid_twice(tmp_p
             budget_extra="max_usd = 0.5\n",
             extra="max_attempts = 8",
         )
-        path, reason = runs.start(config)
+        path, reason = api.start(config)
         summary = campaign_summary(path, server)
     print(json.dumps({k: v if not isinstance(v, list) else len(v) for k, v in summary.items()}, indent=1))
     assert reason.startswith("budget: max_calls (160 of 160")
@@ -56,14 +56,14 @@ def test_fault_campaign_every_request_ends_nothing_lost_nothing_paid_twice(tmp_p
     db = sqlite3.connect(path)
     assert db.execute("select count(*) from judgments where method = 'verdict'").fetchone()[0] >= 1
     # budget never exceeded
-    status = runs.status(path)
+    status = api.status(path)
     assert status["spent"]["calls"] <= 160 and status["spent"]["usd"] <= 0.5
     # the posterior of the run equals the one rebuilt from its exported log
     log = tmp_path / "faults.jsonl"
-    runs.export(path, "jsonl", log)
+    api.export(path, out=log, fmt="jsonl")
     from orchestrator.offline.replay import replay_files
 
-    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in runs.ranking(path)["groups"]}
+    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path)["groups"]}
     assert replay_files(log, data[1], "coherence", "reorder").to_json()["rankings"] == ranking
 
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import BatchFaults, FakeOpenAIServer
 
 BATCH = {"batch": True, "batch_poll_s": 0.02, "batch_poll_max_s": 0.1}
@@ -41,8 +41,8 @@ def _judgments(path):
 def test_a_batch_whose_create_answer_was_lost_is_found_behind_any_number_of_newer_batches(tmp_path, judges, data, foreign):
     faults = BatchFaults(lost_creates=1, foreign_after_lost_create=foreign)
     with FakeOpenAIServer(quality_behaviour, batch_faults=faults) as server:
-        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
-        batched, reason = runs.start(_config(tmp_path, server, data, "batched", "batch-openai"))
+        live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
+        batched, reason = api.start(_config(tmp_path, server, data, "batched", "batch-openai"))
         ours = [b for b in server.batch.batches.values() if not b["id"].startswith("batch_other")]
         assert len(server.batch.batches) - len(ours) == foreign
         assert set(server.batch.lines.values()) == {1}  # every request submitted once: found, never created again
@@ -54,13 +54,13 @@ def test_a_batch_whose_create_answer_was_lost_is_found_behind_any_number_of_newe
 def test_a_damaged_output_line_commits_every_other_answer_and_asks_only_its_own_again(tmp_path, judges, data, damaged):
     faults = BatchFaults(malformed_lines=damaged)
     with FakeOpenAIServer(quality_behaviour, batch_faults=faults) as server:
-        live, _ = runs.start(_config(tmp_path, server, data, "live", "live-openai"))
-        batched, reason = runs.start(_config(tmp_path, server, data, "batched", "batch-openai"))
+        live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
+        batched, reason = api.start(_config(tmp_path, server, data, "batched", "batch-openai"))
         lines = server.batch.lines
     assert reason.startswith("budget: max_calls")
     assert sorted(lines.values()).count(2) == damaged and max(lines.values()) == 2  # only the damaged ones again
     assert _judgments(batched) == _judgments(live)
-    assert runs.status(batched)["failures"] == {}
+    assert api.status(batched)["failures"] == {}
 
 
 def test_keys_of_deployments_and_keys_quoted_in_batch_errors_are_never_stored(tmp_path, data, monkeypatch):
@@ -87,11 +87,11 @@ def test_keys_of_deployments_and_keys_quoted_in_batch_errors_are_never_stored(tm
         write_judge(folder, "batch-openai", model="openai/local", api_key_env="BATCH_ACCESS", **BATCH)
         monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(folder))
         cache = tmp_path / "cache.sqlite"
-        pooled, _ = runs.start(
+        pooled, _ = api.start(
             write_config(tmp_path, None, name="pooled", judges='["pool-openai"]', prompts=data[0], responses=data[1], max_calls=8),
             cache=cache,
         )
-        batched, _ = runs.start(_config(tmp_path, batch_server, data, "batched", "batch-openai", max_calls=8), cache=cache)
+        batched, _ = api.start(_config(tmp_path, batch_server, data, "batched", "batch-openai", max_calls=8), cache=cache)
     assert echoing["n"] >= 8
     for path in (pooled, batched, cache):
         blob = b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 
 PRICED = {"price_input_per_mtok": 1000.0, "price_output_per_mtok": 1000.0}
@@ -65,7 +65,7 @@ def test_a_pilot_never_pays_for_more_calls_than_asked(tmp_path, server, monkeypa
         return
     assert run_cli(["run", str(config), "--pilot", str(pilot), "--no-report"]) == 0
     assert 0 < len(server.requests) <= pilot
-    status = runs.status(tmp_path / "runs" / "test.sqlite")
+    status = api.status(tmp_path / "runs" / "test.sqlite")
     assert status["spent"]["calls"] <= pilot and status["state"] == "interrupted"
 
 
@@ -74,7 +74,7 @@ def _spent_run(tmp_path, server, monkeypatch, max_usd):
     prompts, responses = write_dataset(tmp_path / "d", prompts=2, candidates=5, seed=4)
     base, added = _split(responses, tmp_path)
     config = write_config(tmp_path, server.url, prompts=prompts, responses=base, max_calls=None, budget_extra=f"max_usd = {max_usd}")
-    path, reason = runs.start(config, cache=False)
+    path, reason = api.start(config, cache=False)
     assert reason.startswith("budget: max_usd"), reason
     return path, added
 
@@ -111,7 +111,7 @@ def test_extend_on_a_spent_budget_names_the_limit_and_the_option_and_writes_noth
 def test_an_extension_that_made_no_judgment_is_an_error_not_finished(tmp_path, server, monkeypatch, capsys):
     path, added = _spent_run(tmp_path, server, monkeypatch, max_usd=0.5)
     sent = len(server.requests)
-    spent = runs.status(path)["spent"]["usd"]
+    spent = api.status(path)["spent"]["usd"]
     assert spent < 0.5  # the rest is smaller than one request's reservation
     # the newcomer's answers are long: a raise that covers a typical request of the run does not
     # cover one of the newcomer's, so the run goes on, asks nothing, and must say so
@@ -122,4 +122,4 @@ def test_an_extension_that_made_no_judgment_is_an_error_not_finished(tmp_path, s
     err = capsys.readouterr().err
     assert code == 2 and "no judgment was made" in err and "--add-usd" in err, err
     assert len(server.requests) == sent
-    assert runs.status(path)["state"] != "failed"  # nothing lost: a later extend/resume goes on
+    assert api.status(path)["state"] != "failed"  # nothing lost: a later extend/resume goes on

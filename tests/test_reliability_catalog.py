@@ -28,7 +28,7 @@ from typing import Callable
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 
 pytestmark = pytest.mark.slow
@@ -210,11 +210,11 @@ def world(tmp_path_factory):
     os.environ.update(env)
     undo: Callable[[], None] = lambda: None  # noqa: E731
     try:
-        base, _ = runs.start(config("base", max_calls=24))
-        other, _ = runs.start(config("other", max_calls=8))
+        base, _ = api.start(config("base", max_calls=24))
+        other, _ = api.start(config("other", max_calls=8))
         w["run"], w["other"] = base, other
         w["log"] = root / "base.jsonl"
-        runs.export(base, "jsonl", w["log"])
+        api.export(base, out=w["log"], fmt="jsonl")
         w["ro"], undo = _readonly_storage(base)
         yield w
     finally:

@@ -119,9 +119,9 @@ def _spent_run(name: str):
 
     def setup(w):
         config = w["config"](name, max_calls=None, judges='["priced-openai"]', budget_extra="max_usd = 0.004")
-        from orchestrator import runs
+        from orchestrator import api
 
-        runs.start(config, cache=False)
+        api.start(config, cache=False)
         (w["root"] / f"{name}-new.jsonl").write_text(
             "".join(
                 json.dumps({"prompt_id": f"p{k}", "candidate": "NEW", "text": f"New summary {k} <<q=0.5>>", "human": {"coherence": 1}})
@@ -151,9 +151,9 @@ def _run_state(name: str, state: str, *, new_candidate: str | None = None):
 def _no_identities(name: str):
     def setup(w):
         config = w["config"](name, max_calls=4)
-        from orchestrator import runs
+        from orchestrator import api
 
-        path, _ = runs.start(config, cache=False)
+        path, _ = api.start(config, cache=False)
         db = sqlite3.connect(path)
         db.execute("drop table judge_identities")
         db.commit()
@@ -165,9 +165,9 @@ def _no_identities(name: str):
 def _damaged_cache(name: str):
     def setup(w):
         path = w["root"] / name
-        from orchestrator import runs
+        from orchestrator import api
 
-        runs.start(w["config"](name.replace(".", "-"), max_calls=4), cache=path)
+        api.start(w["config"](name.replace(".", "-"), max_calls=4), cache=path)
         page = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
         with path.open("r+b") as fh:
             fh.seek(page)
@@ -216,9 +216,9 @@ def _breakers_data(folder: str):
             config.read_text().replace(str(w["prompts"]), str(d / "prompts.jsonl")).replace(str(w["responses"]), str(d / "responses.jsonl"))
         )
         config.write_text(text)
-        from orchestrator import runs
+        from orchestrator import api
 
-        runs.start(config, cache=False)
+        api.start(config, cache=False)
 
     return setup
 

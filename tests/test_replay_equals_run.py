@@ -9,7 +9,7 @@ import random
 import pytest
 
 from judgekit import QUALITY, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 from orchestrator.offline.replay import replay_files
 
@@ -49,9 +49,9 @@ def run_and_export(world, name: str, **settings):
     """A live run of ``settings`` against the world's server, exported: ``(run file, log, config)``."""
     root, (prompts, responses), server = world
     config = write_config(root, server.url, name=name, prompts=prompts, responses=responses, batch=3, **settings)
-    path, _ = runs.start(config)
+    path, _ = api.start(config)
     log = root / f"{name}.jsonl"
-    runs.export(path, "jsonl", log)
+    api.export(path, out=log, fmt="jsonl")
     return path, log, config
 
 
@@ -68,7 +68,7 @@ def test_replaying_an_export_reproduces_the_run(world, scope, debias, warm, judg
     path, log, _ = run_and_export(
         world, name, scope=scope, debias=debias, warm_start=warm, judges=JUDGES[judges], strategy=strategy, max_calls=60
     )
-    board = runs.ranking(path)
+    board = api.ranking(path)
     run_rankings = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"] if g["comparisons"] > 0}
     assert run_rankings  # something was compared
     report = replay_files(log, responses, "coherence", strategy, scope=scope, debias=debias, with_absolute=warm)
@@ -103,7 +103,7 @@ def test_the_engine_rerun_on_its_own_export_asks_the_same_and_ranks_the_same(wor
         return sorted(db.execute("select round, judge, prompt_id, candidates, status from judgments"))
 
     assert asked(rerun) == asked(path)
-    ranked = lambda p: {g["group"]: [r["candidate"] for r in g["ranking"]] for g in runs.ranking(p)["groups"]}  # noqa: E731
+    ranked = lambda p: {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(p)["groups"]}  # noqa: E731
     assert ranked(rerun) == ranked(path)
 
 
@@ -130,7 +130,7 @@ def test_replay_with_the_runs_seed_and_budget_asks_what_the_run_asked(world, sco
     )
     (group,) = report.groups
     assert [k for k, _, _ in group.curve] == ([] if warm else [0]) + cumulative
-    run_ranking = [r["candidate"] for r in runs.ranking(path)["groups"][0]["ranking"]]
+    run_ranking = [r["candidate"] for r in api.ranking(path)["groups"][0]["ranking"]]
     assert report.to_json()["rankings"][group.key] == run_ranking
 
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.report import collect, summary_text, write_report
 
@@ -22,7 +22,7 @@ def finished_run(tmp_path_factory):
     prompts, responses = write_dataset(tmp / "data", prompts=2, candidates=6, spread=0.0, base=[0.9, 0.75, 0.6, 0.45, 0.3, 0.15])
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp, server.url, name="reported", prompts=prompts, responses=responses, max_calls=40)
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     return tmp, path
 
 
@@ -125,7 +125,7 @@ def test_a_reference_campaign_report_carries_the_raee_section(tmp_path):
             max_calls=None,
             reference='template = "raee-pairwise-summary"\n',
         )
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     html = write_report(path, tmp_path / "ref.html").read_text()  # type: ignore[union-attr]
     assert "RAEE: reference-anchored Elo" in html and "judge screen" in html and "SE Elo" in html
     assert html.count('<details class="judgment"') == sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0]
@@ -149,7 +149,7 @@ def test_a_candidate_with_one_answer_for_every_prompt_is_flagged_in_rank_and_the
             max_calls=None,
             reference='template = "raee-pairwise-summary"\n',
         )
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     capsys.readouterr()
     assert run_cli(["rank", str(path), "--json"]) == 0
     flags = json.loads(capsys.readouterr().out)["flags"]
@@ -177,7 +177,7 @@ def test_hostile_names_and_texts_are_shown_as_text_never_run(tmp_path):
     )
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, name="hostile", prompts=prompts, responses=responses, max_calls=12)
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     out = write_report(path, tmp_path / "hostile.html")
     problems: list[str] = []
     with sync_api.sync_playwright() as p:
@@ -226,7 +226,7 @@ def test_texts_built_to_break_html_parsing_leave_the_page_working(tmp_path):
     )
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, name="breakers", prompts=prompts, responses=responses, max_calls=12)
-        path, _ = runs.start(config)
+        path, _ = api.start(config)
     out = write_report(path, tmp_path / "breakers.html")
     n_judgments = sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0]
     problems: list[str] = []

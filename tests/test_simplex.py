@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 
 from conftest import ROOT
 from judgekit import likert_behaviour, run_cli, write_config, write_dataset, write_judge
-from orchestrator import runs
+from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.simplex import (
@@ -295,8 +295,8 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
             judges='["local-openai", "lenient-openai"]',
             absolute="",
         )
-        assert runs.dry_run(runs.prepare(runs.load_config(config)))["possible_requests"] == 2 * 12 * 5
-        path, reason = runs.start(config)
+        assert api.dry_run(config)["possible_requests"] == 2 * 12 * 5
+        path, reason = api.start(config)
         assert reason == "every candidate has been judged on every prompt"
         assert set(server.key_counts().values()) == {1}
     db = sqlite3.connect(path)
@@ -304,16 +304,16 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     assert len(rows) == 120 and {k for _, k, _ in rows} == {"absolute"}
     assert all(set(json.loads(p)[0]) == {"1", "2", "3", "4", "5"} for *_, p in rows)
     assert [n for (n,) in db.execute("select n_requests from rounds order by round")] == [30] * 4  # 3 prompts a round
-    ranking = runs.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path)["groups"][0]["ranking"]
     assert [r["candidate"] for r in ranking] == ["M4", "M3", "M2", "M1", "M0"]
-    assert runs.status(path)["mean_entropy"] is None
+    assert api.status(path)["mean_entropy"] is None
     # fit simplex on the run, and on its export
     assert run_cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [c["candidate"] for c in report["candidates"]] == ["M4", "M3", "M2", "M1", "M0"]
     assert report["spearman_vs_truth"] == pytest.approx(1.0)  # the run's data.truth is used
     log = tmp_path / "abs.jsonl"
-    runs.export(path, "jsonl", log)
+    api.export(path, out=log, fmt="jsonl")
     from orchestrator.offline.fit_simplex import load_absolute_judgments
 
     from_run, _ = load_absolute_judgments(path, log=False)

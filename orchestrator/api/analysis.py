@@ -122,25 +122,22 @@ def fit_raee(
 ):
     """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
     ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags."""
+    from ..offline.fit_raee import RaeeOptions
     from ..offline.fit_raee import fit_raee as fit
 
     source, is_log = _source(run, log)
-    if population is not None and population < 1:
-        raise OrchestratorError(f"--population must be at least 1 (got {population})")
-    return fit(
-        source,
-        log=is_log,
+    options = RaeeOptions(
         soft=soft,
-        judges=judge or None,
+        judges=tuple(judge or ()),
         level=level,
         population=population,
         icc_threshold=icc_threshold,
         abstain_sd=abstain_sd,
         pool_all=pool_all,
-        control=control,
-        responses=responses,
+        control=tuple(control or ()),
         flag_shift=flag_shift,
     )
+    return fit(source, options, log=is_log, responses=responses)
 
 
 def fit_simplex(

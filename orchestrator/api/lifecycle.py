@@ -41,9 +41,9 @@ def start(
         OrchestratorError: a problem with the config, data, judges or budget (nothing is written).
         RunFailed: no judgment succeeded; the run file is kept and marked ``failed``.
     """
-    from .. import runs
+    from ..run.service import start as start_run
 
-    return runs.start(load_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
+    return start_run(load_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
 
 
 def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:
@@ -52,14 +52,14 @@ def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smo
     refused too). ``smoke``: also send one real
         request per judge and template (``orchestrator run --dry-run`` does, unless ``--offline``) and
         return what each answered under ``"smoke"``."""
-    from .. import runs
+    from ..run import preparation
 
     cfg = load_config(config, runs_dir)
-    runs.check_new_run(cfg)
-    prepared = runs.prepare(cfg)
-    estimate = runs.dry_run(prepared)
+    preparation.check_new_run(cfg)
+    prepared = preparation.prepare(cfg)
+    estimate = preparation.dry_run(prepared)
     if smoke:
-        estimate["smoke"] = runs.smoke(prepared)
+        estimate["smoke"] = preparation.smoke(prepared)
     return estimate
 
 
@@ -73,9 +73,9 @@ def resume(
 ) -> str | None:
     """Continue an interrupted (or failed) run; the stop reason, or None when it had finished
     (``cache`` as in :func:`start`)."""
-    from .. import runs
+    from ..run.service import resume as resume_run
 
-    return runs.resume(run, progress=progress, judges=judges, api_base=api_base, cache=cache)
+    return resume_run(run, progress=progress, judges=judges, api_base=api_base, cache=cache)
 
 
 def extend(
@@ -93,9 +93,9 @@ def extend(
     """Add candidates (``responses``) or prompts to a run and go on, paying only for comparisons
     that involve the new candidates; ``(new candidates, stop reason)``. ``add_*`` raise the budget's
     limits; a spent limit that is not raised, or an extension that made no judgment, is an error."""
-    from .. import runs
+    from ..run.extension import extend as extend_run
 
-    return runs.extend(
+    return extend_run(
         run,
         responses=responses,
         prompts=prompts,
@@ -145,6 +145,6 @@ def summary(run: str | Path) -> tuple[str, Any]:
 def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False) -> int:
     """Write the run's judgments (``jsonl``: the judgment log ``replay`` reads; ``csv``; ``parquet``)
     to ``out`` (``-`` = standard output); the number of judgments written."""
-    from .. import runs
+    from ..offline.export import export as export_log
 
-    return runs.export(run, fmt, out, include_failed=include_failed)
+    return export_log(run, fmt, out, include_failed=include_failed)

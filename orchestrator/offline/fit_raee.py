@@ -7,6 +7,7 @@ fit, format a table, draw plots.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ from ..run.planners import reference_items
 from ..store import RunStore, open_run
 from .plotting import pyplot, save
 
-__all__ = ["load_reference_judgments", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
+__all__ = ["load_reference_judgments", "RaeeOptions", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
 
 
 def _from_store(path: Path, store: RunStore | None = None) -> tuple[ReferenceJudgments, dict]:
@@ -77,21 +78,48 @@ def load_reference_judgments(source: str | Path, *, log: bool, store: RunStore |
     return _from_store(path, store)
 
 
+@dataclass(frozen=True)
+class RaeeOptions:
+    """A RAEE fit's options (``orchestrator fit raee``'s flags; ``api.fit_raee`` builds it once)."""
+
+    soft: bool = False
+    """Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."""
+    judges: tuple[str, ...] = ()
+    """Only these judges (empty: all)."""
+    level: float = 0.95
+    population: int | None = None
+    """Prompt pool size M for the finite-population correction (None: a run's own, a log's none)."""
+    icc_threshold: float = 0.9
+    abstain_sd: float | None = None
+    pool_all: bool = False
+    control: tuple[str, ...] = ()
+    """``("length",)``: AlpacaEval's length-controlled win rates (needs the answers' texts)."""
+    flag_shift: float | None = None
+
+    def check(self, *, log: bool, responses: str | Path | None) -> None:
+        """Raises :class:`OrchestratorError` (one line naming the flag) on a bad option."""
+        from .length_control import CONTROLS
+
+        unknown = sorted(set(self.control) - set(CONTROLS))
+        if unknown:
+            raise OrchestratorError(f"--control {unknown[0]}: not a control this fit knows (known: {', '.join(CONTROLS)})")
+        if self.control and responses is None and log:
+            raise OrchestratorError("--control length needs --responses FILE.jsonl (the answers' texts, the anchor's included)")
+        if self.flag_shift is not None and not self.flag_shift > 0:
+            raise OrchestratorError(f"--flag-shift must be positive (got {self.flag_shift:g})")
+        if self.population is not None and self.population < 1:
+            raise OrchestratorError(f"--population must be at least 1 (got {self.population})")
+        if not 0 < self.level < 1:
+            raise OrchestratorError(f"--level must be in (0, 1), got {self.level}")
+
+
 def fit_raee(
     source: str | Path,
+    options: RaeeOptions = RaeeOptions(),
     *,
     log: bool = False,
-    soft: bool = False,
-    judges: list[str] | None = None,
-    level: float = 0.95,
-    population: int | None = None,
-    icc_threshold: float = 0.9,
-    abstain_sd: float | None = None,
-    pool_all: bool = False,
-    loaded: tuple[ReferenceJudgments, dict] | None = None,
-    control: list[str] | None = None,
     responses: str | Path | None = None,
-    flag_shift: float | None = None,
+    loaded: tuple[ReferenceJudgments, dict] | None = None,
     read_texts: bool = True,
 ) -> RaeeReport:
     """RAEE report of a run file or log (see :func:`orchestrator.raee.report.raee_report`).
@@ -100,19 +128,13 @@ def fit_raee(
     budget stopped the campaign early); a log has no population unless one is given. ``loaded``:
     what :func:`load_reference_judgments` returned for ``source`` when the caller has it already.
     The answers' texts (``responses``; a run's own dataset by default) add the flags of degenerate
-    candidates, and with ``control=["length"]`` length-controlled win rates
+    candidates, and with ``options.control`` length-controlled win rates
     (:func:`orchestrator.offline.length_control.apply_controls`); ``read_texts=False`` skips a
     run's texts when neither is asked (``rank`` flags candidates itself).
     """
-    from .length_control import CONTROLS, FLAG_SHIFT, apply_controls, response_texts, run_texts
+    from .length_control import FLAG_SHIFT, apply_controls, response_texts, run_texts
 
-    unknown = sorted(set(control or []) - set(CONTROLS))
-    if unknown:
-        raise OrchestratorError(f"--control {unknown[0]}: not a control this fit knows (known: {', '.join(CONTROLS)})")
-    if control and responses is None and log:
-        raise OrchestratorError("--control length needs --responses FILE.jsonl (the answers' texts, the anchor's included)")
-    if flag_shift is not None and not flag_shift > 0:
-        raise OrchestratorError(f"--flag-shift must be positive (got {flag_shift:g})")
+    options.check(log=log, responses=responses)
     data, info = loaded if loaded is not None else load_reference_judgments(source, log=log)
     if len(data) == 0:
         what = "judgment log" if log else "run"
@@ -121,21 +143,19 @@ def fit_raee(
             "RAEE needs candidates judged against a reference (a run with a [reference] section, "
             "or `orchestrator record --template raee-...`)"
         )
-    if not 0 < level < 1:
-        raise OrchestratorError(f"--level must be in (0, 1), got {level}")
-    m = population if population is not None else info["population"]
+    judges = list(options.judges) or None
     report = raee_report(
         data,
-        soft=soft,
-        level=level,
-        population=m,
-        icc_threshold=icc_threshold,
-        abstain_sd=abstain_sd,
-        pool_all=pool_all,
+        soft=options.soft,
+        level=options.level,
+        population=options.population if options.population is not None else info["population"],
+        icc_threshold=options.icc_threshold,
+        abstain_sd=options.abstain_sd,
+        pool_all=options.pool_all,
         judges=judges,
         candidates=info["candidates"],
     )
-    if responses is None and (log or not (read_texts or control)):
+    if responses is None and (log or not (read_texts or options.control)):
         return report
     texts = response_texts(responses) if responses is not None else run_texts(source)
     chosen = data if not judges else data.select(np.isin(data.judge, judges))
@@ -144,9 +164,9 @@ def fit_raee(
         chosen,
         texts,
         source=str(responses if responses is not None else source),
-        length="length" in (control or []),
-        soft=soft,
-        flag_shift=FLAG_SHIFT if flag_shift is None else flag_shift,
+        length="length" in options.control,
+        soft=options.soft,
+        flag_shift=FLAG_SHIFT if options.flag_shift is None else options.flag_shift,
     )
 
 

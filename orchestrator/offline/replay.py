@@ -93,28 +93,25 @@ def replay_group(
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orchestrator-replay-")))
-        return _replay_group(
-            group, str(strategy), config, scope, debias, batch, budget, seed, with_absolute, panel, tick, workdir, reference
+        settings = ReplaySettings(
+            strategy=str(strategy), scope=scope, debias=debias, batch=batch, budget=budget, with_absolute=with_absolute, panel=panel
         )
+        return _replay_group(group, str(strategy), config, settings, seed, tick, workdir, reference)
 
 
 def _replay_group(
     group: Group,
     strategy: str,
     poe: PoEConfig,
-    scope: str,
-    debias: str,
-    batch: int,
-    budget: int | None,
+    settings: ReplaySettings,
     seed: int,
-    with_absolute: bool,
-    panel: str,
     tick: Callable[[int], None] | None,
     workdir: Path,
     reference: np.ndarray | None = None,
 ) -> GroupReplay:
     names = list(dict.fromkeys(r.judge for r in group.records))
-    config = _replay_config(names, strategy, poe, scope, debias, batch, budget, seed, with_absolute, panel)
+    config = _replay_config(names, strategy, poe, settings, seed)
+    scope, debias, with_absolute, budget = settings.scope, settings.debias, settings.with_absolute, settings.budget
     dataset = group_dataset(group)
     run_group = build_groups_for(dataset, scope)[0]
     truth_of = dict(zip(group.names, group.truth))
@@ -178,37 +175,26 @@ def _replay_group(
     return GroupReplay(group.key, run_group.names, truth, curve, full_spearman, k90, k_self90, posterior, sorted(names))
 
 
-def _replay_config(
-    judges: list[str],
-    strategy: str,
-    poe: PoEConfig,
-    scope: str,
-    debias: str,
-    batch: int,
-    budget: int | None,
-    seed: int,
-    with_absolute: bool,
-    panel: str,
-) -> RunConfig:
+def _replay_config(judges: list[str], strategy: str, poe: PoEConfig, settings: ReplaySettings, seed: int) -> RunConfig:
     """The run config of one group's replay: the paper's protocol (no stopping rule, every
     round planned on everything before it, every answer at once)."""
     return RunConfig.model_validate(
         {
             "name": "replay",
             "seed": seed,
-            "data": {"prompts": "(log)", "responses": "(log)", "scope": scope},
+            "data": {"prompts": "(log)", "responses": "(log)", "scope": settings.scope},
             "judging": {"judges": judges},
             "model": {
                 "expert": poe.expert.name,
-                "debias": debias,
-                "absolute_warm_start": with_absolute,
+                "debias": settings.debias,
+                "absolute_warm_start": settings.with_absolute,
                 "judge_reliability": poe.judge_sharpness,
                 "posterior": poe.posterior,
                 "control": [name for name, covariates in CONTROLS.items() if set(covariates) <= set(poe.controls)],
             },
             "stopping": {"rule": "budget"},
-            "selection": {"strategy": strategy, "batch": batch, "panel": panel},
-            "budget": {"max_calls": budget},
+            "selection": {"strategy": strategy, "batch": settings.batch, "panel": settings.panel},
+            "budget": {"max_calls": settings.budget},
             "dispatch": {"pipeline_depth": 1, "concurrency": 256, "max_attempts": 1},
         }
     )
@@ -266,22 +252,8 @@ def replay_with(groups: list[Group], settings: ReplaySettings, *, progress=None)
             results = []
             for group in groups:
                 with threads_for(len(group.names)):
-                    results.append(
-                        replay_group(
-                            group,
-                            strat,
-                            config,
-                            scope=settings.scope,
-                            debias=settings.debias,
-                            batch=settings.batch,
-                            budget=settings.budget,
-                            seed=settings.seed + offset,
-                            with_absolute=settings.with_absolute,
-                            panel=settings.panel,
-                            tick=tick if progress is not None else None,
-                            workdir=workdir,
-                        )
-                    )
+                    ticks = tick if progress is not None else None
+                    results.append(_replay_group(group, str(strat), config, settings, settings.seed + offset, ticks, workdir))
             per_seed.append(results)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -62,13 +62,13 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
     import numpy as np
 
     from ..raee import known, leaderboard
-    from .fit_raee import fit_raee, load_reference_judgments
+    from .fit_raee import RaeeOptions, fit_raee, load_reference_judgments
 
     loaded = load_reference_judgments(path, log=False, store=store)
     data = loaded[0]
     if len(data) == 0:
         return {"run": str(path), "scope": "reference", "level": level, "groups": []}
-    report = fit_raee(path, soft=config.reference.soft if config.reference else False, loaded=loaded, read_texts=False)
+    report = fit_raee(path, RaeeOptions(soft=config.reference.soft if config.reference else False), loaded=loaded, read_texts=False)
     out = []
     for anchor in dict.fromkeys(r.anchor for r in report.rows):
         board = leaderboard(report.rows, anchor)
