@@ -179,12 +179,15 @@ def _catalog(tmp_path):
 
 
 @pytest.mark.slow
-def test_bad_input_catalog_one_line_exit_2_nothing_written(tmp_path):
+@pytest.mark.parametrize("part", range(3))
+def test_bad_input_catalog_one_line_exit_2_nothing_written(tmp_path, part):
+    """Every third case from ``part`` (the catalog in three tests, so that xdist workers share it)."""
     import subprocess
     import sys
 
     cases, prompts, responses = _catalog(tmp_path)
     assert len(cases) >= 20
+    cases = cases[part::3]
     base_config = write_config(tmp_path, "http://127.0.0.1:9", name="cat", prompts=prompts, responses=responses, max_calls=10).read_text()
     originals = {p: p.read_bytes() for p in (prompts, responses)}
     failures = []

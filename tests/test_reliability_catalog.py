@@ -1313,9 +1313,14 @@ def test_the_catalog_has_at_least_sixty_cases_in_every_class():
     assert len({case.name for case in cases}) == len(cases)
 
 
-def test_reliability_catalog(world):
+PARTS = 4
+"""The catalog runs in this many tests (every ``PARTS``-th case each), so that xdist workers share it."""
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_reliability_catalog(world, part):
     """Every case: the right exit code, one clear line, no traceback, nothing stored changed."""
-    cases = catalog()
+    cases = catalog()[part::PARTS]
     # the record-echo case needs the echo server's address
     for case in cases:
         case.args = [a.replace("ECHO_AUTH", world["servers"]["echo_auth"].url) for a in case.args]

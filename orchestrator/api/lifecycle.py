@@ -32,7 +32,7 @@ def start(
 
     Returns ``(run file, stop reason)``. ``judges`` injects judges by profile name (tests, custom
     providers); ``from_log`` answers every request from a judgment log instead (the same engine,
-    no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.engine.RunEvent` objects;
+    no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.events.RunEvent` objects;
     ``cache``: the judgment cache shared by runs (``None``: the default file, ``$ORCHESTRATOR_JUDGMENT_CACHE``
     or the user cache directory; a path; ``False``: none) — requests it answers cost nothing;
     ``pilot``: stop after this many calls (resumable) with the forecast of the whole run's cost.

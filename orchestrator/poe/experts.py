@@ -25,6 +25,8 @@ import torch
 from torch import Tensor
 from torch.nn.functional import logsigmoid
 
+from ..records.choices import EXPERT_NAMES, parse_expert_name
+
 __all__ = [
     "Expert",
     "sigma_beta",
@@ -129,32 +131,17 @@ def linear_gaussian(gain: float = 4.0, scale: float = 1.0) -> Expert:
     return Expert("linear", log_density, predict)
 
 
-EXPERT_NAMES = ("soft_bt", "beta:<alpha>,<beta>", "ngaussian", "linear")
-
-
 def get_expert(name: str) -> Expert:
-    """Expert by name: ``soft_bt``, ``beta:<alpha>,<beta>``, ``ngaussian`` (Φ-Gaussian), ``linear``.
+    """Expert by name: ``soft_bt``, ``beta:<alpha>,<beta>``, ``ngaussian`` (Φ-Gaussian), ``linear``
+    (:func:`orchestrator.records.choices.parse_expert_name`).
 
     Raises:
         ValueError: the name is unknown or its parameters do not parse.
     """
-    key = name.strip().lower()
-    if key in ("soft_bt", "bt", "sigma_beta"):
-        return soft_bradley_terry()
-    if key in ("ngaussian", "phi_gaussian"):
-        return phi_gaussian()
-    if key in ("linear", "linear_gaussian"):
-        return linear_gaussian()
-    if key.startswith("beta:"):
-        try:
-            alpha, beta = (float(x) for x in key[5:].split(","))
-        except ValueError:
-            raise ValueError(f"expert {name!r}: expected beta:<alpha>,<beta>, e.g. beta:0.5,0.5") from None
-        try:
-            return sigma_beta(alpha, beta)
-        except ValueError:
-            raise ValueError(f"expert {name!r}: alpha and beta must be finite numbers >= 0, e.g. beta:0.5,0.5") from None
-    raise ValueError(f"unknown expert {name!r}; choose one of {', '.join(EXPERT_NAMES)}")
+    kind, parameters = parse_expert_name(name)
+    if kind == "beta":
+        return sigma_beta(*parameters)
+    return {"soft_bt": soft_bradley_terry, "ngaussian": phi_gaussian, "linear": linear_gaussian}[kind]()
 
 
 def expert_derivatives(expert: Expert, d: Tensor, p: Tensor) -> tuple[Tensor, Tensor, Tensor]:

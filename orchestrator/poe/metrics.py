@@ -21,12 +21,10 @@ random tie-break, which makes selection deterministic given the posterior and th
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
+from ..records.choices import STRATEGIES, Strategy, parse_strategy
 from .laplace import Posterior, pair_variances
 
 __all__ = [
@@ -46,45 +44,9 @@ __all__ = [
     "TINY",
 ]
 
-STRATEGIES = ("reorder", "variance", "min_uncertainty", "random", "eps:<x>", "diverse", "lookahead")
 TINY = 1e-300
 _REORDER_LIKE = ("reorder", "diverse", "lookahead")
 """Strategies whose inspection metric (and shortlist) is the probability of reordering."""
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """A parsed selection strategy."""
-
-    name: str
-    """One of ``reorder``, ``variance``, ``min_uncertainty``, ``random``, ``eps``, ``diverse``, ``lookahead``."""
-    eps: float = 2.0
-    """Exponent for the ε-family (Eq. 6); 2 for ``reorder``, ``diverse`` and ``lookahead``."""
-
-    def __str__(self) -> str:
-        return f"eps:{self.eps:g}" if self.name == "eps" else self.name
-
-
-def parse_strategy(text: str) -> Strategy:
-    """Parse ``reorder|variance|min_uncertainty|random|diverse|lookahead|eps:<x>``.
-
-    Raises:
-        ValueError: unknown name or a non-numeric ε.
-    """
-    key = text.strip().lower()
-    if key in ("reorder", "diverse", "lookahead"):
-        return Strategy(key, 2.0)
-    if key in ("variance", "min_uncertainty", "random"):
-        return Strategy(key, 0.0)
-    if key.startswith("eps:"):
-        try:
-            eps = float(key[4:])
-        except ValueError:
-            raise ValueError(f"strategy {text!r}: ε must be a number, e.g. eps:0.5") from None
-        if not math.isfinite(eps) or eps < 0:
-            raise ValueError(f"strategy {text!r}: ε must be finite and >= 0")
-        return Strategy("eps", eps)
-    raise ValueError(f"unknown strategy {text!r}; choose one of {', '.join(STRATEGIES)}")
 
 
 def pair_variance(cov: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OrchestratorError
+from .choices import parse_expert_name, parse_strategy
 from .datafiles import load_toml_model
 
 __all__ = [
@@ -127,11 +128,7 @@ class ModelConfig(_Section):
     @field_validator("expert")
     @classmethod
     def _known_expert(cls, expert: str) -> str:
-        if expert == cls.model_fields["expert"].default:
-            return expert  # known good: reading a run file need not import the PoE stack (torch)
-        from ..poe import get_expert
-
-        get_expert(expert)  # ValueError names the choices
+        parse_expert_name(expert)  # ValueError names the choices (no PoE stack, no torch)
         return expert
 
 
@@ -160,11 +157,7 @@ class SelectionConfig(_Section):
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, strategy: str) -> str:
-        if strategy == cls.model_fields["strategy"].default:
-            return strategy  # known good, without importing the PoE stack
-        from ..poe import parse_strategy
-
-        parse_strategy(strategy)
+        parse_strategy(strategy)  # ValueError names the choices (no PoE stack, no torch)
         return strategy
 
 

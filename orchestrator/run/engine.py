@@ -17,7 +17,6 @@ import asyncio
 import json
 import sqlite3
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..errors import RunFailed
@@ -28,6 +27,7 @@ from ..records.templates import Template
 from ..store import PlannedRequest, RunStore, Spend
 from .budget import fit_budget, judge_prices
 from .dispatching import RoundDispatcher
+from .events import RunEvent
 from .health import JudgeHealth
 from .planners import Plan, planner_for
 from .requests import PlanContext
@@ -37,28 +37,6 @@ __all__ = ["FAIL_FAST_AFTER", "RunEngine", "RunEvent"]
 
 FAIL_FAST_AFTER = 8
 """A run whose first this many finished requests all failed permanently stops (``failed``)."""
-
-
-@dataclass(frozen=True)
-class RunEvent:
-    """Progress of a run, for displays."""
-
-    kind: str
-    """``round`` (a round was planned), ``judgment`` (one arrived), ``judge_stopped`` (a judge's
-    calls mostly failed: it is asked no more, ``reason`` says why), ``draining`` (an interrupt:
-    calls in flight finish and commit, nothing new starts) or ``stop``."""
-    round: int
-    judgments: int
-    failed: int
-    spend: Spend
-    planned_requests: int = 0
-    entropy: float | None = None
-    max_adjacent_reorder: float | None = None
-    top: list[str] = field(default_factory=list)
-    reason: str = ""
-    forecast: dict | None = None
-    """After the first round of a PoE run: expected calls, tokens and USD to reach the stopping
-    rule, with 90th percentiles and the worst case (:mod:`.forecast`)."""
 
 
 class RunEngine:

@@ -13,7 +13,7 @@ from ..records.dataset import Dataset
 from ..secrets import redact_json
 from ..store import Spend, open_run
 from ..store.snapshot import merge_snapshot
-from .engine import RunEvent
+from .events import RunEvent
 from .service import resume
 
 __all__ = ["extend"]

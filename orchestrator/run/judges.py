@@ -13,7 +13,7 @@ from ..judging.client import Judge, JudgeProfile, LiteLLMJudge
 from ..records.config import RunConfig
 from ..store import RunStore, Spend
 from ..store.cache import JudgmentCache
-from .engine import RunEvent
+from .events import RunEvent
 
 __all__ = ["cached_judges", "is_local", "judges_for", "log_judges", "notify", "open_cache_or_bypass", "record_identities"]
 

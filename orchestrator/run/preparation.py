@@ -13,9 +13,7 @@ from ..records.dataset import Dataset, load_dataset
 from ..records.templates import Template, get_template
 from ..store import refuse_existing
 from .budget import judge_price, judge_prices, typical_cost, worst_case
-from .groups import build_groups_for
 from .judges import is_local, judges_for
-from .planners import planner_for
 from .requests import render_messages
 
 __all__ = ["Prepared", "check_budget_fits", "check_judges", "check_new_run", "dry_run", "prepare", "smoke"]
@@ -60,6 +58,8 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
             raise OrchestratorError(
                 f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human score {config.data.truth!r}"
             )
+    from .planners import planner_for  # after the data checks: the planners import torch
+
     planner = planner_for(config)
     templates = {role: get_template(name) for role, name in planner.roles(config).items()}
     planner.check(config, dataset, templates)
@@ -93,6 +93,8 @@ def check_budget_fits(prepared: Prepared) -> None:
     """
     config, dataset = prepared.config, prepared.dataset
     b = config.budget
+    from .planners import planner_for
+
     role, calls = planner_for(config).unit_calls(config, len(prepared.profiles))
     if b.max_calls is not None and b.max_calls < calls:
         raise OrchestratorError(
@@ -159,6 +161,9 @@ def check_judges(
 def dry_run(prepared: Prepared) -> dict:
     """What the run would ask at most, and its worst-case tokens and cost, without sending anything."""
     config, dataset = prepared.config, prepared.dataset
+    from .groups import build_groups_for
+    from .planners import planner_for
+
     groups = build_groups_for(dataset, config.data.scope)
     planner = planner_for(config)
     possible = planner.possible_requests(config, dataset, len(prepared.profiles))

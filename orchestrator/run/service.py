@@ -15,9 +15,8 @@ from ..records.config import RunConfig, load_config
 from ..records.templates import Template
 from ..secrets import redact_json
 from ..store import RunStore, create_run, open_run
-from .engine import RunEngine, RunEvent
+from .events import RunEvent
 from .judges import cached_judges, is_local, judges_for, log_judges, notify, open_cache_or_bypass, record_identities
-from .planners import planner_for
 from .preparation import check_judges, prepare
 
 __all__ = ["resume", "start"]
@@ -52,6 +51,9 @@ def _execute(
             judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, parallel=parallel, notify=say))
         else:
             local = {n for n, p in profiles.items() if is_local(p, config.dispatch.api_base)}
+        # the engine (and torch) once the checks have passed: a bad input is refused fast
+        from .engine import RunEngine
+
         engine = RunEngine(
             store,
             config,
@@ -102,6 +104,8 @@ def start(
         config = config.model_copy(update={"runs_dir": runs_dir})
     prepared = prepare(config, need_keys=from_log is None)
     if pilot is not None:
+        from .planners import planner_for
+
         role, calls = planner_for(config).unit_calls(config, len(prepared.profiles))
         if pilot < calls:
             raise OrchestratorError(
