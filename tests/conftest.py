@@ -41,15 +41,6 @@ def pytest_configure(config):
         _refuse_the_sampler_in_the_main_process()
 
 
-def pytest_collection_modifyitems(config, items):
-    """The longest tests first — the sampler fits (``isolated``), then the other ``slow`` ones, then
-    the rest, each group in collection order — so that with xdist (``-n 3``, and tests handed out
-    two at a time: ``--maxschedchunk 2`` in pyproject.toml) the workers end on short tests together
-    instead of one worker finishing a long fit alone (longest-first scheduling)."""
-    weight = {id(item): 0 if item.get_closest_marker("isolated") else 1 if item.get_closest_marker("slow") else 2 for item in items}
-    items.sort(key=lambda item: weight[id(item)])
-
-
 # -- the sampler runs in processes of its own --------------------------------------------------------
 # Every NUTS fit compiles XLA code that stays in the process; dozens of fits in one process once
 # ended a full run with "LLVM ERROR: Unable to allocate section memory" and an abort. A test that
