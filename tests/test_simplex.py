@@ -5,6 +5,7 @@ absolute-scoring campaign (real HTTP test server, real SQLite)."""
 import json
 import math
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -169,6 +170,44 @@ def test_fit_recovers_the_ranking_of_data_drawn_from_the_model():
     theta = fit.confusion_mean()
     assert theta.shape == (4, 3, 3) and np.allclose(theta.sum(-1), 1, atol=1e-4)
     assert (np.diff(np.cumsum(theta, -1), axis=1) <= 1e-6).all()  # the posterior keeps the ordering
+
+
+@pytest.mark.slow
+@pytest.mark.isolated
+def test_more_chains_than_host_devices_run_in_turns_and_one_compilation_serves_other_numbers():
+    """Chains beyond the host devices (≥ 4) run in a second turn; a sampler built for one model
+    structure fits other data of the same shapes and other ω without compiling again."""
+    import jax
+
+    from orchestrator.simplex.sampler import Sampler, structure
+
+    data, _ = from_model(2, 4, 3, 40, seed=2)
+    chains = jax.local_device_count() + 1
+    fit = fit_simplex(data, SimplexSettings(chains=chains, warmup=30, draws=20))
+    assert fit.draws["expected"].shape == (chains, 20, 4) and np.isfinite(fit.rhat["ranking"])
+    settings = SimplexSettings(omega=1.0, chains=2, warmup=30, draws=20)
+    sampler = Sampler(data.levels, structure(settings, False), settings, False)
+    other, _ = from_model(2, 4, 3, 40, seed=3)
+
+    def compilations(fit) -> list[str]:
+        """jax.log_compiles' messages about the sampler program while ``fit`` runs."""
+        import logging
+
+        seen: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+        logger = logging.getLogger("jax")
+        logger.addHandler(handler)
+        try:
+            with jax.log_compiles():
+                fit()
+        finally:
+            logger.removeHandler(handler)
+        return [m for m in seen if m.startswith("Compiling jit(_fun)")]  # jax.pmap names the program _fun
+
+    assert compilations(lambda: fit_simplex(data, settings, sampler=sampler))  # the first fit compiles (and is seen)
+    assert compilations(lambda: fit_simplex(other, settings, sampler=sampler)) == []  # other data, same shapes
+    assert compilations(lambda: fit_simplex(data, replace(settings, omega=4.0), sampler=sampler)) == []  # other ω
 
 
 @pytest.mark.slow

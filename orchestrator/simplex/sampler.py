@@ -133,7 +133,8 @@ class Sampler:
             keys = key[None] if self.chains == 1 else jax.random.split(key, self.chains)
             # as many chains at once as there are host devices (jax_modules sets ≥ 4)
             parts = [pmapped(keys[i : i + self._devices], *args) for i in range(0, self.chains, self._devices)]
-            drawn, extra = jax.tree.map(lambda *x: jnp.concatenate(x)[:, 0], *parts)  # (chains, 1, draws, …)
+            # on the host: the parts live on different device sets; (chains, 1, draws, …) → (chains, draws, …)
+            drawn, extra = jax.tree.map(lambda *x: np.concatenate([np.asarray(v) for v in x])[:, 0], *parts)
         samples = {k: np.asarray(v) for k, v in drawn.items()}
         samples["potential_energy"] = np.asarray(extra["potential_energy"])
         return samples, int(np.asarray(extra["diverging"]).sum())
