@@ -97,6 +97,7 @@ SIMPLEX_BAD = {
     "--chains": ["0", "-1"],
     "--warmup": ["-1"],
     "--draws": ["0", "-5"],
+    "--seed": ["99999999999999999999", "-9223372036854775809"],
     "--level": ["0", "1", "1.5", "nan"],
     "--collapse": ["1,2", "a,b,c,d,e", "0,1,2,3,4"],
     "--truth": ["coherence"],  # without --responses

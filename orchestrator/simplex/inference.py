@@ -164,6 +164,8 @@ def _check(data: ScoreData, settings: SimplexSettings) -> list[str]:
 
     if settings.chains < 1 or settings.warmup < 1 or settings.draws < 1:
         raise OrchestratorError("chains, warm-up and draws must each be at least 1")
+    if not -(2**63) <= settings.seed < 2**63:  # JAX's PRNG key takes a 64-bit integer
+        raise OrchestratorError(f"the seed must be a 64-bit integer (got {settings.seed})")
     if settings.omega is not None and settings.omega < 0:
         raise OrchestratorError(f"--omega must be ≥ 0 (got {settings.omega:g})")
     if settings.beta_max is not None and settings.beta_max < 0:
