@@ -67,16 +67,17 @@ def judges(
     run: str | Path | None = None,
     *,
     log: str | Path | None = None,
-    human: str | Path,
+    human: str | Path | None = None,
     responses: str | Path | None = None,
     margin: float = 0.02,
     draws: int = 500,
 ) -> dict:
     """The judges of a run or a log against people's labels (``orchestrator judges --json``):
-    :func:`orchestrator.offline.judge_board.judge_board`."""
+    :func:`orchestrator.offline.judge_board.judge_board`. Without ``human``, a run file's own labels
+    (``orchestrator label``)."""
     import tempfile
 
-    from ..offline.human_labels import load_human_labels
+    from ..offline.human_labels import load_human_labels, run_labels
     from ..offline.judge_board import judge_board
     from ..offline.length_control import response_texts, run_texts
     from ..records.log import load_log
@@ -84,7 +85,16 @@ def judges(
     if not 0 <= margin < 1:
         raise OrchestratorError(f"--margin must be in [0, 1) (got {margin:g})")
     source, is_log = _source(run, log)
-    labels = load_human_labels(human)
+    if human is not None:
+        labels = load_human_labels(human)
+    elif is_log:
+        raise OrchestratorError("--human LABELS.jsonl is needed with --log (a run file may hold labels of its own)")
+    else:
+        labels = run_labels(source)
+        if not labels.absolute and not labels.pairwise:
+            raise OrchestratorError(
+                f"{source} holds no human labels: give --human LABELS.jsonl, or collect some with `orchestrator label {source}`"
+            )
     if is_log:
         records = [r for _, r in load_log(source)]
         texts = response_texts(responses) if responses is not None else {}

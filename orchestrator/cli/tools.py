@@ -216,7 +216,12 @@ def record_cmd(
 def judges_cmd(
     run: Optional[Path] = typer.Argument(None, help="Run file; or give --log.", callback=existing("run file")),
     log: Optional[Path] = typer.Option(None, "--log", help="A judgment-log JSONL instead of a run.", callback=existing("file")),
-    human: Path = typer.Option(..., "--human", help="People's labels (JSONL, docs/human-labels.md).", callback=existing("file")),
+    human: Optional[Path] = typer.Option(
+        None,
+        "--human",
+        help="People's labels (JSONL, docs/human-labels.md); default: a run file's own (orchestrator label).",
+        callback=existing("file"),
+    ),
     responses: Optional[Path] = typer.Option(
         None, "--responses", help="The answers' texts, for the length column (a run has them).", callback=existing("file")
     ),

@@ -19,49 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import OrchestratorError
-from ..records.log import check_identifier, validate_jsonl, validation_message
+from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
+from ..records.log import validate_jsonl, validation_message
 
-__all__ = ["AbsoluteLabel", "HumanLabels", "PairwiseLabel", "load_human_labels"]
-
-
-class AbsoluteLabel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    prompt_id: str
-    candidate: str
-    score: float
-    annotator: str = "human"
-
-    @field_validator("prompt_id", "candidate", "annotator")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_identifier(value)
-
-
-class PairwiseLabel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    prompt_id: str
-    first: str
-    second: str
-    winner: str
-    annotator: str = "human"
-
-    @field_validator("prompt_id", "first", "second", "annotator")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_identifier(value)
-
-    @model_validator(mode="after")
-    def _winner_is_shown(self) -> "PairwiseLabel":
-        if self.first == self.second:
-            raise ValueError(f"first and second are the same answer ({self.first!r})")
-        if self.winner not in (self.first, self.second, "tie"):
-            raise ValueError(f"winner must be {self.first!r}, {self.second!r} or 'tie' (got {self.winner!r})")
-        return self
+__all__ = ["AbsoluteLabel", "HumanLabels", "PairwiseLabel", "load_human_labels", "run_labels", "write_labels"]
 
 
 class _Row(BaseModel):
@@ -119,7 +83,7 @@ def load_human_labels(path: str | Path) -> HumanLabels:
             annotator labelling the same item twice.
     """
     labels = HumanLabels()
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     for number, row in validate_jsonl(path, _Row, "the file has no labels"):
         data = row.model_dump(exclude={"kind"})
         try:
@@ -135,12 +99,34 @@ def load_human_labels(path: str | Path) -> HumanLabels:
         except ValidationError as exc:
             raise OrchestratorError(f"{path}:{number}: {validation_message(exc)}") from None
         if isinstance(label, PairwiseLabel):
-            key: tuple = ("pairwise", label.prompt_id, *sorted((label.first, label.second)), label.annotator)
             labels.pairwise.append(label)
         else:
-            key = ("absolute", label.prompt_id, label.candidate, label.annotator)
             labels.absolute.append(label)
+        key = (label_item(label), label.annotator)
         if key in seen:
             raise OrchestratorError(f"{path}:{number}: {label.annotator!r} labelled this item already (line {seen[key]})")
         seen[key] = number
     return labels
+
+
+def run_labels(path: str | Path) -> HumanLabels:
+    """The labels stored in a run file (``orchestrator label``), read without writing to the file."""
+    from ..store.labels import stored_labels
+    from ..store.locks import readonly
+
+    conn = readonly(Path(path))
+    try:
+        stored = stored_labels(conn)
+    finally:
+        conn.close()
+    return HumanLabels(
+        absolute=[x for x in stored if isinstance(x, AbsoluteLabel)], pairwise=[x for x in stored if isinstance(x, PairwiseLabel)]
+    )
+
+
+def write_labels(labels: HumanLabels, out) -> int:
+    """Write labels in the JSONL format :func:`load_human_labels` reads (a text stream); the count."""
+    rows = [*labels.absolute, *labels.pairwise]
+    for row in rows:
+        out.write(row.model_dump_json() + "\n")
+    return len(rows)

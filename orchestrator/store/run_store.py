@@ -41,11 +41,12 @@ class Spend:
     """Judgments answered from the judgment cache."""
 
 
-def connect(path: Path, *, wal: bool = True) -> sqlite_utils.Database:
+def connect(path: Path, *, wal: bool = True, threads: bool = False) -> sqlite_utils.Database:
     """A writer's connection. ``wal=False`` (a new file being built) uses a rollback journal: every
     write then reaches the file itself or fails loudly, where a WAL checkpoint that cannot write
-    (a full disk) would fail quietly and leave the data in a side file."""
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+    (a full disk) would fail quietly and leave the data in a side file. ``threads``: usable from
+    any thread (the caller serialises its use)."""
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0, check_same_thread=not threads)
     db = sqlite_utils.Database(conn)
     try:
         db.execute("PRAGMA journal_mode=WAL" if wal else "PRAGMA journal_mode=DELETE")

@@ -1,0 +1,54 @@
+"""``orchestrator label RUN``: a person labels the run's items on a local page (issue #34)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import app, err_console, existing, out_console
+
+
+@app.command("label")
+def label_cmd(
+    run: Path = typer.Argument(..., help="Run file whose judged items a person labels.", callback=existing("run file")),
+    annotator: str = typer.Option("human", "--annotator", help="Who labels (stored with every label)."),
+    port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    export: Optional[Path] = typer.Option(
+        None, "--export", help="Write the run file's labels as JSONL to this file ('-': stdout) and exit, serving nothing."
+    ),
+) -> None:
+    """Serve a labelling page on 127.0.0.1: the items where the judges disagree most, one verdict a key press."""
+    from .. import api
+
+    if export is not None:
+        written = api.export_labels(run, out=export)
+        err_console.print(f"wrote {written} labels" + ("" if str(export) == "-" else f" to {export}"))
+        return
+    server = api.label_server(run, annotator=annotator, port=port)
+    session = server.session
+    progress = session.progress()
+    # a plain line on stdout first (a script or a test reads the address from it), flushed
+    out_console.print(f"labelling page: {server.url}", soft_wrap=True, highlight=False)
+    err_console.print(
+        f"{progress['items']} items of {run} ranked by the judges' disagreement per minute of reading; "
+        f"{progress['labelled']} labelled by {session.annotator} already. Ctrl-C stops (every verdict is stored at once).",
+        soft_wrap=True,
+    )
+
+    def stop(signum, frame):  # SIGTERM ends the server as Ctrl-C does
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        done = session.progress()
+        server.close()
+    err_console.print(
+        f"stopped: {done['this_session']} labels stored in this session, {done['labelled']} of {done['items']} items labelled"
+    )

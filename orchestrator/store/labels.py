@@ -1,0 +1,87 @@
+"""People's labels in the run file (issue #34): the ``human_labels`` table.
+
+One row per (item, annotator): ``item`` is :func:`orchestrator.records.labels.label_item` (the
+answer, or the pair of answers to one prompt, whichever order it was shown in), then the label's
+fields and ``created_at``. The table is created by the first label, so run files written before it
+existed, and orchestrators that do not know it, read the file as before (no schema version change).
+
+A label is committed in its own transaction, ``INSERT OR IGNORE`` on the key: a verdict sent twice
+(a double click, a page reloaded after the server restarted) is stored once, and a label written
+before a kill -9 is in the file when the server comes back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from ..errors import OrchestratorError
+from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
+from .run_store import connect
+
+__all__ = ["LabelStore", "stored_labels"]
+
+TABLE = "human_labels"
+
+_CREATE = f"""create table if not exists [{TABLE}] (
+    item text not null, annotator text not null, kind text not null, prompt_id text not null,
+    candidate text, first text, second text, score real, winner text, created_at real not null,
+    primary key (item, annotator))"""
+
+Label = AbsoluteLabel | PairwiseLabel
+
+
+def _rows_to_labels(rows) -> list[Label]:
+    labels: list[Label] = []
+    for kind, prompt_id, candidate, first, second, score, winner, annotator in rows:
+        if kind == "absolute":
+            labels.append(AbsoluteLabel(prompt_id=prompt_id, candidate=candidate, score=score, annotator=annotator))
+        else:
+            labels.append(PairwiseLabel(prompt_id=prompt_id, first=first, second=second, winner=winner, annotator=annotator))
+    return labels
+
+
+_SELECT = f"select kind, prompt_id, candidate, first, second, score, winner, annotator from [{TABLE}] order by created_at, rowid"
+
+
+def stored_labels(conn: sqlite3.Connection) -> list[Label]:
+    """Every label in a run file (any connection, read-only ones included), oldest first; none
+    when the table was never created."""
+    exists = conn.execute("select 1 from sqlite_master where type = 'table' and name = ?", [TABLE]).fetchone()
+    return _rows_to_labels(conn.execute(_SELECT).fetchall()) if exists else []
+
+
+class LabelStore:
+    """A writer of the ``human_labels`` table only. It does not take the run's lock: labels may be
+    added while the run itself is judging (SQLite's WAL lets both write, one transaction at a time)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.db = connect(path, threads=True)  # the labelling server's handler threads, one at a time
+        try:
+            self.db.execute(_CREATE)
+        except sqlite3.DatabaseError as exc:
+            self.db.conn.close()
+            raise OrchestratorError(f"{path}: cannot store labels in the run file ({exc})") from None
+
+    def add(self, label: Label) -> bool:
+        """Store one label; False when this annotator labelled the item already (nothing changes)."""
+        if isinstance(label, AbsoluteLabel):
+            fields = ["absolute", label.prompt_id, label.candidate, None, None, label.score, None]
+        else:
+            fields = ["pairwise", label.prompt_id, None, label.first, label.second, None, label.winner]
+        row = [label_item(label), label.annotator, *fields, time.time()]
+        cursor = self.db.conn.execute(f"insert or ignore into [{TABLE}] values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        return cursor.rowcount == 1
+
+    def labelled_items(self, annotator: str) -> set[str]:
+        return {item for (item,) in self.db.conn.execute(f"select item from [{TABLE}] where annotator = ?", [annotator])}
+
+    def count(self, annotator: str | None = None) -> int:
+        if annotator is None:
+            return self.db.conn.execute(f"select count(*) from [{TABLE}]").fetchone()[0]
+        return self.db.conn.execute(f"select count(*) from [{TABLE}] where annotator = ?", [annotator]).fetchone()[0]
+
+    def close(self) -> None:
+        self.db.conn.close()

@@ -1,0 +1,171 @@
+"""Humans in the loop (issue #34 item 4): the items a person labels first, the labelling server
+storing each verdict once in the run file, and the page itself in a real headless Chromium — five
+items labelled by keyboard across a kill -9 and a restart, each verdict in the file exactly once."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from judgekit import quality_behaviour, run_cli, write_config, write_dataset
+from orchestrator import api
+from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.run.labelling.choice import absolute_items, pairwise_items
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def test_items_come_in_order_of_disagreement_per_minute_of_reading():
+    short = {("p1", ("a", "b")): 250, ("p2", ("a", "b")): 250, ("p3", ("a", "b")): 3000}
+    judgments = [
+        ("p1", "a", "b", 0.9),
+        ("p1", "b", "a", 0.9),  # the second judge says b: split verdicts, u = (0.9 + 0.1) / 2
+        ("p2", "a", "b", 0.9),
+        ("p2", "a", "b", 0.9),  # both sure of a
+        ("p3", "b", "a", 0.5),
+        ("p3", "a", "b", 0.5),  # both unsure, but 3,000 characters to read
+    ]
+    items = pairwise_items(judgments, lambda prompt, names: short[(prompt, names)])
+    # by hand: p1 d = (4·0.5·0.5 + 2·0.4) / 2 = 0.9 over 0.5 min; p2 (4·0.9·0.1 + 0) / 2 = 0.18 over
+    # 0.5 min; p3 (1 + 0) / 2 = 0.5 over 3.25 min
+    assert [i.prompt_id for i in items] == ["p1", "p2", "p3"]
+    assert [round(i.priority, 4) for i in items] == [1.8, 0.36, round(0.5 / 3.25, 4)]
+    assert items[0].candidates == ("a", "b") and items[0].judged == 2
+    levels = absolute_items(
+        [("p1", "x", {"1": 1.0}), ("p1", "x", {"5": 1.0}), ("p1", "y", {"3": 1.0}), ("p1", "y", {"3": 1.0})], 5, lambda p, n: 750
+    )
+    # x: two judges at opposite ends (split 2·0.5 = 1, unsure 0): d = 0.5; y: agreed and sure: 0
+    assert [(i.candidates, i.disagreement) for i in levels] == [(("x",), 0.5), (("y",), 0.0)]
+
+
+@pytest.fixture
+def judged_run(tmp_path):
+    prompts, responses = write_dataset(tmp_path / "data", prompts=3, candidates=4, seed=2)
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(tmp_path, server.url, name="people", prompts=prompts, responses=responses, max_calls=16)
+        path, _ = api.start(config)
+    return path
+
+
+def _call(url: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.loads(exc.read())
+
+
+def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, capsys):
+    path = judged_run
+    with api.label_server(path, annotator="ana") as server:
+        status, first = _call(server.url + "api/next")
+        assert status == 200 and not first["done"] and first["progress"]["labelled"] == 0
+        item = first["item"]
+        assert item["kind"] == "pairwise" and item["options"] == ["A", "B", "tie"] and len(item["answers"]) == 2
+        assert all("<<q=" in text for text in item["answers"]) and "M0" not in json.dumps(item)  # texts, not names
+        assert _call(server.url + "api/label", {"item": item["id"], "verdict": "A"}) == (
+            200,
+            {
+                "stored": True,
+                "progress": {"labelled": 1, "this_session": 1, "items": first["progress"]["items"], "left": first["progress"]["left"] - 1},
+            },
+        )
+        again = _call(server.url + "api/label", {"item": item["id"], "verdict": "B"})  # a double click
+        assert again[0] == 200 and again[1]["stored"] is False
+        assert _call(server.url + "api/label", {"item": item["id"], "verdict": "C"}) == (
+            400,
+            {"error": "a pairwise verdict is 'A', 'B' or 'tie'"},
+        )
+        assert _call(server.url + "api/label", {"item": "nope", "verdict": "A"}) == (400, {"error": "unknown item"})
+        assert _call(server.url + "api/next")[1]["item"]["id"] != item["id"]
+    rows = sqlite3.connect(path).execute("select item, annotator, first, second, winner from human_labels").fetchall()
+    assert len(rows) == 1 and rows[0][1] == "ana" and rows[0][4] == rows[0][2]  # verdict A = the answer shown first
+    kind, prompt_id, *names = json.loads(rows[0][0])
+    assert kind == "pairwise" and item["prompt"].startswith(f"Article {prompt_id[1:]}:") and names == sorted(rows[0][2:4])
+    # the run is untouched otherwise and still a run file; the labels are exported and used by `judges`
+    assert api.status(path)["state"] == "finished" and api.export(path, out=tmp_path / "log.jsonl") == 16
+    capsys.readouterr()
+    assert run_cli(["label", str(path), "--export", str(tmp_path / "ana.jsonl")]) == 0
+    (exported,) = [json.loads(line) for line in (tmp_path / "ana.jsonl").read_text().splitlines()]
+    assert exported["annotator"] == "ana" and exported["winner"] == exported["first"]
+    assert run_cli(["judges", str(path), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["judges"]
+    assert row["compared"] >= 1
+    for args, message in [
+        (["--annotator", ""], "--annotator: is empty"),
+        (["--port", "70000"], "--port must be in 0..65535"),
+        (["--export", str(path)], "--export"),  # never over the run file it reads
+    ]:
+        assert run_cli(["label", str(path), *args]) == 2, args
+        assert message in capsys.readouterr().err, args
+    assert run_cli(["label", str(tmp_path / "missing.sqlite")]) == 2
+    assert sqlite3.connect(path).execute("select count(*) from human_labels").fetchone() == (1,)  # nothing changed
+
+
+def _start_server(path) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "label", str(path), "--annotator", "ana"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    line = process.stdout.readline() if process.stdout else ""
+    assert line.startswith("labelling page: http://127.0.0.1:"), (line, process.stderr.read() if process.poll() is not None else "")
+    return process, line.split(": ", 1)[1].strip()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (.ci/run installs the Debian package)")
+def test_five_items_labelled_by_keyboard_across_a_kill_and_a_restart(judged_run):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    path = judged_run
+    problems: list[str] = []
+    process, url = _start_server(path)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.goto(url)
+            seen = []
+            for k, key in enumerate(["a", "b", "t"]):
+                page.wait_for_selector(f"#progress:has-text('{k} of ')")
+                seen.append(page.locator("#answers").inner_text())
+                page.keyboard.press(key)
+            page.wait_for_selector("#progress:has-text('3 of ')")
+            process.kill()  # kill -9: no shutdown, no goodbye
+            process.wait(timeout=10)
+            process, url = _start_server(path)
+            page.goto(url)  # the page of the new server: it resumes at the fourth item
+            page.wait_for_selector("#progress:has-text('3 of ')")
+            for k, key in zip((3, 4), ["2", "1"]):
+                page.wait_for_selector(f"#progress:has-text('{k} of ')")
+                assert page.locator("#answers").inner_text() not in seen  # never asked twice
+                seen.append(page.locator("#answers").inner_text())
+                page.keyboard.press(key)
+            page.wait_for_selector("#progress:has-text('5 of ')")
+            assert "(2 in this session)" in page.locator("#progress").inner_text()
+            browser.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0 and "stopped: 2 labels stored in this session, 5 of" in err, err
+    assert problems == []
+    rows = (
+        sqlite3.connect(path)
+        .execute("select item, annotator, winner, first, second from human_labels order by created_at, rowid")
+        .fetchall()
+    )
+    assert len(rows) == 5 and len({r[0] for r in rows}) == 5 and {r[1] for r in rows} == {"ana"}
+    winners = [r[2] if r[2] == "tie" else ("A" if r[2] == r[3] else "B") for r in rows]
+    assert winners == ["A", "B", "tie", "B", "A"]  # keys a, b, t, then 2, 1: in order, once each
