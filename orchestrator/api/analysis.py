@@ -129,11 +129,14 @@ def fit_raee(
     control: list[str] | None = None,
     responses: str | Path | None = None,
     flag_shift: float | None = None,
+    human: str | Path | None = None,
 ):
     """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
-    ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags."""
+    ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags; ``human``
+    (a labels JSONL) people's win rates beside the judges' (PPI++)."""
     from ..offline.fit_raee import RaeeOptions
     from ..offline.fit_raee import fit_raee as fit
+    from ..offline.human_labels import load_human_labels
 
     source, is_log = _source(run, log)
     options = RaeeOptions(
@@ -147,7 +150,8 @@ def fit_raee(
         control=tuple(control or ()),
         flag_shift=flag_shift,
     )
-    return fit(source, options, log=is_log, responses=responses)
+    labels = load_human_labels(human) if human is not None else None
+    return fit(source, options, log=is_log, responses=responses, human=labels)
 
 
 def fit_simplex(

@@ -66,9 +66,16 @@ def fit_raee_cmd(
         help="Flag a candidate whose win rate moves more than this many points (or a quarter of the way to 0 or 100) under control (default 10).",
         parser=_finite("--flag-shift"),
     ),
+    human: Optional[Path] = typer.Option(
+        None,
+        "--human",
+        help="People's labels (JSONL, docs/human-labels.md): adds each candidate's people's win rate, the judge's outcomes rectified by them (PPI++).",
+        callback=existing("file"),
+    ),
 ) -> None:
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics;
-    with --control length, AlpacaEval's length-controlled win rates and flagged candidates."""
+    with --control length, AlpacaEval's length-controlled win rates and flagged candidates; with --human,
+    people's win rates."""
     from .. import api
 
     _one_source(run, log)
@@ -86,6 +93,7 @@ def fit_raee_cmd(
         control=control,
         responses=responses,
         flag_shift=flag_shift,
+        human=human,
     )
 
     def plots() -> list[Path]:

@@ -30,7 +30,10 @@ from ..records.config import RunConfig
 from ..records.log import load_log
 from ..run.planners import reference_items
 from ..store import RunStore, open_run
+from .human_labels import HumanLabels
 from .plotting import pyplot, save
+from .raee_people import fmt as _fmt
+from .raee_people import format_people, with_people
 
 __all__ = ["load_reference_judgments", "RaeeOptions", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
 
@@ -121,6 +124,7 @@ def fit_raee(
     responses: str | Path | None = None,
     loaded: tuple[ReferenceJudgments, dict] | None = None,
     read_texts: bool = True,
+    human: HumanLabels | None = None,
 ) -> RaeeReport:
     """RAEE report of a run file or log (see :func:`orchestrator.raee.report.raee_report`).
 
@@ -130,7 +134,8 @@ def fit_raee(
     The answers' texts (``responses``; a run's own dataset by default) add the flags of degenerate
     candidates, and with ``options.control`` length-controlled win rates
     (:func:`orchestrator.offline.length_control.apply_controls`); ``read_texts=False`` skips a
-    run's texts when neither is asked (``rank`` flags candidates itself).
+    run's texts when neither is asked (``rank`` flags candidates itself). ``human``: people's labels,
+    which add each candidate's people's win rate (:func:`with_people`).
     """
     from .length_control import FLAG_SHIFT, apply_controls, response_texts, run_texts
 
@@ -155,6 +160,8 @@ def fit_raee(
         judges=judges,
         candidates=info["candidates"],
     )
+    if human is not None:
+        report = with_people(report, data if not judges else data.select(np.isin(data.judge, judges)), human, soft=options.soft)
     if responses is None and (log or not (read_texts or options.control)):
         return report
     texts = response_texts(responses) if responses is not None else run_texts(source)
@@ -168,10 +175,6 @@ def fit_raee(
         soft=options.soft,
         flag_shift=FLAG_SHIFT if options.flag_shift is None else options.flag_shift,
     )
-
-
-def _fmt(x: float | None, spec: str) -> str:
-    return "-" if x is None else format(x, spec)
 
 
 def format_raee(report: RaeeReport) -> str:
@@ -237,6 +240,7 @@ def format_raee(report: RaeeReport) -> str:
             f"anchor swap {sw.anchors[0]} ↔ {sw.anchors[1]}: Kendall τ = {tau} over {sw.candidates} candidates, "
             f"mean |centred Elo shift| = {sw.mean_abs_centered_elo_shift:.1f}"
         )
+    lines += format_people(report)
     from .length_control import format_length_control
 
     lines += format_length_control(report)

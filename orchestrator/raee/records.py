@@ -131,6 +131,15 @@ class RaeeRow(BaseModel):
     win_rate_controlled_high: float | None = None
     length_slope: float | None = None
     """φ_m of Eq. (1): this candidate's length slope (log-odds per unit of tanh(Δ/sd))."""
+    people: float | None = None
+    """With ``--human``: people's win rate against the anchor, the judge's outcomes rectified by the
+    labels (PPI++, :mod:`orchestrator.raee.human`), with its interval."""
+    people_low: float | None = None
+    people_high: float | None = None
+    people_labels: int = 0
+    """Prompts of this candidate with a people's verdict against the anchor."""
+    people_weight: float | None = None
+    """PPI++'s λ̂: how much the judge's verdicts on unlabelled prompts count (0: labels alone)."""
 
 
 class JudgeScreen(BaseModel):
@@ -185,6 +194,8 @@ class RaeeReport(BaseModel):
     warnings: list[str]
     judge_biases: list[JudgeBias] = []
     """With ``--control length``: each judge's length effect per anchor."""
+    human_labels: int = 0
+    """With ``--human``: the labels that speak to a candidate and its anchor on a judged prompt."""
     flags: dict[str, list[str]] = {}
     """Candidates that look degenerate or gamed (constant, empty or copied answers; a win rate
     that moves more than ``--flag-shift`` points under control), with the reasons."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -165,6 +166,10 @@ def _kappa_factors(it: _Items) -> dict[str, float | None]:
     return kappa
 
 
+def _estimates(est: dict, k: int) -> dict[str, Any]:
+    return {f: float(est[f][k]) for f in ("p_hat", "p_bar", "p_low", "p_high", "elo", "elo_low", "elo_high", "se_p_raw")}
+
+
 def _judge_rows(it: _Items, kappa: dict[str, float | None], *, soft: bool, level: float, population: int | None) -> list[RaeeRow]:
     """One row per (anchor, judge, candidate) over the kept items (Algorithm 1, Eq. 2–4)."""
     _, n_j, n_c, _ = it.shape
@@ -201,7 +206,7 @@ def _judge_rows(it: _Items, kappa: dict[str, float | None], *, soft: bool, level
                 wins=int(counts[1.0][k]),
                 ties=int(counts[0.5][k]),
                 losses=int(counts[0.0][k]),
-                **{f: float(est[f][k]) for f in ("p_hat", "p_bar", "p_low", "p_high", "elo", "elo_low", "elo_high", "se_p_raw")},
+                **_estimates(est, k),
                 se_p_fpc=fpc,
                 se_p_kappa=se_kappa,
                 se_elo=GAMMA * se_best / (pb * (1 - pb)),

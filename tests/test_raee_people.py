@@ -1,0 +1,101 @@
+"""People's win rates beside RAEE (issue #34 item 3): PPI++ against a hand computation, and a
+simulated panel whose judges share a bias against one candidate — without labels every interval
+misses the people's win rate there, with labels on 5% of the items the people's intervals cover it."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.special import expit, logit
+from scipy.stats import t as student
+
+from judgekit import run_cli
+from orchestrator.raee import ReferenceJudgments
+from orchestrator.raee.human import people_estimates, ppi_mean
+
+PEOPLE = [0.2, 0.35, 0.5, 0.6, 0.7, 0.8]  # P(people prefer candidate k to the anchor) on an average prompt
+VICTIM = 4  # every judge marks this one down by 1.2 logits
+
+
+def test_ppi_mean_matches_a_hand_computation():
+    f = np.array([0.9, 0.2, 0.6, 0.4, 0.7, 0.3])
+    y = np.array([1.0, 0.0, 1.0, np.nan, np.nan, np.nan])
+    e = ppi_mean(f, y)
+    # by hand: n = 3, N_u = 3; cov(y, f) over the labelled = 0.1833; var(f) over all six = 0.0697
+    # λ = 0.1833 / ((1 + 3/3) · 0.0697) = 1.32, clipped to 1; θ = mean(y − f) + mean(f_u) = 0.1 + 0.4667
+    assert e is not None and e.weight == 1.0 and e.labelled == 3 and e.unlabelled == 3
+    assert e.estimate == pytest.approx(0.1 + 1.4 / 3)
+    assert e.se == pytest.approx(np.sqrt(np.var([0.1, -0.2, 0.4], ddof=1) / 3 + np.var([0.4, 0.7, 0.3], ddof=1) / 3))
+    assert ppi_mean(f, np.full(6, np.nan)) is None  # no labels: nothing to say
+    only_labels = ppi_mean(np.full(4, 0.5), np.array([1.0, 1.0, np.nan, np.nan]))  # a judge that says nothing
+    assert only_labels is not None and only_labels.weight == 0.0 and only_labels.low < 0.8  # 2 of 2 is not certainty
+
+
+def _panel(seed: int, prompts: int = 400, judges: int = 3, share: float = 0.05):
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1, size=prompts)
+    rows, labels, truth = [], [], []
+    for k, p in enumerate(PEOPLE):
+        q = expit(logit(p) + difficulty)  # people's preference probability per prompt
+        truth.append(q.mean())
+        bias = -1.2 if k == VICTIM else 0.0
+        for j in range(judges):
+            f = expit(logit(p) + difficulty + bias + rng.normal(0, 0.5, size=prompts))
+            rows += [("REF", f"judge{j}", f"c{k}", f"p{i}", 0, f[i], 0.0, 1 - f[i]) for i in range(prompts)]
+        for i in rng.choice(prompts, size=int(share * prompts), replace=False):
+            labels.append((f"p{i}", f"c{k}", float(rng.random() < q[i])))
+    return ReferenceJudgments.from_rows(rows), labels, np.array(truth)
+
+
+def test_labels_on_five_percent_cover_what_the_judges_share_a_bias_against():
+    covered, victim_raw, victim_people, widths, classical = [], [], [], [], []
+    for seed in range(20):
+        data, labels, truth = _panel(seed)
+        verdict = {(p, c): y for p, c, y in labels}
+        people = people_estimates(data, lambda p, c, a: verdict.get((p, c)), soft=True)
+        judge_only = people_estimates(data, lambda p, c, a: None, soft=True)
+        assert judge_only == {}  # without labels: no people's column at all
+        for k, t in enumerate(truth):
+            e = people[("REF", "pooled", f"c{k}")]
+            covered.append(e.low <= t <= e.high)
+            widths.append(e.high - e.low)
+            y = np.array([v for p, c, v in labels if c == f"c{k}"])
+            classical.append(2 * student.ppf(0.975, y.size - 1) * y.std(ddof=1) / np.sqrt(y.size))  # the labels alone
+        # the judges' own 95% interval of the victim (pooled mean ± 1.96 · its sd over prompts / √N)
+        f = data.win[data.candidate == f"c{VICTIM}"].reshape(3, -1).mean(0)
+        victim_raw.append(abs(f.mean() - truth[VICTIM]) <= 1.96 * f.std(ddof=1) / np.sqrt(f.size))
+        victim_people.append(covered[-len(truth) + VICTIM])
+    assert sum(victim_raw) == 0  # the shared bias: no judge, nor their mean, covers people's win rate
+    assert np.mean(victim_people) >= 0.85 and np.mean(covered) >= 0.9  # with 20 labels a candidate
+    assert np.median(widths) < np.median(classical)  # the judges' verdicts on the other 95% narrow it
+
+
+def test_fit_raee_human_through_the_cli(tmp_path, capsys):
+    data, labels, truth = _panel(3, prompts=120, share=0.25)
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps({"kind": "reference", "judge": j, "prompt_id": p, "candidates": [a, c], "probs": {"A": float(lo), "B": float(w)}})
+            + "\n"
+            for a, j, c, p, _, w, _, lo in zip(
+                data.anchor, data.judge, data.candidate, data.prompt, data.repeat, data.win, data.tie, data.loss
+            )
+        )
+    )
+    human = tmp_path / "people.jsonl"
+    human.write_text(
+        "".join(
+            json.dumps({"prompt_id": p, "first": c, "second": "REF", "winner": c if y == 1 else "REF", "annotator": "ana"}) + "\n"
+            for p, c, y in labels
+        )
+    )
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--json", "--human", str(human)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    pooled = {r["candidate"]: r for r in report["rows"] if r["judge"] == "judge0"}
+    assert report["human_labels"] == len(labels) and all(pooled[f"c{k}"]["people_labels"] == 30 for k in range(6))
+    victim = pooled[f"c{VICTIM}"]
+    assert victim["people"] > victim["p_hat"] + 0.1  # people like it more than the judges say
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--human", str(human)]) == 0
+    assert "people's win rate (PPI++" in capsys.readouterr().out
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--json"]) == 0
+    assert all(r["people"] is None for r in json.loads(capsys.readouterr().out)["rows"])  # without labels: unchanged
