@@ -39,11 +39,17 @@ def replay(
     posterior: str = "auto",
     control: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    human: str | Path | None = None,
 ):
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
     (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
-    taste fitted with the scores (``scope="global"``, responses with texts)."""
+    taste fitted with the scores (``scope="global"``, responses with texts); ``human`` (a labels
+    JSONL): people's ranking per group beside the judges' (absolute labels; ``report.people``)."""
+    import dataclasses
+
+    from ..offline.human_labels import load_human_labels
     from ..offline.replay import ReplaySettings, replay_files
+    from ..offline.replay_people import people_rankings
 
     settings = ReplaySettings(
         strategy=strategy,
@@ -60,7 +66,20 @@ def replay(
         posterior=posterior,
         control=tuple(control or ()),
     )
-    return replay_files(log, responses, truth, settings, judge=judge, progress=progress)
+    labels = load_human_labels(human) if human is not None else None
+    if labels is not None and not labels.absolute:
+        raise OrchestratorError(
+            f"{human}: replay --human reads people's scores of answers (absolute labels); the file has only pairwise verdicts"
+        )
+    report = replay_files(log, responses, truth, settings, judge=judge, progress=progress)
+    if labels is None:
+        return report
+    people = people_rankings(report.groups, labels, scope)
+    if not people:
+        raise OrchestratorError(
+            f"{human}: no group has 3 or more labels of its candidates with 2 distinct scores (per_prompt: labels of the group's prompt)"
+        )
+    return dataclasses.replace(report, people=people)
 
 
 def judges(

@@ -43,6 +43,12 @@ def replay(
     control: Optional[list[str]] = typer.Option(
         None, "--control", help="length: fit each judge's length taste with the scores (--scope global; --responses with texts)."
     ),
+    human: Optional[Path] = typer.Option(
+        None,
+        "--human",
+        help="People's scores of some answers (JSONL, docs/human-labels.md): adds people's ranking beside the judges'.",
+        callback=existing("file"),
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
@@ -76,6 +82,7 @@ def replay(
             posterior=posterior,
             control=control,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
+            human=human,
         )
     if plot is not None:
         _plot_curve(report, plot, [log, responses])
@@ -83,6 +90,23 @@ def replay(
         print(json.dumps(report.to_json()))
         return
     _print_replay(report, with_truth=truth is not None)
+    for key, people in list(report.people.items())[:5]:
+        table = Table(
+            title=f"{key}: people's ranking — the judges' posterior with {people['labels']} people's scores (E[τ] = {people['tau']:.2f})"
+        )
+        for name, justify in (
+            ("rank", "right"),
+            ("candidate", "left"),
+            ("score", "right"),
+            ("± sd", "right"),
+            ("95% rank interval", "center"),
+        ):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for row in people["ranking"]:
+            table.add_row(
+                str(row["rank"]), row["candidate"], f"{row['score']:+.3f}", f"{row['sd']:.3f}", f"{row['rank_low']}–{row['rank_high']}"
+            )
+        out_console.print(table)
 
 
 def _print_replay(report, *, with_truth: bool) -> None:

@@ -62,6 +62,8 @@ class ReplayReport:
     curve: list[tuple[int, float, float]]
     groups: list[GroupReplay] = field(repr=False, default_factory=list)
     """Per-group results of the first seed."""
+    people: dict[str, dict] = field(default_factory=dict)
+    """With ``--human``: per group, people's ranking (:func:`orchestrator.offline.replay_people.people_rankings`)."""
 
     def to_json(self) -> dict:
         return {
@@ -83,6 +85,7 @@ class ReplayReport:
             "curve": [[k, _round(a), _round(b)] for k, a, b in self.curve],
             "rankings": {g.key: [g.names[c] for c in ranking_order(g.final.mean, g.names)] for g in self.groups},
             **self._control_effects(),
+            **({"people": self.people} if self.people else {}),
         }
 
     def _control_effects(self) -> dict:

@@ -1,6 +1,6 @@
-"""People's win rates beside RAEE (issue #34 item 3): PPI++ against a hand computation, and a
-simulated panel whose judges share a bias against one candidate — without labels every interval
-misses the people's win rate there, with labels on 5% of the items the people's intervals cover it."""
+"""People's win rates and rankings beside the judges' (issue #34 item 3): RAEE with PPI++ against a hand
+computation and a simulated panel whose judges share a bias against one candidate (without labels every
+interval misses people's win rate there, with labels on 5% of the items they cover it), and PoE's people's ranking."""
 
 import json
 
@@ -99,3 +99,54 @@ def test_fit_raee_human_through_the_cli(tmp_path, capsys):
     assert "people's win rate (PPI++" in capsys.readouterr().out
     assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--json"]) == 0
     assert all(r["people"] is None for r in json.loads(capsys.readouterr().out)["rows"])  # without labels: unchanged
+
+
+def test_replay_human_moves_what_the_judge_is_biased_against(tmp_path, capsys):
+    """PoE (`replay --human`): a judge that marks the best of six candidates down by 2.5 logits ranks
+    it 4th with a tight interval; five people's scores per candidate put it back in the interval of
+    rank 1, and without labels the output is unchanged."""
+    rng = np.random.default_rng(0)
+    quality = np.array([0.0, 0.4, 0.8, 1.2, 1.6, 2.0])
+    seen = quality - np.array([0, 0, 0, 0, 0, 2.5])  # what the judge sees: c5 marked down
+    lines = []
+    for p in range(20):
+        for a in range(6):
+            for b in range(6):
+                if a != b:
+                    won = float(rng.random() < expit(seen[a] - seen[b]))
+                    lines.append(
+                        {
+                            "kind": "pairwise",
+                            "judge": "j",
+                            "prompt_id": f"p{p}",
+                            "candidates": [f"c{a}", f"c{b}"],
+                            "probs": {"A": won, "B": 1 - won},
+                        }
+                    )
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    people = tmp_path / "people.jsonl"
+    people.write_text(
+        "".join(
+            json.dumps(
+                {"prompt_id": f"p{p}", "candidate": f"c{k}", "score": float(np.clip(np.round(3 + quality[k] + rng.normal(0, 0.5)), 1, 7))}
+            )
+            + "\n"
+            for k in range(6)
+            for p in range(5)
+        )
+    )
+    base = ["replay", str(log), "--scope", "global", "--strategy", "random", "--batch", "100", "--json"]
+    assert run_cli(base) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "people" not in plain and plain["rankings"]["global"].index("c5") >= 2  # the judge's view
+    assert run_cli([*base, "--human", str(people)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in report.items() if k != "people"} == plain  # the judges' part is unchanged
+    ranking = {r["candidate"]: r for r in report["people"]["global"]["ranking"]}
+    assert ranking["c5"]["rank_low"] == 1 and report["people"]["global"]["labels"] == 30
+    assert ranking["c0"]["rank_high"] == 6  # the worst stays the worst
+    pairwise_only = tmp_path / "pairs.jsonl"
+    pairwise_only.write_text(json.dumps({"prompt_id": "p0", "first": "c0", "second": "c1", "winner": "c1"}) + "\n")
+    assert run_cli([*base, "--human", str(pairwise_only)]) == 2
+    assert "absolute labels" in capsys.readouterr().err
