@@ -169,3 +169,23 @@ def test_five_items_labelled_by_keyboard_across_a_kill_and_a_restart(judged_run)
     assert len(rows) == 5 and len({r[0] for r in rows}) == 5 and {r[1] for r in rows} == {"ana"}
     winners = [r[2] if r[2] == "tie" else ("A" if r[2] == r[3] else "B") for r in rows]
     assert winners == ["A", "B", "tie", "B", "A"]  # keys a, b, t, then 2, 1: in order, once each
+
+
+def test_labels_imported_from_csv_are_stored_once_with_their_source(judged_run, tmp_path, capsys):
+    path = judged_run
+    people = tmp_path / "people.csv"
+    people.write_text("prompt_id,candidate,score,first,second,winner,annotator\np0,M0,4,,,,ana\np0,M1,2,,,,ana\np1,,,M0,M2,tie,ben\n")
+    assert run_cli(["label", str(path), "--import", str(people)]) == 0
+    assert "stored 3 labels from" in capsys.readouterr().err
+    assert run_cli(["label", str(path), "--import", str(people)]) == 0  # again: nothing new
+    again = capsys.readouterr().err
+    assert "stored 0 labels" in again and "(3 were there already)" in again
+    rows = sqlite3.connect(path).execute("select kind, annotator, source from human_labels order by rowid").fetchall()
+    assert rows == [("absolute", "ana", "import:people.csv")] * 2 + [("pairwise", "ben", "import:people.csv")]
+    typo = tmp_path / "typo.csv"
+    typo.write_text("prompt_id,candidate,score\np0,M3,1\np0,M9,5\n")
+    assert run_cli(["label", str(path), "--import", str(typo)]) == 2
+    assert "'M9' has no answer to prompt 'p0'" in capsys.readouterr().err
+    assert sqlite3.connect(path).execute("select count(*) from human_labels").fetchone() == (3,)  # all or none
+    assert run_cli(["judges", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["judges"][0]["compared"] >= 1

@@ -11,7 +11,7 @@ for a person) on bad input, and nothing else on user error.
 from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
-from .labels import export_labels, label_server
+from .labels import export_labels, import_labels, label_server
 from .lifecycle import dry_run, export, extend, load_config, ranking, report, resume, start, status, summary
 from .presentation import (
     bias_covariates,
@@ -47,6 +47,7 @@ __all__ = [
     "judges",
     "label_server",
     "export_labels",
+    "import_labels",
     "cache_stats",
     "cache_prune",
     "cache_import",

@@ -36,3 +36,40 @@ def export_labels(run: str | Path, *, out: str | Path = "-") -> int:
     labels = run_labels(run)
     with open_output(out, option="--export", inputs=[run, f"{run}-wal", f"{run}-shm"]) as fh:
         return write_labels(labels, fh)
+
+
+def import_labels(run: str | Path, path: str | Path) -> tuple[int, int]:
+    """``orchestrator label RUN --import FILE``: people's labels from a JSONL or CSV file
+    (docs/human-labels.md) into the run file, with their provenance (``import:FILE``); all or none.
+    ``(new, already stored)``.
+
+    Raises:
+        OrchestratorError: a bad file (naming its line), or a label of a prompt or candidate the run
+            does not have (nothing is stored then).
+    """
+    from ..offline.human_labels import load_human_labels
+    from ..records.labels import AbsoluteLabel, PairwiseLabel
+    from ..store import open_run
+    from ..store.labels import LabelStore
+
+    labels = load_human_labels(path)
+    run_file = open_run(run, write=False)
+    try:
+        dataset = run_file.dataset()
+    finally:
+        run_file.close()
+    rows: list[AbsoluteLabel | PairwiseLabel] = [*labels.absolute, *labels.pairwise]
+    for label in rows:
+        names = [label.candidate] if isinstance(label, AbsoluteLabel) else [label.first, label.second]
+        answers = dataset.responses.get(label.prompt_id)
+        if answers is None:
+            raise OrchestratorError(f"{path}: prompt {label.prompt_id!r} is not in {run}; nothing was stored")
+        missing = [n for n in names if n not in answers]
+        if missing:
+            raise OrchestratorError(f"{path}: {missing[0]!r} has no answer to prompt {label.prompt_id!r} in {run}; nothing was stored")
+    store = LabelStore(Path(run))
+    try:
+        added = store.add_many(rows, f"import:{Path(path).name}")
+    finally:
+        store.close()
+    return added, len(rows) - added

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import OrchestratorError
 from .common import app, err_console, existing, out_console
 
 
@@ -19,10 +20,22 @@ def label_cmd(
     export: Optional[Path] = typer.Option(
         None, "--export", help="Write the run file's labels as JSONL to this file ('-': stdout) and exit, serving nothing."
     ),
+    import_file: Optional[Path] = typer.Option(
+        None,
+        "--import",
+        help="Store people's labels from a JSONL or CSV file (docs/human-labels.md) in the run file and exit, serving nothing.",
+        callback=existing("file"),
+    ),
 ) -> None:
     """Serve a labelling page on 127.0.0.1: the items where the judges disagree most, one verdict a key press."""
     from .. import api
 
+    if export is not None and import_file is not None:
+        raise OrchestratorError("--import and --export go one at a time")
+    if import_file is not None:
+        added, already = api.import_labels(run, import_file)
+        err_console.print(f"stored {added} labels from {import_file} in {run}" + (f" ({already} were there already)" if already else ""))
+        return
     if export is not None:
         written = api.export_labels(run, out=export)
         err_console.print(f"wrote {written} labels" + ("" if str(export) == "-" else f" to {export}"))

@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import OrchestratorError
+from ..records.importers import csv_rows
 from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
 from ..records.log import validate_jsonl, validation_message
 
@@ -75,8 +76,24 @@ class HumanLabels:
         return None
 
 
+def _rows(path: str | Path) -> list[tuple[int, _Row]]:
+    """A JSONL file's rows, or a CSV file's (``.csv``/``.tsv``: a header of the same field names;
+    empty cells are left out, so one file may hold both shapes)."""
+    if Path(path).suffix.lower() not in (".csv", ".tsv"):
+        return validate_jsonl(path, _Row, "the file has no labels")
+    out = []
+    for number, fields in csv_rows(Path(path))[1]:
+        try:
+            out.append((number, _Row.model_validate({k: v for k, v in fields.items() if v.strip()})))
+        except ValidationError as exc:
+            raise OrchestratorError(f"{path}:{number}: {validation_message(exc)}") from None
+    if not out:
+        raise OrchestratorError(f"{path}: the file has no labels")
+    return out
+
+
 def load_human_labels(path: str | Path) -> HumanLabels:
-    """The labels of a JSONL file.
+    """The labels of a JSONL or CSV file.
 
     Raises:
         OrchestratorError: naming file and line: a row of neither shape, a bad field, or one
@@ -84,7 +101,7 @@ def load_human_labels(path: str | Path) -> HumanLabels:
     """
     labels = HumanLabels()
     seen: dict[tuple[str, str], int] = {}
-    for number, row in validate_jsonl(path, _Row, "the file has no labels"):
+    for number, row in _rows(path):
         data = row.model_dump(exclude={"kind"})
         try:
             if "winner" in data or "first" in data:

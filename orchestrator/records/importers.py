@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ..errors import OrchestratorError
 from .log import check_identifier, decode_text, parse_json, read_jsonl
 
-__all__ = ["FORMATS", "Imported", "import_data", "write_imported"]
+__all__ = ["FORMATS", "Imported", "csv_rows", "import_data", "write_imported"]
 
 
 @dataclass
@@ -197,7 +197,7 @@ def _fastchat(folder: Path, flavour: str, encoding: str | None = None) -> Import
     return out
 
 
-def _csv_rows(path: Path, encoding: str | None) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def csv_rows(path: Path, encoding: str | None = None) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """The header and ``(line, row)`` of a CSV file (comma, semicolon or tab separated, as
     spreadsheet programs save them), read strictly: a quoting error or a row with another number of
     fields than the header is an error naming its line, never a silently shifted row."""
@@ -236,7 +236,7 @@ def _csv_rows(path: Path, encoding: str | None) -> tuple[list[str], list[tuple[i
 def _csv(paths: list[Path], encoding: str | None = None) -> Imported:
     out = Imported()
     for path in paths:
-        header, rows = _csv_rows(path, encoding)
+        header, rows = csv_rows(path, encoding)
         if not rows:
             raise OrchestratorError(f"{path}: no rows")
         columns = set(header)

@@ -2,7 +2,7 @@
 
 One row per (item, annotator): ``item`` is :func:`orchestrator.records.labels.label_item` (the
 answer, or the pair of answers to one prompt, whichever order it was shown in), then the label's
-fields and ``created_at``. The table is created by the first label, so run files written before it
+fields, ``created_at`` and ``source`` (provenance: ``page`` for the labelling page, ``import:FILE``). The table is created by the first label, so run files written before it
 existed, and orchestrators that do not know it, read the file as before (no schema version change).
 
 A label is committed in its own transaction, ``INSERT OR IGNORE`` on the key: a verdict sent twice
@@ -27,7 +27,7 @@ TABLE = "human_labels"
 _CREATE = f"""create table if not exists [{TABLE}] (
     item text not null, annotator text not null, kind text not null, prompt_id text not null,
     candidate text, first text, second text, score real, winner text, created_at real not null,
-    primary key (item, annotator))"""
+    source text not null, primary key (item, annotator))"""
 
 Label = AbsoluteLabel | PairwiseLabel
 
@@ -65,14 +65,29 @@ class LabelStore:
             self.db.conn.close()
             raise OrchestratorError(f"{path}: cannot store labels in the run file ({exc})") from None
 
-    def add(self, label: Label) -> bool:
+    def add_many(self, labels: list[Label], source: str) -> int:
+        """Store labels in one transaction (all or none); the number new to the file."""
+        self.db.conn.execute("begin immediate")
+        try:
+            added = sum(self.add(label, source) for label in labels)
+        except BaseException:
+            self.db.conn.execute("rollback")
+            raise
+        self.db.conn.execute("commit")
+        return added
+
+    def add(self, label: Label, source: str = "page") -> bool:
         """Store one label; False when this annotator labelled the item already (nothing changes)."""
         if isinstance(label, AbsoluteLabel):
             fields = ["absolute", label.prompt_id, label.candidate, None, None, label.score, None]
         else:
             fields = ["pairwise", label.prompt_id, None, label.first, label.second, None, label.winner]
-        row = [label_item(label), label.annotator, *fields, time.time()]
-        cursor = self.db.conn.execute(f"insert or ignore into [{TABLE}] values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        row = [label_item(label), label.annotator, *fields, time.time(), source]
+        cursor = self.db.conn.execute(
+            f"insert or ignore into [{TABLE}] (item, annotator, kind, prompt_id, candidate, first, second, score, winner, created_at, source) "
+            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
         return cursor.rowcount == 1
 
     def labelled_items(self, annotator: str) -> set[str]:
