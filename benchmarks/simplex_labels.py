@@ -5,7 +5,9 @@ For each aspect, the paper's three judges' 1–5 scores of 12 systems × 100 art
 
 - no labels;
 - 5% of the answers (60) labelled at random (the expert mean score of the answer, rounded to a level);
-- 5% chosen where the judges disagree most (largest sd of the three judges' scores; 5 per system).
+- 5% chosen by the product: the first items `orchestrator label --order disagreement` offers (the
+  three judges' disagreement per minute of reading, in rounds over the systems;
+  `orchestrator/run/labelling/choice.py`).
 
 Reported: coverage of the expert ranks by the 95% rank intervals, their median width, Spearman with
 the expert ranking, R-hat of the ranking, seconds.
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.offline.fit_simplex import load_absolute_judgments, truth_scores
+from orchestrator.run.labelling.choice import absolute_items, offer_order
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, label_grid
 from orchestrator.simplex import baselines as B
 
@@ -44,10 +47,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     convert = _converter()
-    expert = {}
+    expert, answer_text = {}, {}
     for line in (SHARED / "responses.jsonl").read_text().splitlines():
         row = json.loads(line)
         expert[(row["prompt_id"], row["candidate"])] = row["human"]
+        answer_text[(row["prompt_id"], row["candidate"])] = row["text"]
+    prompt_text = {json.loads(line)["id"]: json.loads(line)["text"] for line in (SHARED / "prompts.jsonl").read_text().splitlines()}
     totals: dict[str, list] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for aspect in args.aspects:
@@ -64,16 +69,20 @@ def main() -> None:
             random_grid = np.zeros_like(full)
             pick = rng.choice(np.flatnonzero(full.ravel()), size=n, replace=False)
             random_grid.flat[pick] = full.flat[pick]
-            with np.errstate(invalid="ignore"):
-                spread = np.nan_to_num(np.nanstd(data.item_scores(), axis=0), nan=-1.0)  # (K, Q) judges' disagreement
+            # the product's choice (`orchestrator label`: the judges' disagreement per minute of reading)
+            chars = lambda prompt, names: len(prompt_text.get(prompt, "")) + sum(len(answer_text.get((prompt, c), "")) for c in names)  # noqa: E731
+            judged = [(p, c, probs) for j, c, p, probs in records if j in PAPER_JUDGES]
             chosen_grid = np.zeros_like(full)
-            per = max(1, n // K)
-            for k in range(K):
-                order = np.argsort(-spread[k] + rng.uniform(0, 1e-6, Q))
-                top = [q for q in order if full[k, q] > 0][:per]
-                chosen_grid[k, top] = full[k, top]
+            question = {q: i for i, q in enumerate(data.questions)}
+            cand = {c: k for k, c in enumerate(data.candidates)}
+            taken = 0
+            for item in offer_order(absolute_items(judged, 5, chars), "disagreement"):
+                k, q = cand[item.candidates[0]], question[item.prompt_id]
+                if full[k, q] > 0 and taken < n:
+                    chosen_grid[k, q] = full[k, q]
+                    taken += 1
             print(f"\n{aspect} — paper's 3 judges, {n} labels ({args.share:.0%} of {K * Q} answers)")
-            for name, grid in (("no labels", None), ("5% random", random_grid), ("5% chosen (judges disagree)", chosen_grid)):
+            for name, grid in (("no labels", None), ("5% random", random_grid), ("5% where judges disagree", chosen_grid)):
                 fit = fit_or_fallback(data, SimplexSettings(seed=args.seed), labels=grid)
                 r = fit.ranks()
                 lo, hi = r.lower.numpy(), r.upper.numpy()

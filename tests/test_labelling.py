@@ -17,7 +17,7 @@ import pytest
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.run.labelling.choice import absolute_items, pairwise_items
+from orchestrator.run.labelling.choice import absolute_items, offer_order, pairwise_items
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
@@ -43,6 +43,18 @@ def test_items_come_in_order_of_disagreement_per_minute_of_reading():
     )
     # x: two judges at opposite ends (split 2·0.5 = 1, unsure 0): d = 0.5; y: agreed and sure: 0
     assert [(i.candidates, i.disagreement) for i in levels] == [(("x",), 0.5), (("y",), 0.0)]
+    # rounds: x's second answer, however disputed, waits until y has had its first
+    spread = offer_order(
+        absolute_items(
+            [("p1", "x", {"1": 1.0}), ("p1", "x", {"5": 1.0}), ("p2", "x", {"1": 1.0}), ("p2", "x", {"5": 1.0}), ("p1", "y", {"3": 1.0})],
+            5,
+            lambda p, n: 750,
+        ),
+        "disagreement",
+    )
+    assert [(i.prompt_id, i.candidates[0]) for i in spread] == [("p1", "x"), ("p1", "y"), ("p2", "x")]
+    shuffled = offer_order(spread, "random", seed=3)
+    assert [i.candidates[0] for i in shuffled[:2]] in (["x", "y"], ["y", "x"]) and shuffled == offer_order(spread[::-1], "random", seed=3)
 
 
 @pytest.fixture
@@ -104,6 +116,7 @@ def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, ca
     for args, message in [
         (["--annotator", ""], "--annotator: is empty"),
         (["--port", "70000"], "--port must be in 0..65535"),
+        (["--order", "best"], "--order must be 'random' or 'disagreement'"),
         (["--export", str(path)], "--export"),  # never over the run file it reads
     ]:
         assert run_cli(["label", str(path), *args]) == 2, args

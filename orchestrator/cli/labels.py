@@ -17,6 +17,9 @@ def label_cmd(
     run: Path = typer.Argument(..., help="Run file whose judged items a person labels.", callback=existing("run file")),
     annotator: str = typer.Option("human", "--annotator", help="Who labels (stored with every label)."),
     port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    order: str = typer.Option(
+        "random", "--order", help="random (labels that calibrate rankings and judges without bias) | disagreement (where the judges fail)."
+    ),
     export: Optional[Path] = typer.Option(
         None, "--export", help="Write the run file's labels as JSONL to this file ('-': stdout) and exit, serving nothing."
     ),
@@ -27,7 +30,7 @@ def label_cmd(
         callback=existing("file"),
     ),
 ) -> None:
-    """Serve a labelling page on 127.0.0.1: the items where the judges disagree most, one verdict a key press."""
+    """Serve a labelling page on 127.0.0.1: the run's judged items one at a time, one verdict a key press."""
     from .. import api
 
     if export is not None and import_file is not None:
@@ -40,13 +43,14 @@ def label_cmd(
         written = api.export_labels(run, out=export)
         err_console.print(f"wrote {written} labels" + ("" if str(export) == "-" else f" to {export}"))
         return
-    server = api.label_server(run, annotator=annotator, port=port)
+    server = api.label_server(run, annotator=annotator, port=port, order=order)
     session = server.session
     progress = session.progress()
     # a plain line on stdout first (a script or a test reads the address from it), flushed
     out_console.print(f"labelling page: {server.url}", soft_wrap=True, highlight=False)
     err_console.print(
-        f"{progress['items']} items of {run} ranked by the judges' disagreement per minute of reading; "
+        f"{progress['items']} judged items of {run}, offered {'at random' if order == 'random' else 'where the judges disagree most'}, "
+        "in rounds over the candidates; "
         f"{progress['labelled']} labelled by {session.annotator} already. Ctrl-C stops (every verdict is stored at once).",
         soft_wrap=True,
     )

@@ -1,9 +1,9 @@
-"""Which items a person should label first (issue #34, humans in the loop): pure functions.
+"""Which items a person labels, in which order (issue #34, humans in the loop): pure functions.
 
 An item is an answer (absolute campaigns) or a pair of answers to one prompt (pairwise campaigns)
-the judges have judged. A person's label is worth most where the judges leave the question open —
-where they are unsure or contradict each other — and costs what it takes to read the texts.
-Per item, from its judgments:
+the judges have judged. Its priority says where the judges leave the question open — where they are
+unsure or contradict each other — per minute a person spends reading (where to look for the judges'
+failures). Per item, from its judgments:
 
 - pairwise: ``u_j`` = judgment j's P(a better than b) (``p_first`` turned to the item's order);
   ``unsure = 4·ū(1 − ū)`` (1 when the judges, on average, say 50/50) and ``split = 2·sd_j(u_j)``
@@ -15,11 +15,19 @@ Per item, from its judgments:
     minutes      = characters to read / READING_CHARS_PER_MINUTE + DECISION_MINUTES,
     priority     = disagreement / minutes.
 
-Items are offered in decreasing priority (ties: by item key, so the order is reproducible).
+:func:`offer_order` offers items in rounds, so that the labels spread over what is being ranked:
+round r holds each candidate's (absolute) or each pair's (pairwise) r-th item, and within a round the
+items go by decreasing priority (``order="disagreement"``) or in a seeded random order
+(``order="random"``, the default). Measured on SummEval (``benchmarks/simplex_labels.py``, the
+simplex fit, 5% of the answers labelled): labels where the judges disagree most ranked *worse*
+than no labels (Spearman with the experts 0.872 against 0.902; coverage of their ranks 0.938),
+labels at random better (0.928; 0.958) — disputed answers are where people, too, are least sure,
+and a random sample is what ``fit raee --human`` (PPI) and the ``judges`` table need to be unbiased.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -27,7 +35,7 @@ from dataclasses import dataclass
 
 from ...records.labels import item_key
 
-__all__ = ["DECISION_MINUTES", "READING_CHARS_PER_MINUTE", "LabelItem", "absolute_items", "pairwise_items"]
+__all__ = ["DECISION_MINUTES", "READING_CHARS_PER_MINUTE", "LabelItem", "absolute_items", "offer_order", "pairwise_items"]
 
 READING_CHARS_PER_MINUTE = 1000.0
 """About 200 words a minute, careful reading."""
@@ -62,8 +70,27 @@ def _sd(values: list[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
-def _ordered(items: list[LabelItem]) -> list[LabelItem]:
+def _by_priority(items: list[LabelItem]) -> list[LabelItem]:
     return sorted(items, key=lambda item: (-item.priority, item.key))
+
+
+def offer_order(items: list[LabelItem], order: str = "random", seed: int = 0) -> list[LabelItem]:
+    """The order a person is offered ``items`` in: rounds over the candidates (absolute) or pairs
+    (pairwise), and within a round ``"disagreement"`` (decreasing priority) or ``"random"`` (a seeded
+    shuffle, the same after a restart). Module docstring."""
+    if order not in ("random", "disagreement"):
+        raise ValueError(f"order must be 'random' or 'disagreement' (got {order!r})")
+
+    def shuffled(item: LabelItem) -> str:
+        return hashlib.sha256(f"{seed}\0{item.key}".encode()).hexdigest()
+
+    ranked = _by_priority(items) if order == "disagreement" else sorted(items, key=shuffled)
+    seen: dict[tuple[str, ...], int] = defaultdict(int)
+    rounds = []
+    for item in ranked:
+        rounds.append(seen[item.candidates])
+        seen[item.candidates] += 1
+    return [item for _, _, item in sorted(zip(rounds, range(len(ranked)), ranked))]
 
 
 def pairwise_items(judgments: Iterable[tuple[str, str, str, float]], chars: Callable[[str, tuple[str, ...]], int]) -> list[LabelItem]:
@@ -78,7 +105,7 @@ def pairwise_items(judgments: Iterable[tuple[str, str, str, float]], chars: Call
         mean = sum(us) / len(us)
         disagreement = (4 * mean * (1 - mean) + 2 * _sd(us)) / 2
         items.append(LabelItem(item_key(prompt, a, b), "pairwise", prompt, (a, b), len(us), disagreement, _minutes(chars(prompt, (a, b)))))
-    return _ordered(items)
+    return _by_priority(items)
 
 
 def absolute_items(
@@ -98,4 +125,4 @@ def absolute_items(
         disagreement = (unsure + 2 * _sd([x for x, _ in rows])) / 2
         key = item_key(prompt, candidate)
         items.append(LabelItem(key, "absolute", prompt, (candidate,), len(rows), disagreement, _minutes(chars(prompt, (candidate,)))))
-    return _ordered(items)
+    return _by_priority(items)

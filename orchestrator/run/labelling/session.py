@@ -18,7 +18,7 @@ from ...records.labels import AbsoluteLabel, PairwiseLabel
 from ...records.log import check_identifier
 from ...store import open_run
 from ...store.labels import LabelStore
-from .choice import LabelItem, absolute_items, pairwise_items
+from .choice import LabelItem, absolute_items, offer_order, pairwise_items
 
 __all__ = ["LabelSession"]
 
@@ -26,15 +26,17 @@ __all__ = ["LabelSession"]
 class LabelSession:
     """The items of one run for one annotator, and the run file's label table; thread-safe."""
 
-    def __init__(self, path: str | Path, annotator: str = "human"):
+    def __init__(self, path: str | Path, annotator: str = "human", order: str = "random"):
         try:
             self.annotator = check_identifier(annotator)
         except ValueError as exc:
             raise OrchestratorError(f"--annotator: {exc}") from None
+        if order not in ("random", "disagreement"):
+            raise OrchestratorError(f"--order must be 'random' or 'disagreement' (got {order!r})")
         self.path = Path(path)
         run = open_run(self.path, write=False)
         try:
-            dataset, config, judgments = run.dataset(), run.config, list(run.judgments())
+            dataset, config, judgments, seed = run.dataset(), run.config, list(run.judgments()), int(run.run["seed"])
         finally:
             run.close()
         self.prompts = {pid: row.text for pid, row in dataset.prompts.items()}
@@ -50,14 +52,19 @@ class LabelSession:
             for j in judgments
             if j.kind == "pairwise" and j.p_first is not None and len(j.candidates) == 2
         ]
-        absolute = [(j.prompt_id, j.candidates[0], j.probs[0]) for j in judgments if j.kind == "absolute" and j.probs]
+        # absolute templates read levels "1".."M"; a judgment on other options is not a score to label
+        absolute = [
+            (j.prompt_id, j.candidates[0], j.probs[0])
+            for j in judgments
+            if j.kind == "absolute" and j.probs and all(k.isdigit() for k in j.probs[0])
+        ]
         self.levels = max((int(k) for *_, probs in absolute for k in probs), default=0)
         items: list[LabelItem] = pairwise_items(pairwise, chars) + absolute_items(absolute, self.levels, chars)
         if not items:
             raise OrchestratorError(
                 f"{self.path}: no pairwise or absolute judgments to label yet (reference campaigns are not labelled here)"
             )
-        self.items = sorted(items, key=lambda item: (-item.priority, item.key))
+        self.items = offer_order(items, order, seed)
         # the page names an item by a digest, so that the candidates' names stay off the page
         self.by_id = {hashlib.sha256(item.key.encode()).hexdigest()[:16]: item for item in self.items}
         self.id_of = {item.key: token for token, item in self.by_id.items()}
