@@ -4,7 +4,9 @@ the experts play the people.
 The bundled GPT-3.5 pairwise coherence verdicts (12 systems × 100 articles), global scope, a budget
 of 150 calls (reorder selection, permutation debiasing, batch 5: the validity suite's PoE row), then
 the experts' mean coherence score of a share of the answers as people's labels — at random, or 5 per
-system at random (stratified). Reported over seeds: coverage of the expert ranking by the 95% rank
+system at random (stratified) — or as many pairwise verdicts (the expert preference between two
+logged answers to one article), in the labelling page's orders (`orchestrator label --order random
+| disagreement`, reading time taken as equal). Reported over seeds: coverage of the expert ranking by the 95% rank
 intervals and their mean width, the judges' posterior beside people's (`orchestrator.poe.human`).
 
     python benchmarks/poe_labels.py [--seeds 20] [--share 0.05]
@@ -22,6 +24,7 @@ from orchestrator.poe import PoEConfig, rank_intervals
 from orchestrator.poe.human import people_scores
 from orchestrator.poe.uncertainty import rank_intervals_from_draws
 from orchestrator.records.log import load_log, load_responses
+from orchestrator.run.labelling.choice import offer_order, pairwise_items
 
 GPT35 = Path(__file__).resolve().parents[1] / "examples" / "summeval-gpt35"
 
@@ -48,8 +51,10 @@ def main() -> None:
             expert[(row["prompt_id"], names.index(row["candidate"]))] = row["human"]["coherence"]
     answers = sorted(expert)
     true_rank = ranks_of(np.asarray(group.truth, dtype=float))
-    rows: dict[str, list[tuple[float, float]]] = {"judges' posterior (no labels)": [], "random labels": [], "5 per system": []}
-    taus: dict[str, list[float]] = {"random labels": [], "5 per system": []}
+    kinds = ["scores at random", "scores, 5 per system", "verdicts, the page's order (random)", "verdicts, the page's disagreement order"]
+    rows: dict[str, list[tuple[float, float]]] = {"judges' posterior (no labels)": [], **{k: [] for k in kinds}}
+    taus: dict[str, list[float]] = {k: [] for k in kinds}
+    logged = [(p, names[i], names[j], pf) for (i, j), judged in group.pairwise.items() for p, pf in judged]
     n_labels = int(args.share * len(answers))
     for seed in range(args.seeds):
         done = replay_group(group, "reorder", PoEConfig(), scope="global", debias="permutation", batch=5, budget=150, seed=seed)
@@ -60,12 +65,29 @@ def main() -> None:
         random_pick = [answers[k] for k in rng.choice(len(answers), size=n_labels, replace=False)]
         per = max(1, n_labels // len(names))
         stratified = [(p, c) for c in range(len(names)) for p in rng.choice([p for p, cc in answers if cc == c], size=per, replace=False)]
-        for name, pick in (("random labels", random_pick), ("5 per system", stratified)):
+        labelled = {}
+        for order in ("random", "disagreement"):
+            items = offer_order(pairwise_items(logged, lambda p, n: 1000), order, seed)
+            verdicts = []
+            for item in items[:n_labels]:
+                a, b = (names.index(c) for c in item.candidates)
+                ea, eb = expert[(item.prompt_id, a)], expert[(item.prompt_id, b)]
+                verdicts.append((a, b, 1.0 if ea > eb else 0.0 if ea < eb else 0.5))
+            labelled[order] = verdicts
+        picks = {
+            "scores at random": (random_pick, None),
+            "scores, 5 per system": (stratified, None),
+            "verdicts, the page's order (random)": ([], labelled["random"]),
+            "verdicts, the page's disagreement order": ([], labelled["disagreement"]),
+        }
+        for name, (pick, verdicts) in picks.items():
+            pairs = None if verdicts is None else tuple(np.array(col) for col in zip(*verdicts))
             people = people_scores(
                 done.final.mean.numpy(),
                 done.final.cov.numpy(),
-                np.array([c for _, c in pick]),
-                np.array([expert[a] for a in pick]),
+                np.array([c for _, c in pick], dtype=int),
+                np.array([expert[a] for a in pick], dtype=float),
+                pairs=pairs,
                 seed=seed,
             )
             assert people is not None

@@ -146,7 +146,27 @@ def test_replay_human_moves_what_the_judge_is_biased_against(tmp_path, capsys):
     ranking = {r["candidate"]: r for r in report["people"]["global"]["ranking"]}
     assert ranking["c5"]["rank_low"] == 1 and report["people"]["global"]["labels"] == 30
     assert ranking["c0"]["rank_high"] == 6  # the worst stays the worst
-    pairwise_only = tmp_path / "pairs.jsonl"
-    pairwise_only.write_text(json.dumps({"prompt_id": "p0", "first": "c0", "second": "c1", "winner": "c1"}) + "\n")
-    assert run_cli([*base, "--human", str(pairwise_only)]) == 2
-    assert "absolute labels" in capsys.readouterr().err
+    # people's pairwise verdicts instead: c5 against each of the others on 5 prompts (25 verdicts)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "prompt_id": f"p{p}",
+                    "first": "c5",
+                    "second": f"c{k}",
+                    "winner": "c5" if rng.random() < expit(quality[5] - quality[k]) else f"c{k}",
+                }
+            )
+            + "\n"
+            for k in range(5)
+            for p in range(5)
+        )
+    )
+    assert run_cli([*base, "--human", str(pairs)]) == 0
+    by_pairs = {r["candidate"]: r for r in json.loads(capsys.readouterr().out)["people"]["global"]["ranking"]}
+    assert by_pairs["c5"]["rank_low"] == 1
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps({"prompt_id": "p0", "first": "x", "second": "y", "winner": "x"}) + "\n")
+    assert run_cli([*base, "--human", str(elsewhere)]) == 2
+    assert "no label speaks to a replayed group's candidates" in capsys.readouterr().err

@@ -44,7 +44,7 @@ def replay(
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
     (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
     taste fitted with the scores (``scope="global"``, responses with texts); ``human`` (a labels
-    JSONL): people's ranking per group beside the judges' (absolute labels; ``report.people``)."""
+    JSONL): people's ranking per group beside the judges' (``report.people``)."""
     import dataclasses
 
     from ..offline.human_labels import load_human_labels
@@ -67,17 +67,14 @@ def replay(
         control=tuple(control or ()),
     )
     labels = load_human_labels(human) if human is not None else None
-    if labels is not None and not labels.absolute:
-        raise OrchestratorError(
-            f"{human}: replay --human reads people's scores of answers (absolute labels); the file has only pairwise verdicts"
-        )
     report = replay_files(log, responses, truth, settings, judge=judge, progress=progress)
     if labels is None:
         return report
     people = people_rankings(report.groups, labels, scope)
     if not people:
         raise OrchestratorError(
-            f"{human}: no group has 3 or more labels of its candidates with 2 distinct scores (per_prompt: labels of the group's prompt)"
+            f"{human}: no label speaks to a replayed group's candidates (a pairwise verdict on two of them, or 3 or more scores "
+            "with 2 distinct values; per_prompt: labels of the group's prompt)"
         )
     return dataclasses.replace(report, people=people)
 

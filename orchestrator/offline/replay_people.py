@@ -1,6 +1,6 @@
 """People's ranking beside a replay (issue #34 item 3, PoE part; ``replay --human``): each replayed
-group's judges' posterior turned into people's scores by the absolute labels of its candidates
-(:mod:`orchestrator.poe.human`), with rank intervals."""
+group's judges' posterior turned into people's scores by the labels of its candidates — scores of
+answers and pairwise verdicts (:mod:`orchestrator.poe.human`) — with rank intervals."""
 
 from __future__ import annotations
 
@@ -16,19 +16,30 @@ __all__ = ["people_rankings"]
 
 def people_rankings(groups: list[GroupReplay], labels: HumanLabels, scope: str, *, level: float = 0.95) -> dict[str, dict]:
     """Group key → ``{"labels", "tau", "ranking": [{candidate, rank, score, sd, rank_low, rank_high}]}``
-    for every group with enough labels of its candidates (a ``per_prompt`` group: labels of its prompt)."""
+    for every group with labels of its candidates (a ``per_prompt`` group: labels of its prompt; scores
+    count from three with two distinct values)."""
     out: dict[str, dict] = {}
     for group in groups:
         index = {name: k for k, name in enumerate(group.names)}
-        chosen = [
-            (index[x.candidate], x.score)
-            for x in labels.absolute
-            if x.candidate in index and (scope != "per_prompt" or x.prompt_id == group.key)
+        here = lambda prompt: scope != "per_prompt" or prompt == group.key  # noqa: E731
+        scored = [(index[x.candidate], x.score) for x in labels.absolute if x.candidate in index and here(x.prompt_id)]
+        compared = [
+            (index[x.first], index[x.second], 0.5 if x.winner == "tie" else float(x.winner == x.first))
+            for x in labels.pairwise
+            if x.first in index and x.second in index and here(x.prompt_id)
         ]
-        if group.final.cov is None or not chosen:
+        if group.final.cov is None or not (scored or compared):
             continue
         people = people_scores(
-            group.final.mean.numpy(), group.final.cov.numpy(), np.array([c for c, _ in chosen]), np.array([s for _, s in chosen])
+            group.final.mean.numpy(),
+            group.final.cov.numpy(),
+            np.array([c for c, _ in scored], dtype=int),
+            np.array([s for _, s in scored], dtype=float),
+            pairs=(
+                np.array([a for a, _, _ in compared], dtype=int),
+                np.array([b for _, b, _ in compared], dtype=int),
+                np.array([v for *_, v in compared]),
+            ),
         )
         if people is None:
             continue
