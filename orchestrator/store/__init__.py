@@ -17,9 +17,9 @@ Tables (``SCHEMA_VERSION`` 3; ``PRAGMA user_version`` holds the version; an olde
   and USD 0: :mod:`orchestrator.store.cache`).
 - ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
   largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
-
 - ``human_labels``: people's labels (``orchestrator label``; :mod:`orchestrator.store.labels`), created
   by the first label — no schema version change, older files and versions read as before.
+
 Each judgment is committed in its own transaction as it arrives; a process killed at any moment
 leaves a consistent file (SQLite's journal) that :func:`open_run` resumes.
 """

@@ -2,8 +2,9 @@
 
 One row per (item, annotator): ``item`` is :func:`orchestrator.records.labels.label_item` (the
 answer, or the pair of answers to one prompt, whichever order it was shown in), then the label's
-fields, ``created_at`` and ``source`` (provenance: ``page`` for the labelling page, ``import:FILE``). The table is created by the first label, so run files written before it
-existed, and orchestrators that do not know it, read the file as before (no schema version change).
+fields, ``created_at`` and ``source`` (provenance: ``page`` for the labelling page, ``import:FILE``).
+The table is created by the first label, so run files written before it existed, and orchestrators
+that do not know it, read the file as before (no schema version change).
 
 A label is committed in its own transaction, ``INSERT OR IGNORE`` on the key: a verdict sent twice
 (a double click, a page reloaded after the server restarted) is stored once, and a label written
