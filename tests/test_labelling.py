@@ -113,6 +113,11 @@ def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, ca
     assert run_cli(["judges", str(path), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["judges"]
     assert row["compared"] >= 1
+    # `rank` shows people's ranking beside the judges' for the group the label speaks to (per_prompt)
+    groups = {g["group"]: g for g in api.ranking(path)["groups"]}
+    assert {key for key, g in groups.items() if "people" in g} == {prompt_id} and groups[prompt_id]["people"]["labels"] == 1
+    assert run_cli(["rank", str(path)]) == 0
+    assert f"{prompt_id}: people's ranking" in capsys.readouterr().out
     for args, message in [
         (["--annotator", ""], "--annotator: is empty"),
         (["--port", "70000"], "--port must be in 0..65535"),

@@ -70,7 +70,7 @@ def replay(
     report = replay_files(log, responses, truth, settings, judge=judge, progress=progress)
     if labels is None:
         return report
-    people = people_rankings(report.groups, labels, scope)
+    people = people_rankings([(g.key, g.names, g.final) for g in report.groups], labels, scope)
     if not people:
         raise OrchestratorError(
             f"{human}: no label speaks to a replayed group's candidates (a pairwise verdict on two of them, or 3 or more scores "

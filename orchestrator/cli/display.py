@@ -145,6 +145,8 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
             out_console.print("practical ties (within δ, order not known): " + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]))
         if entry.get("close"):
             out_console.print("ordered, but the gap is below δ: " + "; ".join(" > ".join(pair) for pair in entry["close"]))
+        if entry.get("people"):
+            out_console.print(people_table(entry["group"], entry["people"], level))
         if len(entry.get("judges") or []) > 1 or any(
             k in j for k in ("precision", "length", "bold", "self") for j in entry.get("judges") or []
         ):
@@ -153,6 +155,26 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
         out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
     for candidate, reasons in sorted(report.get("flags", {}).items()):
         out_console.print(f"flagged: {candidate}: {'; '.join(reasons)}", soft_wrap=True)
+
+
+def people_table(group: str, people: dict, level: str) -> Table:
+    """People's ranking beside the judges' (``replay --human``, ``rank`` of a run file with labels)."""
+    table = Table(
+        title=f"{group}: people's ranking — the judges' posterior with {people['labels']} people's labels (E[τ] = {people['tau']:.2f})"
+    )
+    for name, justify in (
+        ("rank", "right"),
+        ("candidate", "left"),
+        ("score", "right"),
+        ("± sd", "right"),
+        (f"{level} rank interval", "center"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in people["ranking"]:
+        table.add_row(
+            str(row["rank"]), row["candidate"], f"{row['score']:+.3f}", f"{row['sd']:.3f}", f"{row['rank_low']}–{row['rank_high']}"
+        )
+    return table
 
 
 def judges_table(judges: list[dict]) -> Table:

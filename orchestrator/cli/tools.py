@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..errors import OrchestratorError
 from .common import _check_range, _plot_curve, _progress, app, err_console, existing, out_console
+from .display import people_table
 
 
 @app.command()
@@ -91,22 +92,7 @@ def replay(
         return
     _print_replay(report, with_truth=truth is not None)
     for key, people in list(report.people.items())[:5]:
-        table = Table(
-            title=f"{key}: people's ranking — the judges' posterior with {people['labels']} people's scores (E[τ] = {people['tau']:.2f})"
-        )
-        for name, justify in (
-            ("rank", "right"),
-            ("candidate", "left"),
-            ("score", "right"),
-            ("± sd", "right"),
-            ("95% rank interval", "center"),
-        ):
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
-        for row in people["ranking"]:
-            table.add_row(
-                str(row["rank"]), row["candidate"], f"{row['score']:+.3f}", f"{row['sd']:.3f}", f"{row['rank_low']}–{row['rank_high']}"
-            )
-        out_console.print(table)
+        out_console.print(people_table(key, people, "95%"))
 
 
 def _print_replay(report, *, with_truth: bool) -> None:

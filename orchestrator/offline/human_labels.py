@@ -26,7 +26,7 @@ from ..records.importers import csv_rows
 from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
 from ..records.log import validate_jsonl, validation_message
 
-__all__ = ["AbsoluteLabel", "HumanLabels", "PairwiseLabel", "load_human_labels", "run_labels", "write_labels"]
+__all__ = ["AbsoluteLabel", "HumanLabels", "PairwiseLabel", "as_labels", "load_human_labels", "run_labels", "write_labels"]
 
 
 class _Row(BaseModel):
@@ -133,9 +133,13 @@ def run_labels(path: str | Path) -> HumanLabels:
 
     conn = readonly(Path(path))
     try:
-        stored = stored_labels(conn)
+        return as_labels(stored_labels(conn))
     finally:
         conn.close()
+
+
+def as_labels(stored: list[AbsoluteLabel | PairwiseLabel]) -> HumanLabels:
+    """Label records (a run file's) as :class:`HumanLabels`."""
     return HumanLabels(
         absolute=[x for x in stored if isinstance(x, AbsoluteLabel)], pairwise=[x for x in stored if isinstance(x, PairwiseLabel)]
     )

@@ -1,38 +1,40 @@
-"""People's ranking beside a replay (issue #34 item 3, PoE part; ``replay --human``): each replayed
-group's judges' posterior turned into people's scores by the labels of its candidates — scores of
+"""People's ranking beside the judges' (issue #34 item 3, PoE part; ``replay --human``, and ``rank``
+of a run file that holds labels): each group's judges' posterior turned into people's scores by the labels of its candidates — scores of
 answers and pairwise verdicts (:mod:`orchestrator.poe.human`) — with rank intervals."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..poe import Posterior
 from ..poe.human import people_scores
 from ..poe.uncertainty import rank_intervals_from_draws
 from .human_labels import HumanLabels
-from .replay_report import GroupReplay
 
 __all__ = ["people_rankings"]
 
 
-def people_rankings(groups: list[GroupReplay], labels: HumanLabels, scope: str, *, level: float = 0.95) -> dict[str, dict]:
+def people_rankings(
+    groups: list[tuple[str, list[str], Posterior]], labels: HumanLabels, scope: str, *, level: float = 0.95
+) -> dict[str, dict]:
     """Group key → ``{"labels", "tau", "ranking": [{candidate, rank, score, sd, rank_low, rank_high}]}``
-    for every group with labels of its candidates (a ``per_prompt`` group: labels of its prompt; scores
+    for every ``(key, candidate names, judges' posterior)`` group with labels of its candidates (a ``per_prompt`` group: labels of its prompt; scores
     count from three with two distinct values)."""
     out: dict[str, dict] = {}
-    for group in groups:
-        index = {name: k for k, name in enumerate(group.names)}
-        here = lambda prompt: scope != "per_prompt" or prompt == group.key  # noqa: E731
+    for key, names, posterior in groups:
+        index = {name: k for k, name in enumerate(names)}
+        here = lambda prompt: scope != "per_prompt" or prompt == key  # noqa: E731
         scored = [(index[x.candidate], x.score) for x in labels.absolute if x.candidate in index and here(x.prompt_id)]
         compared = [
             (index[x.first], index[x.second], 0.5 if x.winner == "tie" else float(x.winner == x.first))
             for x in labels.pairwise
             if x.first in index and x.second in index and here(x.prompt_id)
         ]
-        if group.final.cov is None or not (scored or compared):
+        if posterior.cov is None or not (scored or compared):
             continue
         people = people_scores(
-            group.final.mean.numpy(),
-            group.final.cov.numpy(),
+            posterior.mean.numpy(),
+            posterior.cov.numpy(),
             np.array([c for c, _ in scored], dtype=int),
             np.array([s for _, s in scored], dtype=float),
             pairs=(
@@ -45,12 +47,12 @@ def people_rankings(groups: list[GroupReplay], labels: HumanLabels, scope: str, 
             continue
         intervals = rank_intervals_from_draws(people.draws, level=level)
         order = np.argsort(intervals.mean_rank.numpy(), kind="stable")
-        out[group.key] = {
+        out[key] = {
             "labels": people.labels,
             "tau": round(people.tau, 4),
             "ranking": [
                 {
-                    "candidate": group.names[k],
+                    "candidate": names[k],
                     "rank": position + 1,
                     "score": round(float(people.mean[k]), 6),
                     "sd": round(float(people.sd[k]), 6),

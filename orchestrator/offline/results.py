@@ -257,7 +257,24 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
             if None not in values and len(set(values)) > 1:
                 entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in rows], values).statistic), 4)
         out.append(entry)
+    _add_people(store, config.data.scope, groups, posteriors, out, level)
     return {"run": str(path), "scope": config.data.scope, "level": level, "groups": out}
+
+
+def _add_people(store: RunStore, scope: str, groups: list, posteriors: list, entries: list[dict], level: float) -> None:
+    """With labels in the run file (``orchestrator label``): each group's people's ranking beside the
+    judges' (:mod:`orchestrator.offline.replay_people`), as ``entry["people"]``."""
+    from ..store.labels import stored_labels
+    from .human_labels import as_labels
+    from .replay_people import people_rankings
+
+    stored = stored_labels(store.db.conn)
+    if not stored:
+        return
+    people = people_rankings([(g.key, g.names, p) for g, p in zip(groups, posteriors)], as_labels(stored), scope, level=level)
+    for entry in entries:
+        if entry["group"] in people:
+            entry["people"] = people[entry["group"]]
 
 
 def _forecast(store, config: RunConfig, posteriors: list) -> dict | None:
