@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from judgekit import quality_behaviour, run_cli, write_config, write_dataset
+from judgekit import quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.run.labelling.choice import absolute_items, offer_order, pairwise_items
@@ -207,3 +207,39 @@ def test_labels_imported_from_csv_are_stored_once_with_their_source(judged_run, 
     assert sqlite3.connect(path).execute("select count(*) from human_labels").fetchone() == (3,)  # all or none
     assert run_cli(["judges", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["judges"][0]["compared"] >= 1
+
+
+def test_a_reference_campaign_is_labelled_against_its_anchor_and_fit_raee_uses_the_labels(tmp_path, capsys):
+    """The anchor "dataset" is each prompt's reference text: the page shows it as one of the two
+    answers, and `fit raee RUN` reads the run's own labels (people's win rate beside the judges')."""
+    prompts, responses = write_dataset(tmp_path / "data", prompts=4, candidates=3, seed=1, reference=0.5)
+    with FakeOpenAIServer(reference_behaviour()) as server:
+        config = write_config(
+            tmp_path, server.url, name="anchored", prompts=prompts, responses=responses, max_calls=None, reference="repeats = 1"
+        )
+        path, _ = api.start(config)
+    with api.label_server(path, annotator="ana") as server:
+        first = _call(server.url + "api/next")[1]
+        assert first["progress"]["items"] == 12 and any(text.startswith("Reference summary") for text in first["item"]["answers"])
+        while not (payload := _call(server.url + "api/next")[1])["done"]:
+            reference_first = payload["item"]["answers"][0].startswith("Reference summary")
+            assert _call(server.url + "api/label", {"item": payload["item"]["id"], "verdict": "B" if reference_first else "A"})[1]["stored"]
+    assert run_cli(["fit", "raee", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = [r for r in report["rows"] if r["judge"] == "local-openai"]
+    assert report["human_labels"] == 12 and all(
+        r["people_labels"] == 4 and r["people"] == 1.0 for r in rows
+    )  # ana always preferred the candidate
+    # the labels name the anchor as the judgments do, so they travel: exported, imported into a copy
+    exported = tmp_path / "ana.jsonl"
+    assert run_cli(["label", str(path), "--export", str(exported)]) == 0
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert len(lines) == 12 and all("reference" in (x["first"], x["second"]) for x in lines)
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(path.read_bytes())
+    db = sqlite3.connect(copy)
+    db.execute("drop table human_labels")
+    db.commit()
+    db.close()
+    assert run_cli(["label", str(copy), "--import", str(exported)]) == 0
+    assert "stored 12 labels" in capsys.readouterr().err

@@ -149,10 +149,10 @@ def fit_raee(
 ):
     """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
     ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags; ``human``
-    (a labels JSONL) people's win rates beside the judges' (PPI++)."""
+    (a labels JSONL; a run file's own labels without it) people's win rates beside the judges' (PPI++)."""
     from ..offline.fit_raee import RaeeOptions
     from ..offline.fit_raee import fit_raee as fit
-    from ..offline.human_labels import load_human_labels
+    from ..offline.human_labels import HumanLabels, load_human_labels, run_labels
 
     source, is_log = _source(run, log)
     options = RaeeOptions(
@@ -166,7 +166,12 @@ def fit_raee(
         control=tuple(control or ()),
         flag_shift=flag_shift,
     )
-    labels = load_human_labels(human) if human is not None else None
+    labels: HumanLabels | None = None
+    if human is not None:
+        labels = load_human_labels(human)
+    else:  # a run file's own labels (orchestrator label), when it has some
+        stored = None if is_log else run_labels(source)
+        labels = stored if stored is not None and (stored.absolute or stored.pairwise) else None
     return fit(source, options, log=is_log, responses=responses, human=labels)
 
 

@@ -50,6 +50,7 @@ def import_labels(run: str | Path, path: str | Path) -> tuple[int, int]:
     """
     from ..offline.human_labels import load_human_labels
     from ..records.labels import AbsoluteLabel, PairwiseLabel
+    from ..run.requests import DATASET_ANCHOR
     from ..store import open_run
     from ..store.labels import LabelStore
 
@@ -65,7 +66,8 @@ def import_labels(run: str | Path, path: str | Path) -> tuple[int, int]:
         answers = dataset.responses.get(label.prompt_id)
         if answers is None:
             raise OrchestratorError(f"{path}: prompt {label.prompt_id!r} is not in {run}; nothing was stored")
-        missing = [n for n in names if n not in answers]
+        anchor_text = dataset.prompts[label.prompt_id].reference if label.prompt_id in dataset.prompts else None
+        missing = [n for n in names if n not in answers and not (n == DATASET_ANCHOR and anchor_text)]
         if missing:
             raise OrchestratorError(f"{path}: {missing[0]!r} has no answer to prompt {label.prompt_id!r} in {run}; nothing was stored")
     store = LabelStore(Path(run))

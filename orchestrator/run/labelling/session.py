@@ -18,6 +18,7 @@ from ...records.labels import AbsoluteLabel, PairwiseLabel
 from ...records.log import check_identifier
 from ...store import open_run
 from ...store.labels import LabelStore
+from ..requests import DATASET_ANCHOR
 from .choice import LabelItem, absolute_items, offer_order, pairwise_items
 
 __all__ = ["LabelSession"]
@@ -41,6 +42,10 @@ class LabelSession:
             run.close()
         self.prompts = {pid: row.text for pid, row in dataset.prompts.items()}
         self.texts = {(pid, c): r.text for pid, answers in dataset.responses.items() for c, r in answers.items()}
+        # a reference campaign's anchor "dataset" is each prompt's reference text (named DATASET_ANCHOR in its judgments)
+        for pid, row in dataset.prompts.items():
+            if row.reference is not None:
+                self.texts.setdefault((pid, DATASET_ANCHOR), row.reference)
         judging = config.get("judging", {})
         self.criterion = judging.get("criterion") or judging.get("attribute") or "overall quality"
 
@@ -50,7 +55,7 @@ class LabelSession:
         pairwise = [
             (j.prompt_id, j.candidates[0], j.candidates[1], j.p_first)
             for j in judgments
-            if j.kind == "pairwise" and j.p_first is not None and len(j.candidates) == 2
+            if j.kind in ("pairwise", "reference") and j.p_first is not None and len(j.candidates) == 2
         ]
         # absolute templates read levels "1".."M"; a judgment on other options is not a score to label
         absolute = [
@@ -61,9 +66,7 @@ class LabelSession:
         self.levels = max((int(k) for *_, probs in absolute for k in probs), default=0)
         items: list[LabelItem] = pairwise_items(pairwise, chars) + absolute_items(absolute, self.levels, chars)
         if not items:
-            raise OrchestratorError(
-                f"{self.path}: no pairwise or absolute judgments to label yet (reference campaigns are not labelled here)"
-            )
+            raise OrchestratorError(f"{self.path}: no pairwise, reference or absolute judgments to label yet")
         self.items = offer_order(items, order, seed)
         # the page names an item by a digest, so that the candidates' names stay off the page
         self.by_id = {hashlib.sha256(item.key.encode()).hexdigest()[:16]: item for item in self.items}
