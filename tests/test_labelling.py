@@ -66,9 +66,9 @@ def judged_run(tmp_path):
     return path
 
 
-def _call(url: str, body: dict | None = None) -> tuple[int, dict]:
+def _call(url: str, body: dict | None = None, headers: dict | None = None) -> tuple[int, dict]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -99,6 +99,13 @@ def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, ca
             {"error": "a pairwise verdict is 'A', 'B' or 'tie'"},
         )
         assert _call(server.url + "api/label", {"item": "nope", "verdict": "A"}) == (400, {"error": "unknown item"})
+        # another site's page, DNS rebinding, a cross-site form: refused, nothing stored
+        for headers, expected in (
+            ({"Origin": "http://evil.example"}, 403),
+            ({"Host": "evil.example"}, 403),
+            ({"Content-Type": "text/plain"}, 415),
+        ):
+            assert _call(server.url + "api/label", {"item": item["id"], "verdict": "A"}, headers)[0] == expected, headers
         assert _call(server.url + "api/next")[1]["item"]["id"] != item["id"]
     rows = sqlite3.connect(path).execute("select item, annotator, first, second, winner from human_labels").fetchall()
     assert len(rows) == 1 and rows[0][1] == "ana" and rows[0][4] == rows[0][2]  # verdict A = the answer shown first

@@ -3,7 +3,9 @@
 ``GET /`` the page (``page.html``: the prompt, the answers, the criterion; a verdict by click or
 key), ``GET /api/next`` the next item and the progress as JSON, ``POST /api/label`` ``{"item",
 "verdict"}`` stores a verdict (400 with ``{"error"}`` for an unknown item or verdict). Each request
-is one HTTP/1.0 connection, so no handler thread outlives its request.
+is one HTTP/1.0 connection, so no handler thread outlives its request. Requests another site's
+page sends through the person's browser (an ``Origin`` not ours), under another host name (DNS
+rebinding) or, for a label, as anything but JSON (which a cross-site form could) are refused.
 """
 
 from __future__ import annotations
@@ -38,7 +40,21 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, payload: dict) -> None:
         self._send(status, json.dumps(payload).encode())
 
+    def _foreign(self) -> bool:
+        """A request another site's page makes through the person's browser (its Origin), or one
+        reaching us under another host name (DNS rebinding): refused with 403."""
+        port = self.server.server_address[1]
+        host = self.headers.get("Host", "")
+        origin = self.headers.get("Origin")
+        ours = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        if host not in ours or (origin is not None and origin.removeprefix("http://") not in ours):
+            self._json(403, {"error": "requests come from the labelling page itself"})
+            return True
+        return False
+
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        if self._foreign():
+            return
         if self.path in ("/", "/index.html"):
             self._send(200, self.server.page, "text/html; charset=utf-8")
         elif self.path == "/api/next":
@@ -47,8 +63,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": "not found"})
 
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        if self._foreign():
+            return
         if self.path != "/api/label":
             self._json(404, {"error": "not found"})
+            return
+        if not self.headers.get("Content-Type", "").startswith("application/json"):  # a form post needs no preflight
+            self._json(415, {"error": "a label is sent as application/json"})
             return
         try:
             length = int(self.headers.get("Content-Length") or 0)
