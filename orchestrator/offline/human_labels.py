@@ -127,10 +127,15 @@ def load_human_labels(path: str | Path) -> HumanLabels:
 
 
 def run_labels(path: str | Path) -> HumanLabels:
-    """The labels stored in a run file (``orchestrator label``), read without writing to the file."""
+    """The labels stored in a run file (``orchestrator label``), read without writing to the file.
+
+    Raises:
+        OrchestratorError: not a run file this version reads (one line, as every command on a run)."""
+    from ..store import check_run_file
     from ..store.labels import stored_labels
     from ..store.locks import readonly
 
+    check_run_file(Path(path))
     conn = readonly(Path(path))
     try:
         return as_labels(stored_labels(conn))

@@ -41,7 +41,17 @@ from .rows import JudgmentRecord, PlannedRequest
 from .run_store import RunStore, Spend, connect
 from .schema import create_schema
 
-__all__ = ["SCHEMA_VERSION", "JudgmentRecord", "PlannedRequest", "RunStore", "Spend", "create_run", "open_run", "refuse_existing"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "JudgmentRecord",
+    "PlannedRequest",
+    "RunStore",
+    "Spend",
+    "check_run_file",
+    "create_run",
+    "open_run",
+    "refuse_existing",
+]
 
 SCHEMA_VERSION = 3
 
@@ -125,7 +135,7 @@ def refuse_existing(path: str | Path) -> None:
         raise OrchestratorError(f"{path} already exists; continue it with `orchestrator resume {path}` or give the run another name")
 
 
-def _check_run_file(path: Path) -> None:
+def check_run_file(path: Path) -> None:
     """Refuse anything that is not a run file this version can read, without writing to it."""
     if not path.is_file():
         raise OrchestratorError(f"{path}: no such run file")
@@ -177,7 +187,7 @@ def open_run(path: str | Path, *, write: bool = True) -> RunStore:
             or the dataset snapshot no longer matches its fingerprint. Nothing is written then.
     """
     path = Path(path)
-    _check_run_file(path)
+    check_run_file(path)
     lock = RunLock(path) if write else None
     try:
         store = RunStore(path, connect(path) if write else sqlite_utils.Database(readonly(path)), lock)
