@@ -16,30 +16,13 @@ alone (Student's t on the same labels).
 import argparse
 
 import numpy as np
-from scipy.special import expit, logit
 from scipy.stats import t as student
 
-from orchestrator.raee import ReferenceJudgments
+from orchestrator.offline.simulate import simulate_shared_bias_panel
 from orchestrator.raee.human import people_estimates
 
 PEOPLE = [0.2, 0.35, 0.5, 0.6, 0.7, 0.8]
 VICTIM = 4
-
-
-def panel(seed: int, share: float, prompts: int = 400, judges: int = 3):
-    rng = np.random.default_rng(seed)
-    difficulty = rng.normal(0, 1, size=prompts)
-    rows, labels, truth = [], {}, []
-    for k, p in enumerate(PEOPLE):
-        q = expit(logit(p) + difficulty)
-        truth.append(q.mean())
-        bias = -1.2 if k == VICTIM else 0.0
-        for j in range(judges):
-            f = expit(logit(p) + difficulty + bias + rng.normal(0, 0.5, size=prompts))
-            rows += [("REF", f"judge{j}", f"c{k}", f"p{i}", 0, f[i], 0.0, 1 - f[i]) for i in range(prompts)]
-        for i in rng.choice(prompts, size=int(share * prompts), replace=False):
-            labels[(f"p{i}", f"c{k}")] = float(rng.random() < q[i])
-    return ReferenceJudgments.from_rows(rows), labels, np.array(truth)
 
 
 def main() -> None:
@@ -54,7 +37,8 @@ def main() -> None:
     for share in args.shares:
         cover, victim, judge_cover, judge_victim, width, alone = [], [], [], [], [], []
         for seed in range(args.seeds):
-            data, labels, truth = panel(seed, share)
+            data, listed, truth = simulate_shared_bias_panel(seed, share, people=tuple(PEOPLE), victim=VICTIM)
+            labels = {(p, c): y for p, c, y in listed}
             people = people_estimates(data, lambda p, c, a: labels.get((p, c)), soft=True)
             for k, t in enumerate(truth):
                 e = people[("REF", "pooled", f"c{k}")]

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from scipy.special import expit, logit
+from scipy.special import expit
 from scipy.stats import t as student
 
 from judgekit import run_cli
-from orchestrator.raee import ReferenceJudgments
+from orchestrator.offline.simulate import simulate_shared_bias_panel
 from orchestrator.raee.human import people_estimates, ppi_mean
 
 PEOPLE = [0.2, 0.35, 0.5, 0.6, 0.7, 0.8]  # P(people prefer candidate k to the anchor) on an average prompt
@@ -31,20 +31,8 @@ def test_ppi_mean_matches_a_hand_computation():
     assert only_labels is not None and only_labels.weight == 0.0 and only_labels.low < 0.8  # 2 of 2 is not certainty
 
 
-def _panel(seed: int, prompts: int = 400, judges: int = 3, share: float = 0.05):
-    rng = np.random.default_rng(seed)
-    difficulty = rng.normal(0, 1, size=prompts)
-    rows, labels, truth = [], [], []
-    for k, p in enumerate(PEOPLE):
-        q = expit(logit(p) + difficulty)  # people's preference probability per prompt
-        truth.append(q.mean())
-        bias = -1.2 if k == VICTIM else 0.0
-        for j in range(judges):
-            f = expit(logit(p) + difficulty + bias + rng.normal(0, 0.5, size=prompts))
-            rows += [("REF", f"judge{j}", f"c{k}", f"p{i}", 0, f[i], 0.0, 1 - f[i]) for i in range(prompts)]
-        for i in rng.choice(prompts, size=int(share * prompts), replace=False):
-            labels.append((f"p{i}", f"c{k}", float(rng.random() < q[i])))
-    return ReferenceJudgments.from_rows(rows), labels, np.array(truth)
+def _panel(seed: int, prompts: int = 400, share: float = 0.05):
+    return simulate_shared_bias_panel(seed, share, prompts=prompts, people=tuple(PEOPLE), victim=VICTIM)
 
 
 def test_labels_on_five_percent_cover_what_the_judges_share_a_bias_against():

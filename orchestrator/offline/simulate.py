@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = [
+    "simulate_shared_bias_panel",
     "JUDGE_PRESETS",
     "LengthLeaderboard",
     "SimulatedJudge",
@@ -244,3 +245,38 @@ def simulate_length_comparisons(
         p = _sigmoid(np.asarray(scores[i] - scores[j] + length_effect * z_length + bold_effect * z_bold + rng.normal(0, noise)))
         out.append((int(i), int(j), float(p), 0, *comparison_covariates(fi, fj, controls)))
     return scores, out
+
+
+def simulate_shared_bias_panel(
+    seed: int,
+    share: float,
+    *,
+    prompts: int = 400,
+    judges: int = 3,
+    people: tuple[float, ...] = (0.2, 0.35, 0.5, 0.6, 0.7, 0.8),
+    victim: int = 4,
+    bias: float = -1.2,
+):
+    """A reference campaign whose judges share a bias against one candidate (issue #34): candidate k
+    beats the anchor in people's eyes with probability ``σ(logit people[k] + d_i)`` on prompt i
+    (``d_i ~ N(0, 1)``); each judge's soft outcome is ``σ(logit people[k] + d_i + b_k + e)``,
+    ``e ~ N(0, 0.5)``, ``b = bias`` for ``victim`` and 0 otherwise; people label ``share`` of each
+    candidate's prompts at random (a Bernoulli verdict). Returns ``(ReferenceJudgments, labels as
+    (prompt, candidate, 1 or 0), people's win rate on the pool per candidate)``."""
+    from scipy.special import expit, logit
+
+    from ..raee import ReferenceJudgments
+
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 1, size=prompts)
+    rows, labels, truth = [], [], []
+    for k, p in enumerate(people):
+        q = expit(logit(p) + difficulty)  # people's preference probability per prompt
+        truth.append(q.mean())
+        shift = bias if k == victim else 0.0
+        for j in range(judges):
+            f = expit(logit(p) + difficulty + shift + rng.normal(0, 0.5, size=prompts))
+            rows += [("REF", f"judge{j}", f"c{k}", f"p{i}", 0, f[i], 0.0, 1 - f[i]) for i in range(prompts)]
+        for i in rng.choice(prompts, size=int(share * prompts), replace=False):
+            labels.append((f"p{i}", f"c{k}", float(rng.random() < q[i])))
+    return ReferenceJudgments.from_rows(rows), labels, np.array(truth)

@@ -81,9 +81,10 @@ class LabelSession:
         flip = hashlib.sha256(f"{item.key}\0{self.annotator}".encode()).digest()[0] & 1
         return item.candidates[::-1] if flip else item.candidates
 
-    def progress(self) -> dict:
+    def progress(self, labelled: set[str] | None = None) -> dict:
+        """How far this annotator is; ``labelled``: their labelled items when the caller read them already."""
         with self._lock:
-            done = len(self.store.labelled_items(self.annotator) & self.id_of.keys())
+            done = len((self.store.labelled_items(self.annotator) if labelled is None else labelled) & self.id_of.keys())
         return {"labelled": done, "this_session": self.stored_this_session, "items": len(self.items), "left": len(self.items) - done}
 
     def next(self) -> dict:
@@ -91,7 +92,12 @@ class LabelSession:
         with self._lock:
             labelled = self.store.labelled_items(self.annotator)
             item = next((i for i in self.items if i.key not in labelled), None)
-            payload: dict = {"done": item is None, "annotator": self.annotator, "criterion": self.criterion, "progress": self.progress()}
+            payload: dict = {
+                "done": item is None,
+                "annotator": self.annotator,
+                "criterion": self.criterion,
+                "progress": self.progress(labelled),
+            }
             if item is None:
                 return payload
             shown = self._shown(item)
