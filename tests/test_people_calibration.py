@@ -158,3 +158,23 @@ def test_replay_human_moves_what_the_judge_is_biased_against(tmp_path, capsys):
     elsewhere.write_text(json.dumps({"prompt_id": "p0", "first": "x", "second": "y", "winner": "x"}) + "\n")
     assert run_cli([*base, "--human", str(elsewhere)]) == 2
     assert "no label speaks to a replayed group's candidates" in capsys.readouterr().err
+
+
+def test_people_who_order_the_candidates_against_the_judges_still_move_the_ranking():
+    """The scores' link α + β·h was once re-fitted against the current ``h``, which starts at the judges'
+    mean: when the judges ordered the candidates against people, β came out ≤ 0, was clipped to ~0, and
+    the labels were ignored (people's ranking = the judges'). On SummEval's GPT-3.5 log that is most
+    seeds. The link now maximises the labels' marginal likelihood, so the labels win."""
+    from scipy.stats import spearmanr
+
+    from orchestrator.poe.human import people_scores
+
+    rng = np.random.default_rng(0)
+    truth = np.linspace(-1.5, 1.5, 8)  # people's order
+    judges_mean, judges_cov = -truth, 0.3**2 * np.eye(8)  # the judges, sure of the reverse order
+    candidate = np.repeat(np.arange(8), 5)
+    score = 3 + 0.8 * truth[candidate] + rng.normal(0, 0.5, candidate.size)  # 5 people's scores each, 1–5 scale
+    people = people_scores(judges_mean, judges_cov, candidate, score)
+    assert people is not None
+    assert spearmanr(people.mean, truth)[0] > 0.9
+    assert people.tau >= 1.5  # the labels say the judges are far off

@@ -12,13 +12,18 @@ A person's score of one of candidate c's answers, on any numeric scale, is linea
     y = α + β h_c + ε,  ε ~ N(0, σ²)    (α, β > 0, σ fitted: empirical Bayes, alternating),
 
 so ``h | y`` is Gaussian with precision ``P + (β²/σ²) diag(n)`` and mean
-``C (P μ + (β/σ²)(Σ_c y − n α))`` (``n_c`` the labels of candidate c, ``C`` the covariance). τ — how
+``C (P μ + (β/σ²)(Σ_c y − n α))`` (``n_c`` the labels of candidate c, ``C`` the covariance). The link
+α, β, σ maximises the labels' marginal likelihood at each τ (type-II maximum likelihood, α by
+generalised least squares, β and σ numerically from several starts) — not re-fitted against the
+current ``h``: started at the judges' mean, that alternation found β ≈ 0 whenever the judges ordered
+the candidates against people and then ignored the labels, which is when they matter most. τ — how
 far the judges' ranking may be from people's — is not known and the labels say little about it, so
 it is averaged over :data:`TAU_GRID` with weights ∝ the labels' marginal likelihood
 ``y ~ N(α + β μ_c, β² (Σ + τ²I)_{cc'} + σ² I)`` (Bayesian model averaging on a flat grid). Rank
 intervals come from draws of that mixture (:func:`orchestrator.poe.uncertainty.rank_intervals_from_draws`).
 A person's pairwise verdict on two answers is Bradley–Terry on people's scores,
-``P(a ≻ b) = σ(h_a − h_b)`` (the judges' scale; a tie counts ½): then ``h | labels`` is Laplace's
+``P(a ≻ b) = σ(γ (h_a − h_b))`` (a tie counts ½; γ, the verdicts' sharpness on the judges' scale,
+averaged over :data:`SHARPNESS_GRID` with τ): then ``h | labels`` is Laplace's
 Gaussian (Newton on the log posterior) and the marginal likelihood Laplace's approximation.
 Without labels nothing changes: the caller shows the judges' posterior.
 """
@@ -28,12 +33,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import minimize
 from scipy.special import expit
 
 __all__ = ["TAU_GRID", "PeopleScores", "people_scores"]
 
 TAU_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Candidate-specific judge bias sd τ on the score scale (logits of a Bradley–Terry judge)."""
+
+SHARPNESS_GRID = (0.25, 0.5, 1.0, 2.0)
+"""How sharply a person's verdict follows people's scores, ``P(a ≻ b) = σ(γ (h_a − h_b))``, relative
+to a judge's: one person on one prompt is usually noisier than the judges' scale (γ < 1)."""
 
 
 @dataclass(frozen=True)
@@ -47,49 +57,76 @@ class PeopleScores:
     labels: int
 
 
-def _fit(mu: np.ndarray, cov: np.ndarray, tau: float, scored: tuple, compared: tuple, sweeps: int = 30):
+def _link(mu: np.ndarray, prior: np.ndarray, idx: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """``(α, β, σ²)`` maximising the scores' marginal likelihood ``y ~ N(α + β μ_idx, β² P⁻¹_idx + σ² I)``
+    with ``β > 0``: α in closed form (generalised least squares) for each ``(β, σ)``, those two by
+    Nelder–Mead on their logarithms from a few starts (the likelihood has a flat ridge at β → 0)."""
+    spread = float(np.std(y)) or 1.0
+    # one eigendecomposition of the prior block makes every evaluation O(n): the covariance
+    # β² U Λ Uᵀ + σ² I has eigenvalues β² λ + σ² on the same eigenvectors
+    eigenvalues, vectors = np.linalg.eigh(prior[np.ix_(idx, idx)])
+    eigenvalues = np.clip(eigenvalues, 0.0, None)
+    rotated_one, rotated_y, rotated_mu = (vectors.T @ v for v in (np.ones(len(y)), y, mu[idx]))
+
+    def profile(log_beta: float, log_sigma: float) -> tuple[float, float]:
+        beta, sigma2 = np.exp(log_beta), np.exp(2 * log_sigma)
+        variance = beta**2 * eigenvalues + sigma2
+        target = rotated_y - beta * rotated_mu
+        alpha = float((rotated_one * target / variance).sum() / (rotated_one**2 / variance).sum())
+        residual = target - alpha * rotated_one
+        return float(0.5 * np.log(variance).sum() + 0.5 * (residual**2 / variance).sum()), alpha
+
+    # σ at least a thousandth of the scores' spread keeps the covariance positive definite
+    bounds = [(np.log(1e-4 * spread), np.log(1e3 * spread)), (np.log(1e-3 * spread), np.log(10 * spread))]
+    best = None
+    for beta0 in (0.1, 0.5, 2.0):
+        for sigma0 in (0.5, 1.0):
+            start = [np.log(beta0 * spread), np.log(sigma0 * spread)]
+            found = minimize(lambda t: profile(*t)[0], start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-5, "fatol": 1e-9})
+            if best is None or found.fun < best.fun:
+                best = found
+    assert best is not None
+    log_beta, log_sigma = (float(v) for v in best.x)
+    return profile(log_beta, log_sigma)[1], float(np.exp(log_beta)), float(np.exp(2 * log_sigma))
+
+
+def _fit(mu: np.ndarray, cov: np.ndarray, tau: float, scored: tuple, compared: tuple, sharpness: float = 1.0):
     """``(mean, covariance, log marginal likelihood)`` of ``h`` at one τ: Newton on the log posterior
-    (exact for scores alone, which are Gaussian; Laplace with pairwise verdicts), the scores' link
-    α, β, σ re-fitted between Newton runs; the marginal likelihood by Laplace's approximation."""
+    (exact for scores alone, which are Gaussian; Laplace with pairwise verdicts) with the scores' link
+    from :func:`_link`; the marginal likelihood by Laplace's approximation."""
     k = len(mu)
     prior = cov + tau**2 * np.eye(k)
     precision = np.linalg.inv(prior)
     idx, y = scored
     first, second, won = compared
     count = np.bincount(idx, minlength=k).astype(float)
-    h, c = mu.copy(), prior
-    alpha, beta, sigma2 = (float(y.mean()), 1.0, float(max(y.var(), 1e-6))) if len(y) else (0.0, 1.0, 1.0)
+    alpha, beta, sigma2 = _link(mu, prior, idx, y) if len(y) else (0.0, 1.0, 1.0)
+    h = mu.copy()
     hessian = precision
-    for _ in range(sweeps):
+    for _ in range(50):
+        grad = -precision @ (h - mu)
+        hessian = precision + np.diag(count * beta**2 / sigma2)
         if len(y):
-            design = np.stack([np.ones_like(y), h[idx]], 1)
-            alpha, beta = np.linalg.lstsq(design, y, rcond=None)[0]
-            beta = max(float(beta), 1e-3)  # people prefer what they score higher: the link is increasing
-            residual = (y - alpha - beta * h[idx]) ** 2 + beta**2 * np.diag(c)[idx]
-            sigma2 = max(float(residual.mean()), 1e-6)
-        for _ in range(20):
-            grad = -precision @ (h - mu)
-            hessian = precision + np.diag(count * beta**2 / sigma2)
-            if len(y):
-                grad += np.bincount(idx, weights=beta * (y - alpha - beta * h[idx]) / sigma2, minlength=k)
-            if len(won):
-                p = expit(h[first] - h[second])
-                grad += np.bincount(first, weights=won - p, minlength=k) - np.bincount(second, weights=won - p, minlength=k)
-                w = p * (1 - p)
-                np.add.at(hessian, (first, first), w)
-                np.add.at(hessian, (second, second), w)
-                np.add.at(hessian, (first, second), -w)
-                np.add.at(hessian, (second, first), -w)
-            step = np.linalg.solve(hessian, grad)
-            h = h + step
-            if np.abs(step).max() < 1e-10:
-                break
-        c = np.linalg.inv(hessian)
+            grad += np.bincount(idx, weights=beta * (y - alpha - beta * h[idx]) / sigma2, minlength=k)
+        if len(won):
+            p = expit(sharpness * (h[first] - h[second]))
+            pull = sharpness * (won - p)
+            grad += np.bincount(first, weights=pull, minlength=k) - np.bincount(second, weights=pull, minlength=k)
+            w = sharpness**2 * p * (1 - p)
+            np.add.at(hessian, (first, first), w)
+            np.add.at(hessian, (second, second), w)
+            np.add.at(hessian, (first, second), -w)
+            np.add.at(hessian, (second, first), -w)
+        step = np.linalg.solve(hessian, grad)
+        h = h + step
+        if np.abs(step).max() < 1e-10:
+            break
+    c = np.linalg.inv(hessian)
     log_lik = 0.0
     if len(y):
         log_lik += float(np.sum(-0.5 * np.log(2 * np.pi * sigma2) - (y - alpha - beta * h[idx]) ** 2 / (2 * sigma2)))
     if len(won):
-        d = h[first] - h[second]
+        d = sharpness * (h[first] - h[second])
         log_lik += float(np.sum(-won * np.logaddexp(0, -d) - (1 - won) * np.logaddexp(0, d)))
     log_ml = log_lik - 0.5 * (h - mu) @ precision @ (h - mu) - 0.5 * np.linalg.slogdet(prior)[1] + 0.5 * np.linalg.slogdet(c)[1]
     return h, (c + c.T) / 2, float(log_ml)
@@ -117,16 +154,17 @@ def people_scores(
         idx, y = idx[:0], y[:0]
     if not len(y) and not len(won):
         return None
-    fits = [_fit(mu, sigma, tau, (idx, y), (first, second, won)) for tau in TAU_GRID]
+    grid = [(tau, gamma) for tau in TAU_GRID for gamma in (SHARPNESS_GRID if len(won) else (1.0,))]
+    fits = [_fit(mu, sigma, tau, (idx, y), (first, second, won), gamma) for tau, gamma in grid]
     log_ml = np.array([f[2] for f in fits])
     weights = np.exp(log_ml - log_ml.max())
     weights /= weights.sum()
     rng = np.random.default_rng(seed)
-    which = rng.choice(len(TAU_GRID), size=n_draws, p=weights)
+    which = rng.choice(len(grid), size=n_draws, p=weights)
     draws = np.empty((n_draws, len(mu)))
     for g, (h, c, _) in enumerate(fits):
         rows = which == g
         if rows.any():
             chol = np.linalg.cholesky(c + 1e-12 * np.eye(len(mu)))
             draws[rows] = h + rng.standard_normal((int(rows.sum()), len(mu))) @ chol.T
-    return PeopleScores(draws, draws.mean(0), draws.std(0), float(weights @ np.array(TAU_GRID)), len(y) + len(won))
+    return PeopleScores(draws, draws.mean(0), draws.std(0), float(weights @ np.array([tau for tau, _ in grid])), len(y) + len(won))
