@@ -33,10 +33,17 @@ def sim_files(tmp_path):
 
 
 def pytest_configure(config):
-    import litellm
+    if not os.environ.get(ISOLATED_CHILD):
+        # (not in an isolated sampler test's process: importing litellm costs ≈ 3 CPU-s each, and
+        # the judge client silences the banner itself when it calls litellm)
+        import litellm
 
-    litellm.suppress_debug_info = True  # no "Give Feedback" banners on the failures tests provoke
-    config.addinivalue_line("markers", "isolated: runs in a fresh Python process of its own (the NUTS sampler's compilations)")
+        litellm.suppress_debug_info = True  # no "Give Feedback" banners on the failures tests provoke
+    config.addinivalue_line(
+        "markers",
+        "isolated(fast_compile=False): runs in a fresh Python process of its own (the NUTS sampler's compilations);"
+        " fast_compile: XLA compiles without optimising (short chains)",
+    )
     if not os.environ.get(ISOLATED_CHILD):
         _refuse_the_sampler_in_the_main_process()
 
@@ -67,6 +74,11 @@ def pytest_pyfunc_call(pyfuncitem):
     import sys
 
     env = {**os.environ, ISOLATED_CHILD: "1"}
+    if pyfuncitem.get_closest_marker("isolated").kwargs.get("fast_compile"):
+        # XLA's backend optimisation level 0 for a test whose chains are short: it checks what the
+        # compiled sampler computes, and compiling costs ≈ 16 CPU-s instead of ≈ 24, most of such a
+        # test's time (with hundreds of draws the slower compiled code costs more than that saves)
+        env["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", pyfuncitem.nodeid],
         cwd=pyfuncitem.config.rootpath,

@@ -130,7 +130,7 @@ def test_fit_simplex_bad_values_are_one_line(tmp_path, capsys):
     ],
     ids=["soft", "omega-prior", "delta", "self-shift", "sweep", "judges-truth-level", "plots", "answers-effects-shift"],
 )
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_fit_simplex_valid_combinations_give_a_result(tmp_path, capsys, extra):
     extra = [str(tmp_path / "plots") if e == "PLOTS" else e for e in extra]
     base = ["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--chains", "1", "--warmup", "20", "--draws", "20", "--json"]

@@ -325,21 +325,14 @@ def _run_ok(name, *, note=None, min_ok=1, finite=True, spend_ok=True, attempts_o
             return f"no judgment notes {note!r}"
         if attempts_over_one and not db.execute("select max(attempts) from judgments").fetchone()[0] > 1:
             return "no retry happened"
+        # the case itself ran in a child process; its export and replay run here (two more child
+        # processes per case cost ≈ 7 CPU-s, most of it importing the stack again)
         out = w["root"] / f"{name}.jsonl"
-        back = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "export", str(w["root"] / "runs" / f"{name}.sqlite"), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **w["env"]},
-        )
-        replay = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "replay", str(out), "--json"],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **w["env"]},
-        )
-        if back.returncode or replay.returncode:
-            return f"its export does not replay: {back.stderr[-200:]} {replay.stderr[-200:]}"
+        try:
+            api.export(w["root"] / "runs" / f"{name}.sqlite", out=out)
+            api.replay(out)
+        except Exception as exc:  # noqa: BLE001 - any failure is the complaint
+            return f"its export does not replay: {exc!r}"[:400]
         return None
 
     return check

@@ -173,7 +173,7 @@ def test_fit_recovers_the_ranking_of_data_drawn_from_the_model():
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_more_chains_than_host_devices_run_in_turns_and_one_compilation_serves_other_numbers():
     """Chains beyond the host devices (≥ 4) run in a second turn; a sampler built for one model
     structure fits other data of the same shapes and other ω without compiling again."""
@@ -211,7 +211,7 @@ def test_more_chains_than_host_devices_run_in_turns_and_one_compilation_serves_o
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_degenerate_data_gives_warnings_not_crashes():
     same = build_score_data([(j, c, f"q{i}", {"4": 1.0}) for j in ("a", "b") for c in ("x", "y", "z") for i in range(10)], levels=5)
     fit = fit_simplex(same, SimplexSettings(chains=2, warmup=150, draws=150))
@@ -318,7 +318,7 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(write_judge(tmp_path / "judges", "lenient-openai")))
     data = write_dataset(tmp_path / "d", prompts=12, candidates=5, base=[0.1, 0.3, 0.5, 0.7, 0.9], spread=0.2)
@@ -380,7 +380,7 @@ def test_quick_coverage_of_the_misspecified_generator_is_reported_honestly():
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_sensitivity_sweep_through_therun_cli(tmp_path, capsys):
     """§5.4: ω over {0,1,2,4,8} at β_max = 5 and β_max over {0,1,5,10,20} at ω = 0, each compared
     with the base fit; one compiled sampler per model structure."""
@@ -431,10 +431,11 @@ def test_sensitivity_sweep_through_therun_cli(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_one_chain_has_no_rhat_and_the_json_stays_valid(capsys):
-    """`fit simplex --chains 1` (the sweep too) crashed on max() of no R-hat; NaN must not reach --json."""
-    code = run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--chains", "1", "--warmup", "50", "--draws", "50", "--json"])
+    """`fit simplex --chains 1` (the sweep too) crashed on max() of no R-hat; NaN must not reach --json.
+    (The settings of tests/test_fit_options.py's fits: one compiled sampler serves both.)"""
+    code = run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--chains", "1", "--warmup", "20", "--draws", "20", "--json"])
     assert code == 0
 
     def refuse(constant):
@@ -459,7 +460,7 @@ def test_design_effect_counts_judges_who_agree_on_an_answer_as_fewer_observation
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_a_fit_that_did_not_converge_says_so_first_and_marks_its_intervals(capsys):
     """Issue #20: a non-converged fit leads with NOT CONVERGED and marks its intervals as not valid."""
     from orchestrator.offline.fit_simplex import run_simplex
