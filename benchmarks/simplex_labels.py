@@ -5,8 +5,10 @@ For each aspect, the paper's three judges' 1–5 scores of 12 systems × 100 art
 
 - no labels;
 - 5% of the answers (60) labelled at random (the expert mean score of the answer, rounded to a level);
-- 5% chosen by the product: the first items `orchestrator label --order disagreement` offers (the
-  three judges' disagreement per minute of reading, in rounds over the systems;
+- 5% in the labelling page's default order (`orchestrator label`, `--order random`: random items
+  in rounds over the systems);
+- 5% chosen by the judges' disagreement: the first items `orchestrator label --order disagreement`
+  offers (the three judges' disagreement per minute of reading, in rounds over the systems;
   `orchestrator/run/labelling/choice.py`).
 
 Reported: coverage of the expert ranks by the 95% rank intervals, their median width, Spearman with
@@ -72,17 +74,26 @@ def main() -> None:
             # the product's choice (`orchestrator label`: the judges' disagreement per minute of reading)
             chars = lambda prompt, names: len(prompt_text.get(prompt, "")) + sum(len(answer_text.get((prompt, c), "")) for c in names)  # noqa: E731
             judged = [(p, c, probs) for j, c, p, probs in records if j in PAPER_JUDGES]
-            chosen_grid = np.zeros_like(full)
             question = {q: i for i, q in enumerate(data.questions)}
             cand = {c: k for k, c in enumerate(data.candidates)}
-            taken = 0
-            for item in offer_order(absolute_items(judged, 5, chars), "disagreement"):
-                k, q = cand[item.candidates[0]], question[item.prompt_id]
-                if full[k, q] > 0 and taken < n:
-                    chosen_grid[k, q] = full[k, q]
-                    taken += 1
+
+            def first_offered(order: str) -> np.ndarray:
+                grid, taken = np.zeros_like(full), 0
+                for item in offer_order(absolute_items(judged, 5, chars), order, args.seed):
+                    k, q = cand[item.candidates[0]], question[item.prompt_id]
+                    if full[k, q] > 0 and taken < n:
+                        grid[k, q] = full[k, q]
+                        taken += 1
+                return grid
+
             print(f"\n{aspect} — paper's 3 judges, {n} labels ({args.share:.0%} of {K * Q} answers)")
-            for name, grid in (("no labels", None), ("5% random", random_grid), ("5% where judges disagree", chosen_grid)):
+            picks = (
+                ("no labels", None),
+                ("5% random", random_grid),
+                ("5% page's default order", first_offered("random")),
+                ("5% where judges disagree", first_offered("disagreement")),
+            )
+            for name, grid in picks:
                 fit = fit_or_fallback(data, SimplexSettings(seed=args.seed), labels=grid)
                 r = fit.ranks()
                 lo, hi = r.lower.numpy(), r.upper.numpy()
