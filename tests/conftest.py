@@ -42,7 +42,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "isolated(fast_compile=False): runs in a fresh Python process of its own (the NUTS sampler's compilations);"
-        " fast_compile: XLA compiles without optimising (short chains)",
+        " fast_compile: XLA compiles without optimising (compilation outweighs sampling)",
     )
     if not os.environ.get(ISOLATED_CHILD):
         _refuse_the_sampler_in_the_main_process()
@@ -75,9 +75,9 @@ def pytest_pyfunc_call(pyfuncitem):
 
     env = {**os.environ, ISOLATED_CHILD: "1"}
     if pyfuncitem.get_closest_marker("isolated").kwargs.get("fast_compile"):
-        # XLA's backend optimisation level 0 for a test whose chains are short: it checks what the
-        # compiled sampler computes, and compiling costs ≈ 16 CPU-s instead of ≈ 24, most of such a
-        # test's time (with hundreds of draws the slower compiled code costs more than that saves)
+        # XLA's backend optimisation level 0 for a test whose compilation outweighs its sampling: it
+        # checks what the compiled sampler computes, and compiling costs ≈ 16 CPU-s instead of ≈ 24
+        # (with 4 × 2,000 draws the slower compiled code costs more than that saves)
         env["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", pyfuncitem.nodeid],

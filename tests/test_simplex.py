@@ -158,7 +158,7 @@ def test_baselines_on_score_data_and_their_coverage_rules():
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_fit_recovers_the_ranking_of_data_drawn_from_the_model():
     data, truth = from_model(4, 8, 3, 120, seed=3)
     fit = fit_simplex(data, SimplexSettings(beta_max=5.0, **QUICK))
@@ -228,7 +228,7 @@ def test_degenerate_data_gives_warnings_not_crashes():
 
 
 @pytest.mark.slow
-@pytest.mark.isolated
+@pytest.mark.isolated(fast_compile=True)
 def test_self_preference_shift_is_estimated_for_the_biased_judge():
     rng = np.random.default_rng(5)
     data, _ = from_model(3, 6, 3, 100, seed=5)
@@ -515,6 +515,7 @@ def test_answer_likelihood_shares_the_true_score_and_keeps_each_judges_marginal(
 def test_answers_likelihood_fits_through_the_cli(capsys):
     code = run_cli(
         ["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--likelihood", "answers", "--omega", "0"]
+        + ["--judge", "gpt-4-0314", "--judge", "gpt-3.5-turbo-0301"]  # two of the five judges: the same path, 2/5 of the work
         + ["--chains", "2", "--warmup", "200", "--draws", "200", "--json"]
     )
     assert code == 0
