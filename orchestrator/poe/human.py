@@ -9,7 +9,7 @@ wrong about each candidate — a length taste, a family preference, a blind spot
 
 A person's score of one of candidate c's answers, on any numeric scale, is linear in ``h_c``:
 
-    y = α + β h_c + ε,  ε ~ N(0, σ²)    (α, β > 0, σ fitted: empirical Bayes, alternating),
+    y = α + β h_c + ε,  ε ~ N(0, σ²)    (α, β > 0, σ fitted: empirical Bayes),
 
 so ``h | y`` is Gaussian with precision ``P + (β²/σ²) diag(n)`` and mean
 ``C (P μ + (β/σ²)(Σ_c y − n α))`` (``n_c`` the labels of candidate c, ``C`` the covariance). The link
