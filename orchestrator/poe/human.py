@@ -90,17 +90,17 @@ def _link(mu: np.ndarray, prior: np.ndarray, idx: np.ndarray, y: np.ndarray) -> 
     return profile(log_beta, log_sigma)[1], float(np.exp(log_beta)), float(np.exp(2 * log_sigma))
 
 
-def _fit(mu: np.ndarray, cov: np.ndarray, tau: float, scored: tuple, compared: tuple, sharpness: float = 1.0):
-    """``(mean, covariance, log marginal likelihood)`` of ``h`` at one τ: Newton on the log posterior
-    (exact for scores alone, which are Gaussian; Laplace with pairwise verdicts) with the scores' link
-    from :func:`_link`; the marginal likelihood by Laplace's approximation."""
+def _fit(mu: np.ndarray, prior: np.ndarray, link: tuple[float, float, float], scored: tuple, compared: tuple, sharpness: float):
+    """``(mean, covariance, log marginal likelihood)`` of ``h`` under the prior ``N(mu, prior)`` (one
+    τ): Newton on the log posterior (exact for scores alone, which are Gaussian; Laplace with pairwise
+    verdicts) with the scores' ``link`` from :func:`_link`; the marginal likelihood by Laplace's
+    approximation."""
     k = len(mu)
-    prior = cov + tau**2 * np.eye(k)
     precision = np.linalg.inv(prior)
     idx, y = scored
     first, second, won = compared
     count = np.bincount(idx, minlength=k).astype(float)
-    alpha, beta, sigma2 = _link(mu, prior, idx, y) if len(y) else (0.0, 1.0, 1.0)
+    alpha, beta, sigma2 = link
     h = mu.copy()
     hessian = precision
     for _ in range(50):
@@ -155,7 +155,10 @@ def people_scores(
     if not len(y) and not len(won):
         return None
     grid = [(tau, gamma) for tau in TAU_GRID for gamma in (SHARPNESS_GRID if len(won) else (1.0,))]
-    fits = [_fit(mu, sigma, tau, (idx, y), (first, second, won), gamma) for tau, gamma in grid]
+    # the scores' link depends on τ only: fitted once per τ, shared by every sharpness γ
+    priors = {tau: sigma + tau**2 * np.eye(len(mu)) for tau in TAU_GRID}
+    links = {tau: _link(mu, priors[tau], idx, y) if len(y) else (0.0, 1.0, 1.0) for tau in TAU_GRID}
+    fits = [_fit(mu, priors[tau], links[tau], (idx, y), (first, second, won), gamma) for tau, gamma in grid]
     log_ml = np.array([f[2] for f in fits])
     weights = np.exp(log_ml - log_ml.max())
     weights /= weights.sum()
