@@ -178,3 +178,11 @@ def test_people_who_order_the_candidates_against_the_judges_still_move_the_ranki
     assert people is not None
     assert spearmanr(people.mean, truth)[0] > 0.9
     assert people.tau >= 1.5  # the labels say the judges are far off
+
+
+def test_scores_near_the_largest_float_give_a_ranking_not_a_crash():
+    """Hostile labels (finite, but ±1e308) once overflowed the link's fit into NaN weights (exit 1)."""
+    from orchestrator.poe.human import people_scores
+
+    people = people_scores(np.zeros(3), np.eye(3), np.array([0, 1, 2, 0]), np.array([1e308, -1e308, 1e300, 5.0]))
+    assert people is not None and np.isfinite(people.draws).all()

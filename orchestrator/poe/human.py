@@ -150,6 +150,11 @@ def people_scores(
     idx, y = np.asarray(candidate, dtype=int), np.asarray(score, dtype=float)
     first, second, won = (np.asarray(x) for x in (pairs if pairs is not None else ([], [], [])))
     first, second, won = first.astype(int), second.astype(int), won.astype(float)
+    if len(y):
+        # people's scale is arbitrary (α, β and σ absorb any affine change), so the scores are
+        # standardised first: scores near the largest float (1e308) would overflow the link's fit
+        y = y / np.abs(y).max() if np.abs(y).max() > 0 else y
+        y = (y - y.mean()) / y.std() if y.std() > 0 else y
     if not (len(y) >= 3 and np.ptp(y) > 0 and len(np.unique(idx)) >= 2):
         idx, y = idx[:0], y[:0]
     if not len(y) and not len(won):
