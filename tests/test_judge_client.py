@@ -110,8 +110,15 @@ def test_shipped_profiles_load():
     for name in ("gemma270m", "qwen1.5b", "gpt-4o-mini", "claude-3-5-haiku", "local-openai"):
         assert get_profile(name).name == name
     assert get_profile("claude-3-5-haiku").logprobs is False
+    people = get_profile("human")
+    assert people.kind == "human" and people.per_round == 2 and people.order == "random" and not people.model
     with pytest.raises(OrchestratorError, match="no judge profile 'nope'"):
         get_profile("nope")
+    # a model needs its model string; people have none
+    with pytest.raises(ValueError, match="needs a litellm model string"):
+        JudgeProfile(name="x")
+    with pytest.raises(ValueError, match='kind = "human" is people'):
+        JudgeProfile(name="x", kind="human", model="openai/gpt-4o-mini")
 
 
 def test_unresolved_two_token_option_is_resolved_by_a_follow_up_call():

@@ -250,3 +250,39 @@ def test_a_reference_campaign_is_labelled_against_its_anchor_and_fit_raee_uses_t
     db.close()
     assert run_cli(["label", str(copy), "--import", str(exported)]) == 0
     assert "stored 12 labels" in capsys.readouterr().err
+
+
+def test_a_run_asks_people_between_rounds_and_the_page_offers_those_items_first(tmp_path, capsys):
+    prompts, responses = write_dataset(tmp_path / "data", prompts=3, candidates=4, seed=2)
+    people = '["local-openai"]\npeople = "human"'  # judges/human.toml: kind = "human", per_round = 2
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(tmp_path, server.url, name="asks", prompts=prompts, responses=responses, max_calls=24, judges=people)
+        path, _ = api.start(config)
+    conn = sqlite3.connect(path)
+    asked = conn.execute("select item, round, position from label_requests order by round, position").fetchall()
+    planned = conn.execute("select max(round) from requests").fetchone()[0]
+    judged = {(row[0], row[1]) for row in conn.execute("select prompt_id, round from judgments where status = 'ok'")}
+    conn.close()
+    # two items after every round planned from judged rounds (the first is planned from none), each once
+    assert len(asked) == 2 * (planned - 1) and len({item for item, _, _ in asked}) == len(asked)
+    for item, round_no, _ in asked:  # an item the judges had judged in a round the request was planned from
+        prompt_id = json.loads(item)[1]
+        assert any(p == prompt_id and r < round_no for p, r in judged), (item, round_no)
+    with api.label_server(path, annotator="ana") as api_server:
+        # the page offers the run's requests first, in the order asked, marked as such
+        assert [item.key for item in api_server.session.items[: len(asked)]] == [item for item, _, _ in asked]
+        status, first = _call(api_server.url + "api/next")
+        assert status == 200 and first["item"]["asked_by_run"] is True
+        assert _call(api_server.url + "api/label", {"item": first["item"]["id"], "verdict": "tie"})[1]["stored"] is True
+        assert _call(api_server.url + "api/next")[1]["item"]["asked_by_run"] is True
+    assert api.status(path)["people"] == {"asked": len(asked), "asked_labelled": 1, "labels": 1}
+    capsys.readouterr()
+    assert run_cli(["status", str(path)]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "items asked of people" in line]
+    assert f"│ {len(asked)} (1 labelled; 1 labels in all)" in line
+    # people are named in judging.people, never called as a judge; a model is not people
+    for judges, message in (('["human"]', "is people (kind = \"human\")"), ('["local-openai"]\npeople = "local-openai"', "is a model")):
+        bad = write_config(tmp_path, "http://127.0.0.1:9/v1", name="bad", prompts=prompts, responses=responses, judges=judges)
+        assert run_cli(["run", str(bad), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err

@@ -4,9 +4,9 @@ routed (``judges/*.toml``, validated at load)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..records.datafiles import data_dirs, find_data_file, load_toml_model
 from .deployments import ROUTING, Deployment
@@ -20,8 +20,19 @@ class JudgeProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
-    model: str
-    """litellm model string, e.g. ``openai/gpt-4o-mini`` or ``openai/qwen1.5b`` for the embedded judge."""
+    kind: Literal["model", "human"] = "model"
+    """``model``: a model asked through litellm; ``human``: people, who label the items a run
+    chooses for them between rounds on ``orchestrator label RUN`` (named in a run's
+    ``judging.people``; docs/human-labels.md)."""
+    model: str = ""
+    """litellm model string, e.g. ``openai/gpt-4o-mini`` or ``openai/qwen1.5b`` for the embedded
+    judge (required for a model; none for people)."""
+    per_round: int = Field(default=2, ge=1, le=10_000)
+    """People: items the run asks them to label after each round it plans."""
+    order: Literal["random", "disagreement"] = "random"
+    """People: which items first, in rounds over the candidates or pairs — at random (unbiased for
+    ``fit raee --human`` and the ``judges`` table; on SummEval it ranked better) or where the judges
+    disagree most per minute of reading (:mod:`orchestrator.run.labelling.choice`)."""
     api_base: str | None = None
     api_key_env: str | None = None
     """Environment variable holding the API key (keys never live in profiles)."""
@@ -56,6 +67,14 @@ class JudgeProfile(BaseModel):
     """The Router's strategy over ``deployments``."""
     cooldown_s: float = Field(default=30.0, gt=0, le=86400)
     """How long a deployment that keeps failing gets no calls."""
+
+    @model_validator(mode="after")
+    def _kind(self) -> "JudgeProfile":
+        if self.kind == "model" and not self.model:
+            raise ValueError('model: a judge profile needs a litellm model string (or kind = "human" for people)')
+        if self.kind == "human" and (self.model or self.embedded or self.api_base or self.deployments or self.batch):
+            raise ValueError('kind = "human" is people, asked on the labelling page: no model, embedded, api_base, deployments or batch')
+        return self
 
 
 def profile_dirs(extra: list[Path] | None = None) -> list[Path]:

@@ -302,6 +302,9 @@ def status(path: str | Path) -> dict:
         fits = poe_fits(config, store.dataset(), list(store.judgments())) if poe else None
         forecast = _forecast(store, config, fits[1]) if fits is not None and run["status"] != "finished" else None
         deployments = store.deployment_counts()
+        from ..store.labels import label_progress
+
+        people = label_progress(store.db.conn)
     b = config.budget
     rank = ranking(path, fits=fits)
     groups = rank["groups"]
@@ -321,6 +324,7 @@ def status(path: str | Path) -> dict:
         "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
         "forecast": forecast,
         "deployments": deployments,
+        "people": people,
     }
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
     if sp:

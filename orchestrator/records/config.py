@@ -57,6 +57,10 @@ class DataConfig(_Section):
 class JudgingConfig(_Section):
     judges: list[str] = Field(default_factory=lambda: ["qwen1.5b"], min_length=1)
     """Judge profile names (``judges/<name>.toml``); every selected comparison is asked to each."""
+    people: str | None = None
+    """A judge profile of kind ``human`` (e.g. ``"human"``, ``judges/human.toml``): after each round
+    the run chooses that profile's ``per_round`` items for people to label on ``orchestrator label
+    RUN`` (offered first there); it does not wait for them. None: no requests to people."""
     pairwise_template: str = "poe-pairwise"
     absolute_template: str = "poe-absolute"
     attribute: str | None = "coherence"

@@ -57,13 +57,16 @@ class RunEngine:
         observe: Callable[[Spend, Any], None] | None = None,
         pilot: int | None = None,
         known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None,
+        people: JudgeProfile | None = None,
     ):
         """``answerable``: which requests a judge can answer at all, ``known_pairs``: the pairs
         they can answer where that is a known set (see :class:`PlanContext`);
         ``observe(spend, planner)``: called whenever the planner has fitted the committed log,
         before it plans the next round (replay draws its learning curves from it); ``pilot``: plan
         no round once this many calls are planned or spent — the run stops ``interrupted`` (resume
-        goes on) with its forecast, so a user sees what the whole run would cost first."""
+        goes on) with its forecast, so a user sees what the whole run would cost first; ``people``:
+        the ``judging.people`` profile, asked items to label after each planned round
+        (:mod:`.labelling.asking`)."""
         self.store = store
         self.config = config
         self.judges = judges
@@ -85,6 +88,11 @@ class RunEngine:
         self.pilot = pilot
         self._pilot_done = False
         self.planner = planner_for(config)(self.ctx)
+        self.people = None
+        if people is not None:
+            from .labelling.asking import PeopleAsker
+
+            self.people = PeopleAsker(store.path, people, self.ctx.dataset, store.config, int(store.run["seed"]))
         self._possible = planner_for(config).possible_requests(config, self.ctx.dataset, len(profiles))
         for row in store.judgments():
             self.planner.add(row)
@@ -324,6 +332,8 @@ class RunEngine:
         )
         self.ctx.mark_asked(rows)
         self.planner.planned(rows)
+        if self.people is not None:  # from the rounds this one was planned from, as the planner
+            self.people.after_round(round_no, (j for j in self.store.judgments() if j.round <= cutoff))
         self._event(
             "round", round_no, planned_requests=len(rows), forecast=self._forecast(cutoff) if self.progress is not None else None, **summary
         )

@@ -16,7 +16,7 @@ from .budget import judge_price, judge_prices, typical_cost, worst_case
 from .judges import is_local, judges_for
 from .requests import render_messages
 
-__all__ = ["Prepared", "check_budget_fits", "check_judges", "check_new_run", "dry_run", "prepare", "smoke"]
+__all__ = ["Prepared", "check_budget_fits", "check_judges", "check_new_run", "dry_run", "people_profile", "prepare", "smoke"]
 
 
 @dataclass
@@ -25,6 +25,8 @@ class Prepared:
     dataset: Dataset
     templates: dict[str, Template]
     profiles: dict[str, JudgeProfile]
+    people: JudgeProfile | None = None
+    """``judging.people``'s profile (kind ``human``), None without."""
 
 
 def _select_prompts(config: RunConfig, dataset: Dataset) -> Dataset:
@@ -78,7 +80,7 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
             )
     profiles = {name: get_profile(name) for name in config.judging.judges}
     check_judges(profiles, templates, api_base=config.dispatch.api_base, need_keys=need_keys)
-    prepared = Prepared(config, dataset, templates, profiles)
+    prepared = Prepared(config, dataset, templates, profiles, people_profile(config))
     check_budget_fits(prepared)
     return prepared
 
@@ -147,6 +149,11 @@ def check_judges(
     from ..judging.batch import check_batch_profile
 
     for name, profile in profiles.items():
+        if profile.kind == "human":
+            raise OrchestratorError(
+                f'judge {name!r} is people (kind = "human"), who are not called: name it in judging.people, '
+                "and the run asks them items to label between rounds (orchestrator label RUN)"
+            )
         check_batch_profile(profile)
         for template in templates.values():
             if template.prefill and not profile.prefill and template.read == "first_token":
@@ -156,6 +163,22 @@ def check_judges(
                 )
         if need_keys and profile.api_key_env and not os.environ.get(profile.api_key_env) and not api_base:
             raise OrchestratorError(f"judge {name!r} needs its API key in the environment variable {profile.api_key_env}")
+
+
+def people_profile(config: RunConfig) -> JudgeProfile | None:
+    """The profile ``judging.people`` names (kind ``human``); None when it names none.
+
+    Raises:
+        OrchestratorError: an unknown profile, or one of a model.
+    """
+    if config.judging.people is None:
+        return None
+    profile = get_profile(config.judging.people)
+    if profile.kind != "human":
+        raise OrchestratorError(
+            f'judging.people: profile {config.judging.people!r} is a model; people are a profile with kind = "human" (judges/human.toml)'
+        )
+    return profile
 
 
 def dry_run(prepared: Prepared) -> dict:

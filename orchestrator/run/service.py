@@ -17,7 +17,7 @@ from ..secrets import redact_json
 from ..store import RunStore, create_run, open_run
 from .events import RunEvent
 from .judges import cached_judges, is_local, judges_for, log_judges, notify, open_cache_or_bypass, record_identities
-from .preparation import check_judges, prepare
+from .preparation import check_judges, people_profile, prepare
 
 __all__ = ["resume", "start"]
 
@@ -63,6 +63,7 @@ def _execute(
             local=local,
             progress=progress,
             pilot=pilot,
+            people=people_profile(config),
         )
         return asyncio.run(engine.run())
 

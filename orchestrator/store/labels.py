@@ -1,10 +1,15 @@
-"""People's labels in the run file (issue #34): the ``human_labels`` table.
+"""People's labels in the run file (issue #34): the ``human_labels`` table, and the items a run
+asked people for (``label_requests``).
 
 One row per (item, annotator): ``item`` is :func:`orchestrator.records.labels.label_item` (the
 answer, or the pair of answers to one prompt, whichever order it was shown in), then the label's
 fields, ``created_at`` and ``source`` (provenance: ``page`` for the labelling page, ``import:FILE``).
 The table is created by the first label, so run files written before it existed, and orchestrators
 that do not know it, read the file as before (no schema version change).
+
+``label_requests`` holds one row per item a run with ``judging.people`` asked people to label:
+``item``, the round after whose planning it was asked, its position in that round, ``requested_at``.
+An item is asked once (primary key); the labelling page offers these first, in this order.
 
 A label is committed in its own transaction, ``INSERT OR IGNORE`` on the key: a verdict sent twice
 (a double click, a page reloaded after the server restarted) is stored once, and a label written
@@ -21,7 +26,7 @@ from ..errors import OrchestratorError
 from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
 from .run_store import connect
 
-__all__ = ["LabelStore", "stored_labels"]
+__all__ = ["LabelStore", "label_progress", "stored_labels"]
 
 TABLE = "human_labels"
 
@@ -29,6 +34,11 @@ _CREATE = f"""create table if not exists [{TABLE}] (
     item text not null, annotator text not null, kind text not null, prompt_id text not null,
     candidate text, first text, second text, score real, winner text, created_at real not null,
     source text not null, primary key (item, annotator))"""
+
+REQUESTS = "label_requests"
+
+_CREATE_REQUESTS = f"""create table if not exists [{REQUESTS}] (
+    item text primary key, round integer not null, position integer not null, requested_at real not null)"""
 
 Label = AbsoluteLabel | PairwiseLabel
 
@@ -53,6 +63,22 @@ def stored_labels(conn: sqlite3.Connection) -> list[Label]:
     return _rows_to_labels(conn.execute(_SELECT).fetchall()) if exists else []
 
 
+def label_progress(conn: sqlite3.Connection) -> dict | None:
+    """``{"asked", "asked_labelled", "labels"}``: items the run asked people for, how many of them
+    someone labelled, labels in all; None when the file holds neither (any connection)."""
+    tables = {name for (name,) in conn.execute("select name from sqlite_master where type = 'table' and name in (?, ?)", [TABLE, REQUESTS])}
+    if not tables:
+        return None
+    asked = conn.execute(f"select count(*) from [{REQUESTS}]").fetchone()[0] if REQUESTS in tables else 0
+    labels = conn.execute(f"select count(*) from [{TABLE}]").fetchone()[0] if TABLE in tables else 0
+    done = (
+        conn.execute(f"select count(*) from [{REQUESTS}] where item in (select item from [{TABLE}])").fetchone()[0]
+        if tables == {TABLE, REQUESTS}
+        else 0
+    )
+    return {"asked": asked, "asked_labelled": done, "labels": labels}
+
+
 class LabelStore:
     """A writer of the ``human_labels`` table only. It does not take the run's lock: labels may be
     added while the run itself is judging (SQLite's WAL lets both write, one transaction at a time)."""
@@ -62,6 +88,7 @@ class LabelStore:
         self.db = connect(path, threads=True)  # the labelling server's handler threads, one at a time
         try:
             self.db.execute(_CREATE)
+            self.db.execute(_CREATE_REQUESTS)
         except sqlite3.DatabaseError as exc:
             self.db.conn.close()
             raise OrchestratorError(f"{path}: cannot store labels in the run file ({exc})") from None
@@ -90,6 +117,32 @@ class LabelStore:
             row,
         )
         return cursor.rowcount == 1
+
+    def request(self, items: list[str], round_no: int) -> int:
+        """Record that the run asks people to label ``items`` (keys) after planning ``round_no``, in
+        one transaction; an item asked before keeps its first request. The number new."""
+        now = time.time()
+        self.db.conn.execute("begin immediate")
+        try:
+            added = sum(
+                self.db.conn.execute(
+                    f"insert or ignore into [{REQUESTS}] (item, round, position, requested_at) values (?, ?, ?, ?)",
+                    [item, round_no, i, now],
+                ).rowcount
+                for i, item in enumerate(items)
+            )
+        except BaseException:
+            self.db.conn.execute("rollback")
+            raise
+        self.db.conn.execute("commit")
+        return added
+
+    def requested(self) -> list[str]:
+        """The items the run asked people for, in the order it asked."""
+        return [item for (item,) in self.db.conn.execute(f"select item from [{REQUESTS}] order by round, position")]
+
+    def labelled_by_anyone(self) -> set[str]:
+        return {item for (item,) in self.db.conn.execute(f"select distinct item from [{TABLE}]")}
 
     def labelled_items(self, annotator: str) -> set[str]:
         return {item for (item,) in self.db.conn.execute(f"select item from [{TABLE}] where annotator = ?", [annotator])}

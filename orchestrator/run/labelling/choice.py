@@ -34,8 +34,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ...records.labels import item_key
+from ..requests import DATASET_ANCHOR
 
-__all__ = ["DECISION_MINUTES", "READING_CHARS_PER_MINUTE", "LabelItem", "absolute_items", "offer_order", "pairwise_items"]
+__all__ = [
+    "DECISION_MINUTES",
+    "READING_CHARS_PER_MINUTE",
+    "LabelItem",
+    "absolute_items",
+    "item_texts",
+    "judged_items",
+    "offer_order",
+    "pairwise_items",
+]
 
 READING_CHARS_PER_MINUTE = 1000.0
 """About 200 words a minute, careful reading."""
@@ -126,3 +136,39 @@ def absolute_items(
         key = item_key(prompt, candidate)
         items.append(LabelItem(key, "absolute", prompt, (candidate,), len(rows), disagreement, _minutes(chars(prompt, (candidate,)))))
     return _by_priority(items)
+
+
+def item_texts(dataset, config: dict) -> tuple[dict[str, str], dict[tuple[str, str], str], str]:
+    """What a person reads: ``(prompt texts, (prompt, candidate) → answer text, the criterion)`` of a
+    run's snapshot and stored config; a reference campaign's anchor ``dataset`` is each prompt's
+    reference text (named :data:`DATASET_ANCHOR` in its judgments)."""
+    prompts = {pid: row.text for pid, row in dataset.prompts.items()}
+    texts = {(pid, c): r.text for pid, answers in dataset.responses.items() for c, r in answers.items()}
+    for pid, row in dataset.prompts.items():
+        if row.reference is not None:
+            texts.setdefault((pid, DATASET_ANCHOR), row.reference)
+    judging = config.get("judging", {})
+    return prompts, texts, judging.get("criterion") or judging.get("attribute") or "overall quality"
+
+
+def judged_items(prompts: dict[str, str], texts: dict[tuple[str, str], str], judgments: Iterable) -> tuple[list[LabelItem], int]:
+    """Every item a run's ``judgments`` (:class:`orchestrator.store.JudgmentRecord`) judged, by
+    priority, and the levels of its absolute scores (0 without)."""
+
+    def chars(prompt: str, names: tuple[str, ...]) -> int:
+        return len(prompts.get(prompt, "")) + sum(len(texts.get((prompt, n), "")) for n in names)
+
+    judgments = list(judgments)
+    pairwise = [
+        (j.prompt_id, j.candidates[0], j.candidates[1], j.p_first)
+        for j in judgments
+        if j.kind in ("pairwise", "reference") and j.p_first is not None and len(j.candidates) == 2
+    ]
+    # absolute templates read levels "1".."M"; a judgment on other options is not a score to label
+    absolute = [
+        (j.prompt_id, j.candidates[0], j.probs[0])
+        for j in judgments
+        if j.kind == "absolute" and j.probs and all(k.isdigit() for k in j.probs[0])
+    ]
+    levels = max((int(k) for *_, probs in absolute for k in probs), default=0)
+    return pairwise_items(pairwise, chars) + absolute_items(absolute, levels, chars), levels

@@ -1,6 +1,7 @@
 """A person labelling a run's items (issue #34): what the labelling page shows next and what it stores.
 
-The items are those the run's judges judged, offered in the order of :mod:`.choice`; a verdict is
+The items are those the run's judges judged: first those the run asked people for (``judging.people``,
+:mod:`.asking`), in the order it asked, then the rest in the order of :mod:`.choice`; a verdict is
 committed to the run file's ``human_labels`` table at once (``store/labels.py``), so a page closed,
 a server killed or restarted loses nothing and never asks an item twice. Candidates' names are not
 shown (a person who knows which model wrote an answer is a biased judge), and which answer of a pair
@@ -18,8 +19,7 @@ from ...records.labels import AbsoluteLabel, PairwiseLabel
 from ...records.log import check_identifier
 from ...store import open_run
 from ...store.labels import LabelStore
-from ..requests import DATASET_ANCHOR
-from .choice import LabelItem, absolute_items, offer_order, pairwise_items
+from .choice import LabelItem, item_texts, judged_items, offer_order
 
 __all__ = ["LabelSession"]
 
@@ -40,38 +40,19 @@ class LabelSession:
             dataset, config, judgments, seed = run.dataset(), run.config, list(run.judgments()), int(run.run["seed"])
         finally:
             run.close()
-        self.prompts = {pid: row.text for pid, row in dataset.prompts.items()}
-        self.texts = {(pid, c): r.text for pid, answers in dataset.responses.items() for c, r in answers.items()}
-        # a reference campaign's anchor "dataset" is each prompt's reference text (named DATASET_ANCHOR in its judgments)
-        for pid, row in dataset.prompts.items():
-            if row.reference is not None:
-                self.texts.setdefault((pid, DATASET_ANCHOR), row.reference)
-        judging = config.get("judging", {})
-        self.criterion = judging.get("criterion") or judging.get("attribute") or "overall quality"
-
-        def chars(prompt: str, names: tuple[str, ...]) -> int:
-            return len(self.prompts.get(prompt, "")) + sum(len(self.texts.get((prompt, n), "")) for n in names)
-
-        pairwise = [
-            (j.prompt_id, j.candidates[0], j.candidates[1], j.p_first)
-            for j in judgments
-            if j.kind in ("pairwise", "reference") and j.p_first is not None and len(j.candidates) == 2
-        ]
-        # absolute templates read levels "1".."M"; a judgment on other options is not a score to label
-        absolute = [
-            (j.prompt_id, j.candidates[0], j.probs[0])
-            for j in judgments
-            if j.kind == "absolute" and j.probs and all(k.isdigit() for k in j.probs[0])
-        ]
-        self.levels = max((int(k) for *_, probs in absolute for k in probs), default=0)
-        items: list[LabelItem] = pairwise_items(pairwise, chars) + absolute_items(absolute, self.levels, chars)
+        self.prompts, self.texts, self.criterion = item_texts(dataset, config)
+        items, self.levels = judged_items(self.prompts, self.texts, judgments)
         if not items:
             raise OrchestratorError(f"{self.path}: no pairwise, reference or absolute judgments to label yet")
-        self.items = offer_order(items, order, seed)
+        self.store = LabelStore(self.path)
+        # the items the run asked people for (judging.people) first, in the order it asked them
+        by_key = {item.key: item for item in items}
+        asked = [by_key[key] for key in self.store.requested() if key in by_key]
+        self.asked = {item.key for item in asked}
+        self.items = asked + [item for item in offer_order(items, order, seed) if item.key not in self.asked]
         # the page names an item by a digest, so that the candidates' names stay off the page
         self.by_id = {hashlib.sha256(item.key.encode()).hexdigest()[:16]: item for item in self.items}
         self.id_of = {item.key: token for token, item in self.by_id.items()}
-        self.store = LabelStore(self.path)
         self.stored_this_session = 0
         self._lock = threading.RLock()
 
@@ -108,6 +89,7 @@ class LabelSession:
                 "answers": [self.texts.get((item.prompt_id, name), "") for name in shown],
                 "options": ["A", "B", "tie"] if item.kind == "pairwise" else [str(s) for s in range(1, self.levels + 1)],
                 "judged": item.judged,
+                "asked_by_run": item.key in self.asked,
                 "disagreement": round(item.disagreement, 3),
             }
             return payload
