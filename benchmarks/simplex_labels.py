@@ -12,7 +12,9 @@ For each aspect, the paper's three judges' 1–5 scores of 12 systems × 100 art
   `orchestrator/run/labelling/choice.py`).
 
 Reported: coverage of the expert ranks by the 95% rank intervals, their median width, Spearman with
-the expert ranking, R-hat of the ranking, seconds.
+the expert ranking, R-hat of the ranking, seconds — for the fit's own ranking and, with labels, for
+people's ranking beside it (`fit simplex --human`: the fit's expected scores moved by the labels
+through a candidate-specific judge bias, `orchestrator.offline.fit_simplex.people_beside`).
 
     python benchmarks/simplex_labels.py [--aspects coherence ...] [--share 0.05] [--seed 0]
 """
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.offline.fit_simplex import load_absolute_judgments, truth_scores
+from orchestrator.offline.fit_simplex import load_absolute_judgments, people_beside, truth_scores
+from orchestrator.offline.human_labels import AbsoluteLabel, HumanLabels
 from orchestrator.run.labelling.choice import absolute_items, offer_order
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, label_grid
 from orchestrator.simplex import baselines as B
@@ -106,6 +109,31 @@ def main() -> None:
                 print(
                     f"  {name:<28} coverage {cover:.3f}  median width {width:.1f}  Spearman {rho:.3f}  "
                     f"R-hat {fit.rhat['ranking']:.3f}  {fit.seconds:.0f} s" + ("  FALLBACK" if fit.fallback_from else ""),
+                    flush=True,
+                )
+                if grid is None:
+                    continue
+                # people's ranking beside the fit: the labels are the experts' unrounded mean scores
+                ks, qs = np.nonzero(grid)
+                chosen = HumanLabels(
+                    absolute=[
+                        AbsoluteLabel(
+                            prompt_id=data.questions[q],
+                            candidate=data.candidates[k],
+                            score=expert[(data.questions[q], data.candidates[k])][aspect],
+                        )
+                        for k, q in zip(ks, qs)
+                    ]
+                )
+                people = people_beside(fit, chosen, data.questions, 0.95, {c: truth[c] for c in data.candidates})
+                assert people is not None
+                widths = [row["rank_high"] - row["rank_low"] + 1 for row in people["ranking"]]
+                score = {row["candidate"]: row["score"] for row in people["ranking"]}
+                rho_p = float(spearmanr([score[c] for c in data.candidates], [truth[c] for c in data.candidates]).statistic)
+                totals.setdefault(name + ", people's", []).append((people["coverage_vs_truth"], float(np.median(widths)), rho_p))
+                print(
+                    f"  {name + ', people’s':<28} coverage {people['coverage_vs_truth']:.3f}  median width {np.median(widths):.1f}  "
+                    f"Spearman {rho_p:.3f}  E[τ] {people['tau']:.3f}",
                     flush=True,
                 )
     print(f"\nmean over {len(args.aspects)} aspect(s):")

@@ -85,7 +85,7 @@ def test_fit_simplex_human_labels_bad_input_is_one_line(tmp_path, capsys):
     base = ["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--human"]
     for path, message in (
         (off_scale, "outside the judges' scale 1..5"),
-        (pairwise, "fit simplex reads absolute labels"),
+        (pairwise, "no absolute score ({prompt_id, candidate, score}) and no pairwise verdict"),
         (stranger, "no label is of an answer in the fitted data"),
         (tmp_path / "missing.jsonl", "no such file"),
     ):
@@ -109,5 +109,21 @@ def test_fit_simplex_with_human_labels_through_the_cli(tmp_path, capsys):
     assert run_cli(args + ["--human", str(some), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["labelled"] == 60 and report["converged"]
+    # people's ranking beside the fit's: every candidate once, ranks 1..K, intervals around them
+    people = report["people"]
+    assert people["labels"] == 60 and people["tau"] >= 0
+    assert sorted(r["candidate"] for r in people["ranking"]) == sorted(r["candidate"] for r in report["candidates"])
+    assert [r["rank"] for r in people["ranking"]] == list(range(1, 13))
+    assert all(1 <= r["rank_low"] <= r["rank_high"] <= 12 for r in people["ranking"])
+    # a person's pairwise verdicts count too (people's ranking only: the fit reads true levels)
+    verdicts = [
+        {"prompt_id": r["prompt_id"], "first": r["candidate"], "second": other["candidate"], "winner": r["candidate"]}
+        for r, other in zip(rows[::20], rows[1::20])
+        if r["prompt_id"] == other["prompt_id"] and r["score"] > other["score"]
+    ]
+    assert verdicts
+    some.write_text(some.read_text() + "".join(json.dumps(v) + "\n" for v in verdicts))
     assert run_cli(args + ["--human", str(some)]) == 0
-    assert "60 answers labelled by people" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "60 answers labelled by people" in out
+    assert f"people's ranking — the fit moved by {60 + len(verdicts)} people's labels" in out

@@ -239,12 +239,7 @@ def status_cmd(
     ]
     if summary.get("people"):
         people = summary["people"]
-        rows.append(
-            (
-                "items asked of people",
-                f"{people['asked']} ({people['asked_labelled']} labelled; {people['labels']} labels in all)",
-            )
-        )
+        rows.append(("items asked of people", f"{people['asked']} ({people['asked_labelled']} labelled; {people['labels']} labels in all)"))
     if summary["mean_entropy"] is not None:
         rows += [("mean entropy", str(summary["mean_entropy"])), ("max adjacent reorder probability", str(summary["max_adjacent_reorder"]))]
     if "mean_spearman_vs_truth" in summary:

@@ -30,8 +30,9 @@ from ..simplex import (
     sensitivity_sweep,
 )
 from ..store import open_run
+from .human_labels import HumanLabels
 
-__all__ = ["SimplexReport", "load_absolute_judgments", "run_simplex", "truth_scores"]
+__all__ = ["SimplexReport", "load_absolute_judgments", "people_beside", "run_simplex", "truth_scores"]
 
 
 def load_absolute_judgments(source: str | Path, *, log: bool) -> tuple[list[tuple[str, str, str, dict]], dict]:
@@ -138,6 +139,8 @@ class SimplexReport(BaseModel):
     spearman_vs_truth: float | None = None
     coverage_vs_truth: float | None = None
     sensitivity: list[SweepRow] | None = None
+    people: dict | None = None
+    """With ``--human``: people's ranking beside the fit's (:func:`people_beside`)."""
     warnings: list[str]
 
 
@@ -178,7 +181,7 @@ def run_simplex(
         data = build_score_data(records, levels=levels, self_map=self_map, source=str(source))
     if truth is None and info["truth"]:
         truth, truth_field = info["truth"], info["truth_field"]
-    grid, label_notes = _human_grid(human, data)
+    grid, labels, label_notes = _human_grid(human, data)
     sweep_results = None
     if sweep:
         base_fit, sweep_results = sensitivity_sweep(data, settings, progress=sweep_progress, labels=grid)
@@ -187,26 +190,66 @@ def run_simplex(
     report = summarise(
         fit, data, source=str(source), level=level, truth=truth, truth_field=truth_field, self_map=self_map, sweep=sweep_results
     )
+    if labels is not None:
+        report.people = people_beside(fit, labels, data.questions, level, truth)
     return report, fit, data, sweep_results
 
 
-def _human_grid(human: str | Path | None, data: ScoreData) -> tuple[np.ndarray | None, list[str]]:
-    """People's absolute labels as the ``(K, Q)`` true levels of :func:`fit_simplex` (issue #34),
-    and notes for the report; None without ``--human``."""
+def _human_grid(human: str | Path | None, data: ScoreData) -> tuple[np.ndarray | None, HumanLabels | None, list[str]]:
+    """People's labels (issue #34): their absolute scores as the ``(K, Q)`` true levels of
+    :func:`fit_simplex` (None without absolute labels), the labels, and notes for the report;
+    ``(None, None, [])`` without ``--human``."""
     if human is None:
-        return None, []
+        return None, None, []
     from .human_labels import load_human_labels
 
     labels = load_human_labels(human)
-    if not labels.absolute:
-        raise OrchestratorError(f"{human}: fit simplex reads absolute labels ({{prompt_id, candidate, score}}); this file has none")
+    candidates, questions = set(data.candidates), set(data.questions)
+    verdicts = [x for x in labels.pairwise if x.prompt_id in questions and {x.first, x.second} <= candidates]
+    if not labels.absolute and not verdicts:
+        raise OrchestratorError(
+            f"{human}: no absolute score ({{prompt_id, candidate, score}}) and no pairwise verdict of two "
+            "fitted candidates' answers: nothing here to fit"
+        )
     grid, missing = label_grid(data, labels.mean_scores())
-    if not grid.any():
+    if not grid.any() and not verdicts:
         raise OrchestratorError(f"{human}: no label is of an answer in the fitted data (first: {missing[0]})")
     notes = (
         [f"{len(missing)} human label(s) are of answers not in the fitted data and were not used (first: {missing[0]})"] if missing else []
     )
-    return grid, notes
+    return (grid if grid.any() else None), labels, notes
+
+
+def people_beside(fit: SimplexFit, labels: HumanLabels, questions: list[str], level: float, truth: dict[str, float] | None) -> dict | None:
+    """People's ranking beside the fit's (issue #34): the fit's draws of the expected scores as the
+    judges' posterior ``N(mean, cov)``, moved by people's scores of answers and pairwise verdicts on
+    ``questions`` through the discrepancy model of :mod:`orchestrator.poe.human` (a candidate-specific
+    judge bias of sd τ, averaged over τ). Labels inside the fit (true levels) inform the confusion
+    matrices and the prevalences but cannot move a candidate that every judge misplaces — the bias
+    this ranking allows for. ``{"labels", "tau", "ranking", "coverage_vs_truth"}``; None when no
+    label is usable."""
+    from ..poe.human import spread_grid
+    from .replay_people import people_ranking
+
+    index = {c: k for k, c in enumerate(fit.candidates)}
+    asked = set(questions)
+    scored = [(index[c], score) for (q, c), score in sorted(labels.mean_scores().items()) if c in index and q in asked]
+    compared = [
+        (index[x.first], index[x.second], 0.5 if x.winner == "tie" else float(x.winner == x.first))
+        for x in labels.pairwise
+        if x.first in index and x.second in index and x.prompt_id in asked
+    ]
+    expected = fit.flat("expected")
+    mean, cov = expected.mean(0), np.cov(expected.T)
+    # the expected scores' scale has no unit of its own (it depends on M and the data): τ relative to it
+    people = people_ranking(fit.candidates, mean, cov, scored, compared, level=level, tau_grid=spread_grid(mean, cov))
+    if people is not None and truth:
+        known = [row for row in people["ranking"] if row["candidate"] in truth]
+        true_rank = dict(zip([row["candidate"] for row in known], rankdata([-truth[row["candidate"]] for row in known], method="min")))
+        people["coverage_vs_truth"] = round(
+            float(np.mean([row["rank_low"] <= true_rank[row["candidate"]] <= row["rank_high"] for row in known])), 4
+        )
+    return people
 
 
 def summarise(

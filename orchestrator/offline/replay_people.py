@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..poe import Posterior
-from ..poe.human import people_scores
+from ..poe.human import TAU_GRID, people_scores
 from ..poe.uncertainty import rank_intervals_from_draws
 from .human_labels import HumanLabels
 
-__all__ = ["people_rankings"]
+__all__ = ["people_ranking", "people_rankings"]
 
 
 def people_rankings(
@@ -32,34 +32,54 @@ def people_rankings(
         ]
         if posterior.cov is None or not (scored or compared):
             continue
-        people = people_scores(
-            posterior.mean.numpy(),
-            posterior.cov.numpy(),
-            np.array([c for c, _ in scored], dtype=int),
-            np.array([s for _, s in scored], dtype=float),
-            pairs=(
-                np.array([a for a, _, _ in compared], dtype=int),
-                np.array([b for _, b, _ in compared], dtype=int),
-                np.array([v for *_, v in compared]),
-            ),
-        )
-        if people is None:
-            continue
-        intervals = rank_intervals_from_draws(people.draws, level=level)
-        order = np.argsort(intervals.mean_rank.numpy(), kind="stable")
-        out[key] = {
-            "labels": people.labels,
-            "tau": round(people.tau, 4),
-            "ranking": [
-                {
-                    "candidate": names[k],
-                    "rank": position + 1,
-                    "score": round(float(people.mean[k]), 6),
-                    "sd": round(float(people.sd[k]), 6),
-                    "rank_low": int(intervals.lower[k]),
-                    "rank_high": int(intervals.upper[k]),
-                }
-                for position, k in enumerate(order)
-            ],
-        }
+        people = people_ranking(names, posterior.mean.numpy(), posterior.cov.numpy(), scored, compared, level=level)
+        if people is not None:
+            out[key] = people
     return out
+
+
+def people_ranking(
+    names: list[str],
+    mean: np.ndarray,
+    cov: np.ndarray,
+    scored: list[tuple[int, float]],
+    compared: list[tuple[int, int, float]],
+    *,
+    level: float = 0.95,
+    tau_grid: tuple[float, ...] = TAU_GRID,
+) -> dict | None:
+    """One people's ranking from the judges' posterior ``N(mean, cov)`` over ``names`` and people's
+    ``scored`` ``(candidate index, score)`` and ``compared`` ``(first, second, outcome)`` labels:
+    ``{"labels", "tau", "ranking": [...]}`` (:func:`people_rankings`), None when no label is usable;
+    ``tau_grid``: :func:`orchestrator.poe.human.people_scores`'s."""
+    people = people_scores(
+        mean,
+        cov,
+        np.array([c for c, _ in scored], dtype=int),
+        np.array([s for _, s in scored], dtype=float),
+        pairs=(
+            np.array([a for a, _, _ in compared], dtype=int),
+            np.array([b for _, b, _ in compared], dtype=int),
+            np.array([v for *_, v in compared]),
+        ),
+        tau_grid=tau_grid,
+    )
+    if people is None:
+        return None
+    intervals = rank_intervals_from_draws(people.draws, level=level)
+    order = np.argsort(intervals.mean_rank.numpy(), kind="stable")
+    return {
+        "labels": people.labels,
+        "tau": round(people.tau, 4),
+        "ranking": [
+            {
+                "candidate": names[k],
+                "rank": position + 1,
+                "score": round(float(people.mean[k]), 6),
+                "sd": round(float(people.sd[k]), 6),
+                "rank_low": int(intervals.lower[k]),
+                "rank_high": int(intervals.upper[k]),
+            }
+            for position, k in enumerate(order)
+        ],
+    }

@@ -61,6 +61,8 @@ def format_simplex(report: SimplexReport) -> str:
             f"vs truth ({report.truth_field}): Spearman {report.spearman_vs_truth:.3f}, "
             f"{report.level:.0%} rank intervals cover {report.coverage_vs_truth:.0%} of the true ranks"
         )
+    if report.people:
+        lines += _people_lines(report)
     lines += ["", "judges (posterior mean confusion matrix: rows = true level, columns = assigned level; ρ = discrimination):"]
     for j in report.judges:
         extra = f"; self-judging: {', '.join(j.self_pairs)} ({report.settings['self_preference']})" if j.self_pairs else ""
@@ -86,3 +88,23 @@ def format_simplex(report: SimplexReport) -> str:
             )
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def _people_lines(report: SimplexReport) -> list[str]:
+    """People's ranking beside the fit's (``--human``): where people would put the candidates, a
+    bias every judge shares allowed for (``people_beside``)."""
+    people = report.people or {}
+    lines = [
+        "",
+        f"people's ranking — the fit moved by {people['labels']} people's labels, allowing each candidate a bias "
+        f"all judges share (E[τ] = {people['tau']:.3f} on the expected-score scale):",
+        f"{'rank':>4}  {'candidate':<24} {'score':>8} {'± sd':>7} {f'{report.level:.0%} rank':>9}",
+    ]
+    for r in people["ranking"]:
+        interval = f"{r['rank_low']}–{r['rank_high']}"
+        lines.append(f"{r['rank']:>4}  {r['candidate']:<24.24} {r['score']:>8.3f} {r['sd']:>7.3f} {interval:>9}")
+    if "coverage_vs_truth" in people:
+        lines.append(
+            f"vs truth ({report.truth_field}): {report.level:.0%} rank intervals cover {people['coverage_vs_truth']:.0%} of the true ranks"
+        )
+    return lines

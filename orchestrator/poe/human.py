@@ -18,7 +18,8 @@ generalised least squares, β and σ numerically from several starts) — not re
 current ``h``: started at the judges' mean, that alternation found β ≈ 0 whenever the judges ordered
 the candidates against people and then ignored the labels, which is when they matter most. τ — how
 far the judges' ranking may be from people's — is not known and the labels say little about it, so
-it is averaged over :data:`TAU_GRID` with weights ∝ the labels' marginal likelihood
+it is averaged over :data:`TAU_GRID` (or the caller's grid: the simplex model's expected scores on
+1..M use :func:`spread_grid`) with weights ∝ the labels' marginal likelihood
 ``y ~ N(α + β μ_c, β² (Σ + τ²I)_{cc'} + σ² I)`` (Bayesian model averaging on a flat grid). Rank
 intervals come from draws of that mixture (:func:`orchestrator.poe.uncertainty.rank_intervals_from_draws`).
 A person's pairwise verdict on two answers is Bradley–Terry on people's scores,
@@ -36,10 +37,25 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-__all__ = ["TAU_GRID", "PeopleScores", "people_scores"]
+__all__ = ["SPREAD_MULTIPLES", "TAU_GRID", "PeopleScores", "people_scores", "spread_grid"]
 
 TAU_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Candidate-specific judge bias sd τ on the score scale (logits of a Bradley–Terry judge)."""
+
+SPREAD_MULTIPLES = (0.0, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)
+"""τ as multiples of the judges' spread (:func:`spread_grid`), log-spaced: for scores on a scale with
+no fixed unit (the simplex model's expected scores; a logit is one). Measured (issue #34, SummEval's
+simplex fits, 5% labels): :data:`TAU_GRID`'s linear 0…3 on that scale weighted large τ the labels
+could not tell apart (intervals 1.6–1.8× as wide, coverage no higher than with this grid's 1.4×); on
+the PoE logs this grid in place of :data:`TAU_GRID` lost coverage (2% labels 0.944 → 0.919)."""
+
+
+def spread_grid(mean: np.ndarray, cov: np.ndarray) -> tuple[float, ...]:
+    """:data:`SPREAD_MULTIPLES` × the judges' spread ``√(var(μ) + mean diag Σ)``: how far apart they
+    put the candidates, and how unsure they are."""
+    spread = float(np.sqrt(np.var(mean) + np.clip(np.diag(cov), 0.0, None).mean())) or 1.0
+    return tuple(spread * multiple for multiple in SPREAD_MULTIPLES)
+
 
 SHARPNESS_GRID = (0.25, 0.5, 1.0, 2.0)
 """How sharply a person's verdict follows people's scores, ``P(a ≻ b) = σ(γ (h_a − h_b))``, relative
@@ -139,6 +155,7 @@ def people_scores(
     score: np.ndarray,
     *,
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    tau_grid: tuple[float, ...] = TAU_GRID,
     n_draws: int = 4000,
     seed: int = 0,
 ) -> PeopleScores | None:
@@ -159,10 +176,10 @@ def people_scores(
         idx, y = idx[:0], y[:0]
     if not len(y) and not len(won):
         return None
-    grid = [(tau, gamma) for tau in TAU_GRID for gamma in (SHARPNESS_GRID if len(won) else (1.0,))]
+    grid = [(tau, gamma) for tau in tau_grid for gamma in (SHARPNESS_GRID if len(won) else (1.0,))]
     # the scores' link depends on τ only: fitted once per τ, shared by every sharpness γ
-    priors = {tau: sigma + tau**2 * np.eye(len(mu)) for tau in TAU_GRID}
-    links = {tau: _link(mu, priors[tau], idx, y) if len(y) else (0.0, 1.0, 1.0) for tau in TAU_GRID}
+    priors = {tau: sigma + tau**2 * np.eye(len(mu)) for tau in tau_grid}
+    links = {tau: _link(mu, priors[tau], idx, y) if len(y) else (0.0, 1.0, 1.0) for tau in tau_grid}
     fits = [_fit(mu, priors[tau], links[tau], (idx, y), (first, second, won), gamma) for tau, gamma in grid]
     log_ml = np.array([f[2] for f in fits])
     weights = np.exp(log_ml - log_ml.max())
