@@ -281,7 +281,7 @@ def test_a_run_asks_people_between_rounds_and_the_page_offers_those_items_first(
     (line,) = [line for line in capsys.readouterr().out.splitlines() if "items asked of people" in line]
     assert f"│ {len(asked)} (1 labelled; 1 labels in all)" in line
     # people are named in judging.people, never called as a judge; a model is not people
-    for judges, message in (('["human"]', "is people (kind = \"human\")"), ('["local-openai"]\npeople = "local-openai"', "is a model")):
+    for judges, message in (('["human"]', 'is people (kind = "human")'), ('["local-openai"]\npeople = "local-openai"', "is a model")):
         bad = write_config(tmp_path, "http://127.0.0.1:9/v1", name="bad", prompts=prompts, responses=responses, judges=judges)
         assert run_cli(["run", str(bad), "--dry-run"]) == 2
         err = capsys.readouterr().err
