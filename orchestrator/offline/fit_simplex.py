@@ -240,7 +240,9 @@ def people_beside(fit: SimplexFit, labels: HumanLabels, questions: list[str], le
         if x.first in index and x.second in index and x.prompt_id in asked
     ]
     expected = fit.flat("expected")
-    mean, cov = expected.mean(0), np.cov(expected.T)
+    mean, cov = expected.mean(0), np.atleast_2d(np.cov(expected.T))
+    # fewer draws than candidates leave the draws' covariance singular: a ridge far below any sd
+    cov = cov + 1e-6 * max(float(np.mean(np.diag(cov))), 1e-12) * np.eye(len(mean))
     # the expected scores' scale has no unit of its own (it depends on M and the data): τ relative to it
     people = people_ranking(fit.candidates, mean, cov, scored, compared, level=level, tau_grid=spread_grid(mean, cov))
     if people is not None and truth:
