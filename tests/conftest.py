@@ -48,21 +48,6 @@ def pytest_configure(config):
         _refuse_the_sampler_in_the_main_process()
 
 
-def pytest_collection_modifyitems(config, items):
-    """Modules with the most slow tests first, each module's tests together and in their order: the
-    three workers of `-n 3` start on the long tests and end on short ones, instead of the longest
-    (the simplex and reliability modules, late in the alphabet) starting last and running alone
-    (list scheduling, longest first; a module's fixtures are still set up once per worker)."""
-    modules: dict[str, list] = {}
-    for item in items:
-        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-
-    def weight(name: str) -> int:  # a sampler test (isolated: 20–190 s) outweighs a slow one (2–160 s)
-        return sum(bool(item.get_closest_marker("slow")) + 5 * bool(item.get_closest_marker("isolated")) for item in modules[name])
-
-    items[:] = [item for name in sorted(modules, key=lambda name: -weight(name)) for item in modules[name]]
-
-
 # -- the sampler runs in processes of its own --------------------------------------------------------
 # Every NUTS fit compiles XLA code that stays in the process; dozens of fits in one process once
 # ended a full run with "LLVM ERROR: Unable to allocate section memory" and an abort. A test that
