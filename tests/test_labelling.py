@@ -263,8 +263,10 @@ def test_a_run_asks_people_between_rounds_and_the_page_offers_those_items_first(
     planned = conn.execute("select max(round) from requests").fetchone()[0]
     judged = {(row[0], row[1]) for row in conn.execute("select prompt_id, round from judgments where status = 'ok'")}
     conn.close()
-    # two items after every round planned from judged rounds (the first is planned from none), each once
-    assert len(asked) == 2 * (planned - 1) and len({item for item, _, _ in asked}) == len(asked)
+    # two items after every round planned from judged rounds (the first is planned from none) and two
+    # at the end, from every judgment; each once
+    assert len(asked) == 2 * planned and len({item for item, _, _ in asked}) == len(asked)
+    assert [r for _, r, _ in asked][-2:] == [planned + 1] * 2
     for item, round_no, _ in asked:  # an item the judges had judged in a round the request was planned from
         prompt_id = json.loads(item)[1]
         assert any(p == prompt_id and r < round_no for p, r in judged), (item, round_no)

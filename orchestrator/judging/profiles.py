@@ -28,7 +28,7 @@ class JudgeProfile(BaseModel):
     """litellm model string, e.g. ``openai/gpt-4o-mini`` or ``openai/qwen1.5b`` for the embedded
     judge (required for a model; none for people)."""
     per_round: int = Field(default=2, ge=1, le=10_000)
-    """People: items the run asks them to label after each round it plans."""
+    """People: items the run asks them to label after each round it plans (and once more at its end)."""
     order: Literal["random", "disagreement"] = "random"
     """People: which items first, in rounds over the candidates or pairs — at random (unbiased for
     ``fit raee --human`` and the ``judges`` table; on SummEval it ranked better) or where the judges

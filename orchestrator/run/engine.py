@@ -277,6 +277,8 @@ class RunEngine:
             )
         if self.judge_stops and not reason.startswith("every judge"):
             reason += "; " + "; ".join(self.judge_stops)
+        if self.people is not None:  # the last rounds' items too: a run of one or two rounds asks here only
+            self.people.after_round(round_no + 1, self.store.judgments())
         self.store.set_status("interrupted" if self._pilot_done else "finished", reason)
         with self.drain.cpu_work():
             summary = self.planner.summary(None)

@@ -1,6 +1,7 @@
-"""Asking people during a run (issue #34 item 4, ``judging.people``): after each round it plans,
-the run chooses the people profile's ``per_round`` items to label next and records them in the run
-file (``label_requests``, :mod:`orchestrator.store.labels`); the labelling page offers them first.
+"""Asking people during a run (issue #34 item 4, ``judging.people``): after each round it plans, and
+once more when it finishes (from every judgment), the run chooses the people profile's ``per_round``
+items to label next and records them in the run file (``label_requests``,
+:mod:`orchestrator.store.labels`); the labelling page offers them first.
 
 The choice is :func:`orchestrator.run.labelling.choice.offer_order` over every item the judges
 have judged in the rounds the round was planned from — in rounds over the candidates (or pairs), at
