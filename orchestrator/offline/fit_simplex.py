@@ -229,16 +229,12 @@ def people_beside(fit: SimplexFit, labels: HumanLabels, questions: list[str], le
     this ranking allows for. ``{"labels", "tau", "ranking", "coverage_vs_truth"}``; None when no
     label is usable."""
     from ..poe.human import spread_grid
-    from .replay_people import people_ranking
+    from .replay_people import people_ranking, verdict_indices
 
     index = {c: k for k, c in enumerate(fit.candidates)}
     asked = set(questions)
     scored = [(index[c], score) for (q, c), score in sorted(labels.mean_scores().items()) if c in index and q in asked]
-    compared = [
-        (index[x.first], index[x.second], 0.5 if x.winner == "tie" else float(x.winner == x.first))
-        for x in labels.pairwise
-        if x.first in index and x.second in index and x.prompt_id in asked
-    ]
+    compared = verdict_indices(labels, index, asked.__contains__)
     expected = fit.flat("expected")
     mean, cov = expected.mean(0), np.atleast_2d(np.cov(expected.T))
     # fewer draws than candidates leave the draws' covariance singular: a ridge far below any sd

@@ -4,6 +4,8 @@ answers and pairwise verdicts (:mod:`orchestrator.poe.human`) — with rank inte
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..poe import Posterior
@@ -11,7 +13,7 @@ from ..poe.human import TAU_GRID, people_scores
 from ..poe.uncertainty import rank_intervals_from_draws
 from .human_labels import HumanLabels
 
-__all__ = ["people_ranking", "people_rankings"]
+__all__ = ["people_ranking", "people_rankings", "verdict_indices"]
 
 
 def people_rankings(
@@ -25,17 +27,23 @@ def people_rankings(
         index = {name: k for k, name in enumerate(names)}
         here = lambda prompt: scope != "per_prompt" or prompt == key  # noqa: E731
         scored = [(index[x.candidate], x.score) for x in labels.absolute if x.candidate in index and here(x.prompt_id)]
-        compared = [
-            (index[x.first], index[x.second], 0.5 if x.winner == "tie" else float(x.winner == x.first))
-            for x in labels.pairwise
-            if x.first in index and x.second in index and here(x.prompt_id)
-        ]
+        compared = verdict_indices(labels, index, here)
         if posterior.cov is None or not (scored or compared):
             continue
         people = people_ranking(names, posterior.mean.numpy(), posterior.cov.numpy(), scored, compared, level=level)
         if people is not None:
             out[key] = people
     return out
+
+
+def verdict_indices(labels: HumanLabels, index: dict[str, int], keep: Callable[[str], bool]) -> list[tuple[int, int, float]]:
+    """People's pairwise verdicts between candidates in ``index`` on prompts ``keep`` accepts, as
+    ``(first, second, outcome)`` indices (1 first better, 0 second, ½ a tie)."""
+    return [
+        (index[x.first], index[x.second], 0.5 if x.winner == "tie" else float(x.winner == x.first))
+        for x in labels.pairwise
+        if x.first in index and x.second in index and keep(x.prompt_id)
+    ]
 
 
 def people_ranking(
