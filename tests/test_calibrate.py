@@ -43,11 +43,11 @@ def test_the_fitted_temperature_undoes_an_overconfident_judge():
 def test_a_temperature_scales_the_probabilities_the_posterior_sees():
     group = Group(key="p", names=["a", "b"], index={"a": 0, "b": 1}, origin={}, prompts={})
     row = JudgmentRecord(key="1", judge="j", kind="pairwise", prompt_id="p", candidates=["a", "b"], p_first=0.9)
-    (plain,), _ = group_observations(group, [row], debias="none")
-    (cooled,), _ = group_observations(group, [row], debias="none", temperatures={"j": 2.0})
+    (plain,), _, _ = group_observations(group, [row], debias="none")
+    (cooled,), _, _ = group_observations(group, [row], debias="none", temperatures={"j": 2.0})
     assert plain[2] == pytest.approx(0.9)
     assert cooled[2] == pytest.approx(1 / (1 + math.exp(-math.log(9) / 2)))  # σ(logit(0.9) / 2) = 0.75
-    (everyone,), _ = group_observations(group, [row], debias="none", temperatures={"*": 2.0})
+    (everyone,), _, _ = group_observations(group, [row], debias="none", temperatures={"*": 2.0})
     assert everyone[2] == pytest.approx(cooled[2])
     assert temperatures_for(1.5, [], None, None) == {"*": 1.5}  # type: ignore[arg-type]
     assert temperatures_for({"j": 2}, [], None, None) == {"j": 2.0}  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """Issue #17: per-judge reliability in the PoE posterior and stopping that tolerates ties."""
 
+import dataclasses
 import math
 import random
 
@@ -41,6 +42,19 @@ def test_gradient_and_hessian_with_per_judge_parameters_match_autograd():
             _, grad, hess = objective.evaluate(theta)
             assert torch.allclose(grad, torch.autograd.functional.jacobian(objective.value, theta), atol=1e-10)
             assert torch.allclose(hess, torch.autograd.functional.hessian(objective.value, theta), atol=1e-10)
+    # graded verdicts on two of the comparisons (issue #33): the ordered-logit expert's terms too
+    graded = dataclasses.replace(
+        obs,
+        grades=torch.tensor(
+            [[0.1, 0.5, 0.2, 0.1, 0.1], [float("nan")] * 5, [0, 0, 1, 0, 0], [float("nan")] * 5, [0, 0, 0, 0.3, 0.7]], dtype=torch.float64
+        ),
+        cuts=torch.tensor([[0.4, 1.5], [0.8, 2.5]], dtype=torch.float64),
+    )
+    objective = NegLogPosterior(graded, PoEConfig(home_advantage=True, judge_sharpness=True))
+    theta = objective.initial() + 0.3 * torch.randn(objective.dim, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    _, grad, hess = objective.evaluate(theta)
+    assert torch.allclose(grad, torch.autograd.functional.jacobian(objective.value, theta), atol=1e-10)
+    assert torch.allclose(hess, torch.autograd.functional.hessian(objective.value, theta), atol=1e-10)
 
 
 def test_per_judge_bias_and_sharpness_are_recovered_and_a_random_judge_weighs_almost_nothing():

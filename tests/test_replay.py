@@ -131,7 +131,7 @@ def _bad_log_case(tmp_path, line):
         ),
         (
             {"kind": "pairwise", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"X": 1.0}},
-            "l.jsonl:2: a pairwise judgment needs probs for 'A' and 'B', got ['X']",
+            "l.jsonl:2: a pairwise judgment needs probs for 'A' and 'B' (or graded verdicts A>>B, A>B, A=B, B>A, B>>A), got ['X']",
         ),
         ({"kind": "vote", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 1.0, "B": 0.0}}, "l.jsonl:2: kind:"),
         ("{not json", "l.jsonl:2: not valid JSON"),

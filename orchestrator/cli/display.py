@@ -148,7 +148,7 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
         if entry.get("people"):
             out_console.print(people_table(entry["group"], entry["people"], level))
         if len(entry.get("judges") or []) > 1 or any(
-            k in j for k in ("precision", "length", "bold", "self") for j in entry.get("judges") or []
+            k in j for k in ("precision", "length", "bold", "self", "tie_cut") for j in entry.get("judges") or []
         ):
             out_console.print(judges_table(entry["judges"]))
     if limit_groups is not None and len(groups) > limit_groups:
@@ -179,13 +179,17 @@ def people_table(group: str, people: dict, level: str) -> Table:
 
 def judges_table(judges: list[dict]) -> Table:
     """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, length and
-    style effects β (with ``model.control``), agreement with the panel."""
+    style effects β (with ``model.control``), graded verdicts' cut-points, agreement with the panel."""
     table = Table(title="judges")
     from .. import api  # (the judges table is printed after a fit: torch is loaded)
 
     controls = [c for c in api.bias_covariates() if any(c in j for j in judges)]
+    graded = any("tie_cut" in j for j in judges)
     names = (
-        ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ") + tuple(f"{c} β" for c in controls) + ("agreement",)
+        ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ")
+        + tuple(f"{c} β" for c in controls)
+        + (("graded cuts c1 / c2",) if graded else ())
+        + ("agreement",)
     )
     for name in names:
         table.add_column(name, justify="left" if name == "judge" else "right")
@@ -195,5 +199,6 @@ def judges_table(judges: list[dict]) -> Table:
         delta = f"{j['delta']:+.3f} ± {j['delta_sd']:.3f}" if "delta" in j else "—"
         beta = tuple(f"{j[c]:+.2f} ± {j[f'{c}_sd']:.2f}" if c in j else "—" for c in controls)
         agreement = "—" if j["agreement"] is None else f"{j['agreement']:.0%}"
-        table.add_row(j["judge"], str(j["judgments"]), sharp, precision, delta, *beta, agreement)
+        cuts = (f"{j['tie_cut']:.2f} / {j['strong_cut']:.2f}" if "tie_cut" in j else "—",) if graded else ()
+        table.add_row(j["judge"], str(j["judgments"]), sharp, precision, delta, *beta, *cuts, agreement)
     return table

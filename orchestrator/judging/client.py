@@ -14,6 +14,7 @@ import time
 from typing import Any, Protocol
 
 from ..records.judgments import JudgeRequest, Judgment
+from ..records.templates import Template
 from .deployments import DeploymentRouter
 from .extract import OptionReading, continuation_mass, extract_options, split_prefix
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
@@ -194,7 +195,10 @@ class LiteLLMJudge:
                     note=_notes(*warnings),
                 )
             n_reads = min(len(e.readings) for e in good)
-            probs = [{o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs} for k in range(n_reads)]
+            probs = [
+                _graded(template, {o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs})
+                for k in range(n_reads)
+            ]
             return _checked(
                 Judgment(
                     **common,
@@ -220,7 +224,7 @@ class LiteLLMJudge:
             Judgment(
                 **common,
                 status="ok",
-                probs=[r.probs for r in readings],
+                probs=[_graded(template, r.probs) for r in readings],
                 method=readings[0].method,
                 capped=[list(r.capped) for r in readings],
                 unresolved=[list(r.unresolved) for r in readings],
@@ -273,6 +277,11 @@ def _dump(response: Any) -> dict:
 
 def _notes(*notes: str | None) -> str | None:
     return "; ".join(n for n in notes if n) or None
+
+
+def _graded(template: Template, probs: dict[str, float]) -> dict[str, float]:
+    """A graded template's option probabilities under their five-way verdict names (``A>>B`` …)."""
+    return {grade: probs[option] for option, grade in zip(template.options, template.grades)} if template.grades else probs
 
 
 def _checked(judgment: Judgment) -> Judgment:

@@ -13,7 +13,8 @@ after a marker such as ``"score": "``):
   the option is recorded as *unresolved* (the mass stays with the complete shorter option);
 - the probabilities are normalised over the options.
 
-Without log-probabilities the verdict is parsed from the text (one-hot, method ``verdict``).
+Without log-probabilities the verdict is parsed from the text (one-hot, method ``verdict``); a
+template with ``read = "verdict"`` is always read that way, from the last marker of the answer.
 """
 
 from __future__ import annotations
@@ -211,6 +212,11 @@ def extract_options(
     content, dropped = sanitise_content(((choice.get("logprobs") or {}).get("content")) or [])
     top = [[(alt["token"], alt["logprob"]) for alt in e["top_logprobs"]] for e in content]
     invalid = f"{dropped} invalid log-probabilities dropped (NaN, +inf or positive)" if dropped else None
+    if read == "verdict":  # the verdict is the text's last: log-probabilities of multi-token options say nothing
+        verdicts = parse_verdicts(text, read, markers, option_sets, prefill)[-1:]
+        if verdicts:
+            return Extraction(verdicts, top, note=invalid)
+        return Extraction([], top, error=_join(f"no verdict after {' or '.join(map(repr, markers))} in {text[-120:]!r}", invalid))
     if content and any(e.get("top_logprobs") for e in content):
         tokens = [e.get("token", "") for e in content]
         positions = read_positions(tokens, read, markers)

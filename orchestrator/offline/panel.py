@@ -32,6 +32,8 @@ _PARAMETERS = (
     "self_sd",
     "slope",
     "intercept",
+    "tie_cut",
+    "strong_cut",
 )
 
 

@@ -27,78 +27,10 @@ import torch
 from torch import Tensor
 
 from .experts import Expert, expert_derivatives, soft_bradley_terry
+from .graded import DEFAULT_CUTS, graded_derivatives, graded_log_density, graded_rows
+from .observations import DTYPE, Observations
 
 __all__ = ["Observations", "PoEConfig", "NegLogPosterior"]
-
-DTYPE = torch.float64
-
-
-@dataclass(frozen=True)
-class Observations:
-    """Judgments as tensors; indices refer to candidates ``0..n-1``."""
-
-    n: int
-    """Number of candidates."""
-    first: Tensor
-    """``(K,)`` long: the candidate shown first (A) in each comparison."""
-    second: Tensor
-    """``(K,)`` long: the candidate shown second (B)."""
-    prob: Tensor
-    """``(K,)`` judge probability that the first-shown candidate is better."""
-    abs_item: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
-    """``(A,)`` long: candidate of each absolute judgment."""
-    abs_mean: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=DTYPE))
-    """``(A,)`` moment-matched mean of the judge's score distribution (PoE §3.2)."""
-    abs_var: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=DTYPE))
-    """``(A,)`` moment-matched variance (floored)."""
-    judge: Tensor | None = None
-    """``(K,)`` long: the judge of each comparison (``0..n_judges-1``); None: all judge 0."""
-    abs_judge: Tensor | None = None
-    """``(A,)`` long: the judge of each absolute judgment; None: all judge 0."""
-    n_judges: int = 1
-    """Number of judges: with per-judge parameters each gets its own Δ, sharpness and link."""
-    weight: Tensor | None = None
-    """``(K,)`` weight of each comparison's log-density (a judge's precision ``κ_j``: how many
-    Bernoulli trials one of its probabilities is worth); None: 1."""
-    covariates: Tensor | None = None
-    """``(K, C)`` covariates of each comparison, first-shown minus second-shown (length and style:
-    :mod:`orchestrator.poe.covariates`), in the order of :attr:`PoEConfig.controls`; None: none."""
-
-    @staticmethod
-    def from_lists(
-        n: int, comparisons: list[tuple] | None = None, absolutes: list[tuple] | None = None, *, n_judges: int = 1
-    ) -> "Observations":
-        """Build from ``(first, second, p[, judge[, *covariates]])`` and ``(item, mean, var[, judge])`` tuples."""
-        comparisons = comparisons or []
-        absolutes = absolutes or []
-        first = torch.tensor([c[0] for c in comparisons], dtype=torch.long)
-        second = torch.tensor([c[1] for c in comparisons], dtype=torch.long)
-        prob = torch.tensor([c[2] for c in comparisons], dtype=DTYPE)
-        judge = torch.tensor([c[3] if len(c) > 3 else 0 for c in comparisons], dtype=torch.long)
-        abs_item = torch.tensor([a[0] for a in absolutes], dtype=torch.long)
-        abs_mean = torch.tensor([a[1] for a in absolutes], dtype=DTYPE)
-        abs_var = torch.tensor([a[2] for a in absolutes], dtype=DTYPE)
-        abs_judge = torch.tensor([a[3] if len(a) > 3 else 0 for a in absolutes], dtype=torch.long)
-        used = int(max(judge.max() if judge.numel() else 0, abs_judge.max() if abs_judge.numel() else 0)) + 1
-        width = min((len(c) for c in comparisons), default=0) - 4
-        covariates = torch.tensor([list(c[4 : 4 + width]) for c in comparisons], dtype=DTYPE) if width > 0 else None
-        return Observations(
-            n, first, second, prob, abs_item, abs_mean, abs_var, judge, abs_judge, max(n_judges, used), covariates=covariates
-        )
-
-    def judges_of_comparisons(self) -> Tensor:
-        return self.judge if self.judge is not None else torch.zeros_like(self.first)
-
-    def judges_of_absolutes(self) -> Tensor:
-        return self.abs_judge if self.abs_judge is not None else torch.zeros_like(self.abs_item)
-
-    @property
-    def n_comparisons(self) -> int:
-        return int(self.first.numel())
-
-    @property
-    def has_absolute(self) -> bool:
-        return self.abs_item.numel() > 0
 
 
 @dataclass(frozen=True)
@@ -210,6 +142,41 @@ class NegLogPosterior:
             x = x + (weights[self._judge] * self.obs.covariates).sum(1)
         return x
 
+    def _cut_points(self) -> Tensor:
+        """``(J, 2)`` each judge's graded cut-points (the defaults until they are fitted)."""
+        if self.obs.cuts is not None:
+            return self.obs.cuts
+        return torch.tensor([DEFAULT_CUTS], dtype=DTYPE).expand(self.n_judges, 2)
+
+    def comparison_log_density(self, d: Tensor) -> Tensor:
+        """Each comparison's weighted log-density at ``d``, differentiable (:meth:`expert_terms`)."""
+        obs = self.obs
+        logp = self.config.expert.log_density(d, obs.prob)
+        graded = graded_rows(obs.grades)
+        if graded is not None:
+            assert obs.grades is not None
+            cut = self._cut_points()[self._judge[graded]]
+            logp = logp.index_put((graded,), graded_log_density(d[graded], obs.grades[graded], cut[:, 0], cut[:, 1]))
+        return logp if obs.weight is None else obs.weight * logp
+
+    def expert_terms(self, d: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Each comparison's log-density at ``d`` with its first and second derivative in ``d``,
+        weighted: the configured expert's, or the graded expert's where a comparison carries a
+        graded verdict (:mod:`.graded`, at its judge's cut-points)."""
+        obs = self.obs
+        logp, g, h = expert_derivatives(self.config.expert, d, obs.prob)
+        graded = graded_rows(obs.grades)
+        if graded is not None:
+            assert obs.grades is not None
+            cut = self._cut_points()[self._judge[graded]]
+            terms = graded_derivatives(d[graded], obs.grades[graded], cut[:, 0], cut[:, 1])
+            logp, g, h = logp.clone(), g.clone(), h.clone()
+            for whole, part in zip((logp, g, h), terms):
+                whole[graded] = part
+        if obs.weight is not None:
+            logp, g, h = obs.weight * logp, obs.weight * g, obs.weight * h
+        return logp, g, h
+
     def control_entries(self, t: Tensor) -> tuple[list[Tensor], list[Tensor]]:
         """Indices and slopes ``∂d/∂β_jc = t z_c`` of the control weights, one pair per covariate."""
         if self.control_index is None:
@@ -262,8 +229,7 @@ class NegLogPosterior:
         precision, mean = self._prior_terms()
         value = 0.5 * (precision * (theta - mean) ** 2).sum()
         if obs.n_comparisons:
-            logp = self.config.expert.log_density(self._differences(theta), obs.prob)
-            value = value - (logp if obs.weight is None else obs.weight * logp).sum()
+            value = value - self.comparison_log_density(self._differences(theta)).sum()
         if self.link_index is not None:
             _, _, _, w, r = self._absolute_residuals(theta)
             value = value + 0.5 * (w * r * r).sum()
@@ -342,9 +308,7 @@ class NegLogPosterior:
         its Hessian entries to ``entries`` (None: no Hessian); returns its negative log-likelihood."""
         obs = self.obs
         d = self._differences(theta)
-        logp, g, h = expert_derivatives(self.config.expert, d, obs.prob)
-        if obs.weight is not None:
-            logp, g, h = obs.weight * logp, obs.weight * g, obs.weight * h
+        logp, g, h = self.expert_terms(d)
         c = -h
         i, j = obs.first, obs.second
         t = torch.exp(theta[self.sharp_index + self._judge]) if self.sharp_index is not None else torch.ones_like(d)

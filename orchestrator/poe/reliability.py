@@ -28,6 +28,7 @@ import math
 import torch
 from torch import Tensor
 
+from .graded import fit_cuts, graded_rows
 from .laplace import Posterior, fit_laplace
 from .objective import NegLogPosterior, Observations, PoEConfig
 
@@ -70,8 +71,9 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
     plans what an uninterrupted one would. ``posterior.judges["precision"]`` holds κ.
     """
     sharp = config.judge_sharpness and obs.n_judges > 1
+    obs = with_fitted_cuts(obs, config, warm_start)
     if not (sharp or config.judge_precision) or obs.n_comparisons == 0:
-        return fit_laplace(obs, dataclasses.replace(config, judge_sharpness=sharp), warm_start=warm_start)
+        return _with_cuts(obs, fit_laplace(obs, dataclasses.replace(config, judge_sharpness=sharp), warm_start=warm_start))
     plain_config = dataclasses.replace(config, judge_sharpness=False)
     plain = fit_laplace(obs, plain_config, warm_start=warm_start, draws=False)  # only its mode is used
     J = obs.n_judges
@@ -105,4 +107,34 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
             ]
         post = fit_laplace(obs, final_config, warm_start=start)
     judges = {**post.judges, "precision": kappa} if config.judge_precision else post.judges
-    return dataclasses.replace(post, judges=judges)
+    return _with_cuts(obs, dataclasses.replace(post, judges=judges))
+
+
+CUT_ROUNDS = 2
+"""Alternations of the scores' fit and the cut-points' (the second moves the cut-points by
+< 0.01 on the simulations of ``benchmarks/graded_verdicts.py``)."""
+
+
+def with_fitted_cuts(obs: Observations, config: PoEConfig, warm_start: Posterior | None = None) -> Observations:
+    """The observations with each judge's graded cut-points fitted (:func:`.graded.fit_cuts`),
+    alternating with the plain fit of the scores from the defaults; unchanged without graded
+    verdicts."""
+    rows = graded_rows(obs.grades)
+    if rows is None or obs.cuts is not None:
+        return obs
+    assert obs.grades is not None
+    plain_config = dataclasses.replace(config, judge_sharpness=False)
+    judge = obs.judges_of_comparisons()[rows]
+    post = warm_start
+    for _ in range(CUT_ROUNDS):
+        post = fit_laplace(obs, plain_config, warm_start=post, draws=False)
+        d = NegLogPosterior(obs, plain_config)._differences(post.theta)[rows]
+        obs = dataclasses.replace(obs, cuts=fit_cuts(d, obs.grades[rows], judge, obs.n_judges))
+    return obs
+
+
+def _with_cuts(obs: Observations, post: Posterior) -> Posterior:
+    """``posterior.judges`` with the graded cut-points ``tie_cut`` (c1) and ``strong_cut`` (c2)."""
+    if obs.cuts is None:
+        return post
+    return dataclasses.replace(post, judges={**post.judges, "tie_cut": obs.cuts[:, 0], "strong_cut": obs.cuts[:, 1]})

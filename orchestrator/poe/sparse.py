@@ -280,11 +280,9 @@ def _precision_noise(objective: NegLogPosterior, theta: Tensor, rng: np.random.G
     f32 = np.float32
     out = np.sqrt(precision.numpy()).astype(f32)[:, None] * rng.standard_normal((P, n_draws), dtype=f32)
     if obs.n_comparisons:
-        from .experts import expert_derivatives
-
         d = objective._differences(theta)
-        _, _, h = expert_derivatives(objective.config.expert, d, obs.prob)
-        c = (-h if obs.weight is None else -obs.weight * h).clamp_min(0.0)
+        _, _, h = objective.expert_terms(d)
+        c = (-h).clamp_min(0.0)
         judge = objective._judge
         t = torch.exp(theta[objective.sharp_index + judge]) if objective.sharp_index is not None else torch.ones_like(d)
         index = [obs.first, obs.second]

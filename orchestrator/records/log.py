@@ -7,7 +7,9 @@ Judgment log (one judgment per line; the format ``orchestrator replay`` reads an
     {"kind": "reference", "judge": J, "prompt_id": P, "candidates": [reference, c], "probs": {"A": .., "B": .., "C": ..},
      "reference": anchor?, "repeat": r?}
 
-``A`` is the first-shown candidate; ``C`` is a tie. In a ``reference`` judgment the anchor is the
+``A`` is the first-shown candidate; ``C`` is a tie. A graded pairwise judgment (arena-hard's five-way
+verdict, issue #33) has ``probs`` over :data:`GRADES` instead of ``A``/``B``:
+``{"A>>B": .., "A>B": .., "A=B": .., "B>A": .., "B>>A": ..}``. In a ``reference`` judgment the anchor is the
 candidate named by ``reference`` (default: the first); ``repeat`` numbers repeated runs of a judge
 on the same item (default 0). Other fields are allowed and ignored.
 Responses (``shared/data/summeval/responses.jsonl`` format)::
@@ -111,8 +113,13 @@ class LogRecord(BaseModel):
             raise ValueError(f"candidates are the same ({self.candidates[0]!r})")
         if self.reference is not None and (self.kind != "reference" or self.reference not in self.candidates):
             raise ValueError(f"reference {self.reference!r} must be one of the candidates of a reference judgment")
-        if self.kind in ("pairwise", "reference") and not {"A", "B"} <= set(self.probs):
-            raise ValueError(f"a {self.kind} judgment needs probs for 'A' and 'B', got {sorted(self.probs)}")
+        graded = self.kind == "pairwise" and set(self.probs) <= set(GRADES) and len(self.probs) >= 2
+        if self.kind in ("pairwise", "reference") and not ({"A", "B"} <= set(self.probs) or graded):
+            raise ValueError(
+                f"a {self.kind} judgment needs probs for 'A' and 'B'"
+                + (f" (or graded verdicts {', '.join(GRADES)})" if self.kind == "pairwise" else "")
+                + f", got {sorted(self.probs)}"
+            )
         if self.kind == "absolute":
             try:
                 [float(k) for k in self.probs]
@@ -129,8 +136,27 @@ class LogRecord(BaseModel):
         return level_distribution(self.probs)
 
 
+GRADES = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
+"""A graded pairwise verdict (arena-hard's judge prompt): A much better, A better, a tie, B better,
+B much better; ``A`` is the first-shown candidate. Graded judgments store their probabilities
+under these keys, whatever words the template's options use."""
+
+
+def grade_vector(probs: dict[str, float]) -> list[float] | None:
+    """The five probabilities of a graded judgment in :data:`GRADES` order (normalised), or None
+    for an A/B(/C) judgment."""
+    if not probs or not set(probs) <= set(GRADES):
+        return None
+    total = sum(probs.values())
+    return [probs.get(g, 0.0) / total for g in GRADES] if total > 0 else None
+
+
 def prob_first(probs: dict[str, float]) -> float:
-    """P(first-shown ``A`` is better) from A/B(/C) option probabilities, a tie ``C`` counted as half."""
+    """P(first-shown ``A`` is better) from A/B(/C) option probabilities, a tie ``C`` counted as half
+    (graded verdicts: ``A>>B`` and ``A>B`` are wins, ``A=B`` half of one)."""
+    graded = grade_vector(probs)
+    if graded is not None:
+        return graded[0] + graded[1] + 0.5 * graded[2]
     a, b, c = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
     return (a + 0.5 * c) / (a + b + c)
 

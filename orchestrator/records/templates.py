@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import OrchestratorError
 from .datafiles import data_dirs, find_data_file, load_toml_model
+from .log import GRADES
 
 __all__ = ["Template", "Criterion", "load_template", "load_templates", "get_template", "template_dirs"]
 
@@ -65,10 +66,16 @@ class Template(BaseModel):
     options: list[str] = Field(default_factory=list)
     """Answer options in order (for multi templates: per criterion, in ``criteria``)."""
     criteria: list[Criterion] = Field(default_factory=list)
-    read: Literal["first_token", "marker"]
-    """Where option log-probabilities are read."""
+    read: Literal["first_token", "marker", "verdict"]
+    """Where option log-probabilities are read; ``verdict``: not at all — the last option after a
+    marker in the answer's text is the verdict (judges that reason first and whose options are
+    several tokens, e.g. arena-hard's ``[[A>>B]]``)."""
     markers: list[str] = Field(default_factory=list)
-    """For ``read = "marker"``: the option token follows any of these strings."""
+    """For ``read = "marker"`` or ``"verdict"``: the option follows any of these strings."""
+    grades: list[str] = Field(default_factory=list)
+    """Graded pairwise templates: the five-way verdict (:data:`~orchestrator.records.log.GRADES`)
+    each option stands for, in the order of ``options``; the judgment's probabilities are stored
+    under these keys and the PoE fit reads them with the graded expert (ties modelled)."""
     prefill: str | None = None
     """Assistant prefix continued by the judge (chat form); None for no prefix."""
     attribute: str | None = None
@@ -94,8 +101,13 @@ class Template(BaseModel):
             raise ValueError("options needs at least two answer options")
         if len(set(self.options)) != len(self.options):
             raise ValueError("options has duplicates")
-        if self.read == "marker" and not self.markers:
-            raise ValueError('read = "marker" needs markers')
+        if self.read in ("marker", "verdict") and not self.markers:
+            raise ValueError(f'read = "{self.read}" needs markers')
+        if self.grades:
+            if self.kind != "pairwise":
+                raise ValueError("grades are for pairwise templates")
+            if sorted(self.grades) != sorted(GRADES) or len(self.options) != len(GRADES):
+                raise ValueError(f"grades must name each of {', '.join(GRADES)} once, one per option")
         if "attribute" in self.placeholders and not (self.attribute and self.attribute in self.attributes):
             raise ValueError("${attribute} is used: set attribute to one of [attributes]")
         return self

@@ -246,6 +246,8 @@ def _judges_section(data: ReportData) -> str:
             "bold",
             "self",
             "self_sd",
+            "tie_cut",
+            "strong_cut",
             "agreement",
             "judgments",
         ]

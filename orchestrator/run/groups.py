@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
@@ -19,7 +20,7 @@ from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_with_reliability, permutation_debias, threads_for
 from ..poe.covariates import TEXT_CONTROLS, comparison_covariates, self_covariate, text_features
 from ..records.dataset import Dataset
-from ..records.log import level_distribution
+from ..records.log import grade_vector, level_distribution
 from ..store import JudgmentRecord
 
 __all__ = [
@@ -133,6 +134,14 @@ def judge_names(judgments: list[JudgmentRecord]) -> list[str]:
     return sorted({row.judge for row in judgments})
 
 
+class GroupObservations(NamedTuple):
+    """What :func:`group_observations` reads from a group's judgments."""
+
+    comparisons: list[tuple]
+    absolutes: list[tuple]
+    grades: dict[int, list[float]]
+
+
 def group_observations(
     group: Group,
     judgments: list[JudgmentRecord],
@@ -144,22 +153,25 @@ def group_observations(
     controls: tuple[str, ...] = (),
     features: dict[tuple[str, str], dict[str, float]] | None = None,
     families: dict[str, str] | None = None,
-) -> tuple[list[tuple], list[tuple]]:
-    """Comparisons ``(first, second, P(first better), judge[, *covariates])`` and absolutes
-    ``(item, mean, var, judge)`` of a group from committed judgment rows (store format), in the
-    given order; ``judges`` maps judge names to parameter indices (None: every judge is judge 0,
+) -> GroupObservations:
+    """Comparisons ``(first, second, P(first better), judge[, *covariates])``, absolutes
+    ``(item, mean, var, judge)`` and the graded verdicts of comparisons that have one (their index
+    → five probabilities, :data:`~orchestrator.records.log.GRADES` order) of a group from committed
+    judgment rows (store format), in the given order; ``judges`` maps judge names to parameter indices (None: every judge is judge 0,
     shared parameters). With ``controls`` each comparison carries its covariates: the normalised
     differences of :func:`~orchestrator.poe.covariates.comparison_covariates` from ``features``
     ((prompt, candidate) → text features) and, for ``self``, :func:`~orchestrator.poe.covariates.self_covariate`
     from ``families``.
 
     With ``permutation`` debiasing the two orders of a pair (same judge and prompt) are combined
-    (PoE §3.3); an order whose partner failed permanently is used alone. ``temperatures`` (judge →
+    (PoE §3.3; graded verdicts as ``½ (q_ij + reversed q_ji)``); an order whose partner failed
+    permanently is used alone. ``temperatures`` (judge →
     ``T``, ``"*"`` for every judge) scales each pairwise probability to ``σ(logit(p)/T)`` first
     (PoE App. B; :mod:`orchestrator.run.calibration`).
     """
     comparisons: list[tuple] = []
     absolutes: list[tuple] = []
+    grades: dict[int, list[float]] = {}
     waiting: dict[tuple[str, str, str, str], float] = {}
     combined: dict[tuple[str, str, str, str], int] = {}
     for row in judgments:
@@ -170,6 +182,7 @@ def group_observations(
         judge = judges[row.judge] if judges is not None else 0
         if row.kind == "pairwise" and row.p_first is not None:
             p_first = row.p_first
+            graded = grade_vector(row.probs[0]) if row.probs else None
             if temperatures:
                 t = temperatures.get(row.judge, temperatures.get("*", 1.0))
                 q = min(max(p_first, 1e-12), 1 - 1e-12)
@@ -189,9 +202,14 @@ def group_observations(
                     slot = combined.pop(back)
                     flipped = tuple(-v for v in extra)  # the slot keeps the earlier order (b first)
                     comparisons[slot] = (group.index[b], group.index[a], float(permutation_debias(p_back, p_first)), judge, *flipped)
+                    earlier = grades.pop(slot, None)
+                    if earlier is not None and graded is not None:  # (one order graded alone: the combined p)
+                        grades[slot] = [0.5 * (x + y) for x, y in zip(earlier, graded[::-1])]
                     continue
                 waiting[(row.judge, row.prompt_id, a, b)] = p_first
                 combined[(row.judge, row.prompt_id, a, b)] = len(comparisons)
+            if graded is not None:
+                grades[len(comparisons)] = graded
             comparisons.append((group.index[a], group.index[b], float(p_first), judge, *extra))
         elif row.kind == "absolute" and with_absolute:
             probs = row.probs[0]
@@ -200,7 +218,7 @@ def group_observations(
             levels, weights = level_distribution(probs)
             mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
             absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0]), judge))
-    return comparisons, absolutes
+    return GroupObservations(comparisons, absolutes, grades)
 
 
 def fit_group(
@@ -221,7 +239,7 @@ def fit_group(
     # text covariates need the answers' features (a global group has them); self needs none
     usable = bool(group.features) or not set(config.controls) & set(TEXT_CONTROLS)
     controls = config.controls if usable else ()
-    comparisons, absolutes = group_observations(
+    comparisons, absolutes, grades = group_observations(
         group,
         rows,
         debias=debias,
@@ -232,7 +250,7 @@ def fit_group(
         features=group.features,
         families=config.families,
     )
-    observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1))
+    observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1), grades=grades)
     return fit_with_reliability(observations, config)
 
 

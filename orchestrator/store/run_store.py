@@ -20,7 +20,7 @@ from ..errors import OrchestratorError
 from ..failpoints import failpoint
 from ..records.dataset import Dataset, PromptRow, ResponseText
 from ..records.judgments import Judgment
-from ..records.log import prob_first
+from ..records.log import GRADES, prob_first
 from ..records.templates import Template
 from ..secrets import lazy_secrets, redact, redact_json
 from .locks import RunLock
@@ -83,7 +83,7 @@ def p_first(judgment: Judgment) -> float | None:
     if not judgment.probs or judgment.kind not in ("pairwise", "reference"):
         return None
     probs = judgment.probs[0]
-    return prob_first(probs) if sum(probs.get(o, 0.0) for o in "ABC") > 0 else None
+    return prob_first(probs) if sum(probs.get(o, 0.0) for o in ("A", "B", "C", *GRADES)) > 0 else None
 
 
 class RunStore:
