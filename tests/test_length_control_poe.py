@@ -2,6 +2,7 @@
 the scores in the Laplace step (arena-hard's style control), through a run, `rank` and `replay`."""
 
 import json
+import sqlite3
 
 import numpy as np
 import pytest
@@ -76,6 +77,19 @@ def test_a_global_run_with_length_control_shows_each_judges_length_effect(tmp_pa
 
     html = write_report(path, tmp_path / "lc.html").read_text()  # type: ignore[union-attr]
     assert "<h3>Judge biases</h3>" in html and f"{judge['length']:+.3f} ± {judge['length_sd']:.3f}" in html
+    # the judge's length taste beside people's: this judge follows the hidden quality, which is the
+    # reference score, so on the same pairs it prefers the longer answer exactly as often as people do
+    texts = {(r["prompt_id"], r["candidate"]): (len(r["text"]), r["human"]["coherence"]) for r in rows}
+    db = sqlite3.connect(path)
+    pairs = [(p, json.loads(c)) for p, c in db.execute("select prompt_id, candidates from judgments where status = 'ok'")]
+    db.close()
+    votes = [
+        (texts[(p, a)][1] > texts[(p, b)][1]) == (texts[(p, a)][0] > texts[(p, b)][0])
+        for p, (a, b) in pairs
+        if texts[(p, a)][0] != texts[(p, b)][0]
+    ]
+    share = f"{sum(votes) / len(votes):.1%}"
+    assert f"{share} (reference {share})" in html
 
 
 def test_replay_with_length_control_reports_the_effect_and_refuses_per_prompt(tmp_path, capsys):

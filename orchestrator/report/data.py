@@ -149,6 +149,7 @@ def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, 
             "absolute": sum(1 for r in ok if r.kind == "absolute"),
             "first_shown_wins": sum(1 for p in firsts if p > 0.5) / len(firsts) if firsts else None,
             "mean_p_first": sum(firsts) / len(firsts) if firsts else None,
+            **_length_preference(data, pairwise, truth),
         }
         out[judge] = entry
     for c in calibrate(data.judgments, truth):
@@ -165,6 +166,28 @@ def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, 
             if row.get("judge") in out:
                 out[row["judge"]].setdefault("fit", []).append({"group": group.get("group"), **row})
     return out
+
+
+def _length_preference(data: ReportData, pairwise: list[JudgmentRecord], truth: dict[tuple[str, str], float]) -> dict[str, Any]:
+    """``prefers_longer``: the share of a judge's decisive comparisons of answers of different lengths
+    won by the longer one; ``reference_prefers_longer``: the reference scores' share on the same
+    pairs (where they differ) — the judge's length taste beside people's (issue #33)."""
+    judge_votes, reference_votes = [], []
+    for r in pairwise:
+        texts = [data.dataset.responses.get(r.prompt_id, {}).get(c) for c in r.candidates]
+        if any(t is None for t in texts) or r.p_first is None:
+            continue
+        first_len, second_len = (len(t.text) for t in texts)  # type: ignore[union-attr]
+        if first_len == second_len:
+            continue
+        first_longer = first_len > second_len
+        if r.p_first != 0.5:
+            judge_votes.append((r.p_first > 0.5) == first_longer)
+        scores = [truth.get((r.prompt_id, c)) for c in r.candidates]
+        if None not in scores and scores[0] != scores[1]:
+            reference_votes.append((scores[0] > scores[1]) == first_longer)  # type: ignore[operator]
+    share = lambda votes: sum(votes) / len(votes) if votes else None  # noqa: E731
+    return {"prefers_longer": share(judge_votes), "reference_prefers_longer": share(reference_votes)}
 
 
 def collect(path: str | Path) -> ReportData:

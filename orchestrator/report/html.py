@@ -283,17 +283,23 @@ def _biases_table(data: ReportData, fitted: list[tuple[str, dict]]) -> str:
         length = effect(first.get("length"), first.get("length_sd")) if "length" in first else "not fitted"
         style = "; ".join(f"{c} {effect(first.get(c), first.get(f'{c}_sd'))}" for c in STYLE if c in first) or "not fitted"
         own = effect(first.get("self"), first.get("self_sd")) if "self" in first else "not fitted"
-        rows.append([judge, j["first_shown_wins"], effect(first.get("delta"), first.get("delta_sd")), length, style, own])
+        longer = "—" if j.get("prefers_longer") is None else f"{j['prefers_longer']:.1%}"
+        if j.get("reference_prefers_longer") is not None:
+            longer += f" (reference {j['reference_prefers_longer']:.1%})"
+        rows.append([judge, j["first_shown_wins"], effect(first.get("delta"), first.get("delta_sd")), longer, length, style, own])
     note = (
         '<p class="muted">Position: the share of comparisons won by the answer shown first, and the fitted home advantage Δ '
-        '(<code>debias = "home"</code>; Δ &lt; 0 favours the first shown). Length: the judge\'s taste β for the longer answer '
+        '(<code>debias = "home"</code>; Δ &lt; 0 favours the first shown). Longer answer wins: the share of its decisive '
+        "comparisons of answers of different lengths won by the longer one, beside the reference scores' share on the same "
+        "pairs (people's taste, where the data has reference scores). Length: the judge's taste β for the longer answer "
         "(logit per unit of (ℓ<sub>A</sub> − ℓ<sub>B</sub>)/(ℓ<sub>A</sub> + ℓ<sub>B</sub>)), fitted with "
         '<code>model.control = ["length"]</code> in a global ranking; style: the same for markdown headers, list items and bold '
         '(<code>"style"</code>); self: its preference for answers of its own model family (<code>"self"</code> with '
         "<code>model.families</code>); reference campaigns: "
         "<code>orchestrator fit raee RUN --control length</code>.</p>"
     )
-    return "<h3>Judge biases</h3>" + _table(["judge", "first shown wins", "position Δ", "length β", "style β", "self β"], rows) + note
+    headers = ["judge", "first shown wins", "position Δ", "longer answer wins", "length β", "style β", "self β"]
+    return "<h3>Judge biases</h3>" + _table(headers, rows) + note
 
 
 def _answer(r) -> str:
