@@ -29,6 +29,7 @@ def test_alpacaeval_outputs_are_matched_by_instruction(tmp_path):
     assert [p.text for p in data.prompts.values()] == ["Task 0", "Task 1", "Task 2"]
     assert {pid: sorted(r) for pid, r in data.responses.items()} == {pid: ["model-a", "model-b"] for pid in data.prompts}
     assert data.responses["q0002"]["model-b"].text == "B says 2"
+    assert {p.category for p in data.prompts.values()} == {"x"}  # AlpacaEval's source set: the prompts' slice
 
 
 def _fastchat(folder, questions, answers):
@@ -59,6 +60,7 @@ def test_mtbench_multi_turn_answers_carry_the_whole_conversation(tmp_path, capsy
     assert "2 prompts" in capsys.readouterr().err
     data = _load(tmp_path / "out")
     assert data.prompts["111"].reference == "4\n\n6"
+    assert data.prompts["111"].category == "math" and data.prompts["81"].category == "writing"  # kept for per-category leaderboards
     conversation = data.responses["81"]["vicuna-13b"].text
     assert (
         conversation
@@ -108,17 +110,18 @@ def test_arena_hard_v01_and_v2_answers(tmp_path):
 
 def test_csv_with_scores_runs_end_to_end(tmp_path):
     table = tmp_path / "outputs.csv"
-    rows = ["prompt_id,prompt,model,response,quality,note"]
+    rows = ["prompt_id,prompt,model,response,quality,note,category"]
     for p in range(2):
         for m in range(4):
             q = (m + 1) / 5
-            rows.append(f'p{p},"Question {p}, please",m{m},"Answer <<q={q:.4f}>>",{q},fine')
+            rows.append(f'p{p},"Question {p}, please",m{m},"Answer <<q={q:.4f}>>",{q},fine,{"" if p else "maths"}')
     table.write_text("\n".join(rows) + "\n")
     out = tmp_path / "out"
     assert run_cli(["import", "csv", str(table), "--out", str(out)]) == 0
     data = _load(out)
     assert data.prompts["p1"].text == "Question 1, please"
-    assert data.responses["p0"]["m3"].human == {"quality": 0.8}  # the text column is not a score
+    assert data.responses["p0"]["m3"].human == {"quality": 0.8}  # the text columns are not scores
+    assert data.prompts["p0"].category == "maths" and data.prompts["p1"].category is None
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, prompts=out / "prompts.jsonl", responses=out / "responses.jsonl", max_calls=12)
         config.write_text(config.read_text().replace('truth = "coherence"', 'truth = "quality"'))

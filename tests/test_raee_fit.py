@@ -461,3 +461,55 @@ def test_se_curve_on_alpacaeval_matches_the_paper(tmp_path, capsys):
     short.write_text("".join(line for k, line in enumerate(log.open()) if k < 10))
     assert run_cli(["fit", "raee", "--log", str(short), "--se-curve", str(png)]) == 2
     assert "more than 16 judged prompts" in capsys.readouterr().err
+
+
+def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, capsys):
+    # M1 is good at maths and poor at writing, M2 the other way round: the overall leaderboard has
+    # them close, each category's has them far apart in opposite orders (issue #30 item 5)
+    prompts, responses = write_dataset(tmp_path / "data", prompts=6, candidates=4, seed=2)
+    rows = [json.loads(line) for line in prompts.read_text().splitlines()]
+    category = {f"p{k}": "maths" if k < 3 else "writing" for k in range(6)}
+    prompts.write_text("".join(json.dumps({**row, "category": category[row["id"]]}) + "\n" for row in rows))
+    quality = {"M0": (0.5, 0.5), "M1": (0.9, 0.1), "M2": (0.1, 0.9), "M3": (0.6, 0.6)}
+    answers = [json.loads(line) for line in responses.read_text().splitlines()]
+    for row in answers:
+        q = quality[row["candidate"]][category[row["prompt_id"]] == "writing"]
+        row["text"] = f"Summary <<q={q:.4f}>>"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in answers))
+    config = write_config(
+        tmp_path,
+        two_judges.url,
+        name="slices",
+        prompts=prompts,
+        responses=responses,
+        judges='["local-openai"]',
+        max_calls=None,
+        reference='anchor = "M0"\nsoft = true\n',
+    )
+    path, _ = api.start(config)
+    (group,) = api.ranking(path)["groups"]
+    slices = {part["slice"]: part for part in group["slices"]}
+    assert set(slices) == {"maths", "writing"} and all(part["prompts"] == 3 for part in slices.values())
+    order = {name: [r["candidate"] for r in part["ranking"]] for name, part in slices.items()}
+    assert order["maths"][0] == "M1" and order["maths"][-1] == "M2" and order["writing"][0] == "M2" and order["writing"][-1] == "M1"
+    # every prompt of a category judged: its win rate is the plain mean of the soft outcomes there (by hand)
+    db = sqlite3.connect(path)
+    outcome: dict[tuple[str, str], list[float]] = {}
+    for prompt, candidates, probs in db.execute("select prompt_id, candidates, probs from judgments where status = 'ok'"):
+        (p,) = json.loads(probs)
+        outcome.setdefault((category[prompt], json.loads(candidates)[1]), []).append(p["B"] + 0.5 * p.get("C", 0.0))
+    db.close()
+    for name, part in slices.items():
+        for row in part["ranking"]:
+            assert row["win_rate"] == pytest.approx(100 * np.mean(outcome[(name, row["candidate"])]), abs=1e-3)
+            assert row["prompts"] == 3 and row["win_rate_low"] == row["win_rate"] == row["win_rate_high"]
+    assert run_cli(["rank", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "category maths · 3 prompts judged" in out and "category writing · 3 prompts judged" in out
+    from orchestrator.report import write_report
+
+    html = write_report(path, tmp_path / "slices.html").read_text()  # type: ignore[union-attr]
+    assert "category maths" in html and "category writing" in html
+    # a data set without categories: no slices
+    plain, _ = _reference_run(tmp_path, two_judges, name="plain", judges='["local-openai"]', reference_toml='anchor = "M0"\n')
+    assert "slices" not in api.ranking(plain)["groups"][0]

@@ -135,6 +135,8 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
                 "prompt is judged); Elo and rank intervals: on prompts like these (the superpopulation)",
                 soft_wrap=True,
             )
+        for part in entry.get("slices", []):
+            out_console.print(slice_table(part, level))
         if poe:
             out_console.print(
                 "score: log-strength (a difference d gives P(win) = σ(d)); sd vs mean: its uncertainty against the field's mean; "
@@ -155,6 +157,17 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
         out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
     for candidate, reasons in sorted(report.get("flags", {}).items()):
         out_console.print(f"flagged: {candidate}: {'; '.join(reasons)}", soft_wrap=True)
+
+
+def slice_table(part: dict, level: str) -> Table:
+    """One prompt category's leaderboard (``slices`` of a reference campaign's group)."""
+    table = Table(title=f"category {part['slice']} · {part['prompts']} prompts judged")
+    for name in ("rank", "candidate", f"win rate % ({level})", "prompts", f"{level} rank interval"):
+        table.add_column(name, justify="left" if name == "candidate" else "right", no_wrap=name.startswith("win"))
+    for r in part["ranking"]:
+        rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})"
+        table.add_row(str(r["rank"]), r["candidate"], rate, str(r["prompts"]), f"{r['rank_low']}–{r['rank_high']}")
+    return table
 
 
 def people_table(group: str, people: dict, level: str) -> Table:

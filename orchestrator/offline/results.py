@@ -90,10 +90,24 @@ def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, le
 
 
 def _add_win_rates(group: dict, data, anchor: str, config: RunConfig, dataset: Dataset, level: float) -> None:
-    """Per row: the win rate against the anchor in percent (soft or argmax outcomes as the campaign
-    fits them; prompt-difficulty corrected, the plain mean when every prompt is judged — the official
-    AlpacaEval figure), its ``level`` interval with the finite-population correction over the
-    candidate's prompts, and the number of prompts judged (:mod:`orchestrator.raee.allocation`)."""
+    """Per row: the win rate against the anchor in percent with its ``level`` interval and the number
+    of prompts judged (:func:`_win_rates`); with prompt categories, the same per category
+    (``group["slices"]``, :func:`_slices`)."""
+    rates = _win_rates(data, anchor, config, dataset, level)
+    for row in group["ranking"]:
+        row.update(rates.get(row["candidate"], {}))
+    slices = _slices(data, anchor, config, dataset, level)
+    if slices:
+        group["slices"] = slices
+
+
+def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: float, prompts: set[str] | None = None) -> dict[str, dict]:
+    """Candidate → ``{win_rate, win_rate_low, win_rate_high, prompts}``: the win rate against the
+    anchor in percent (soft or argmax outcomes as the campaign fits them; prompt-difficulty
+    corrected, the plain mean when every prompt is judged — the official AlpacaEval figure), its
+    ``level`` interval with the finite-population correction over the candidate's prompts (those in
+    ``prompts`` when given: a slice), and the number of prompts judged
+    (:mod:`orchestrator.raee.allocation`)."""
     import numpy as np
     from scipy.stats import norm
 
@@ -101,24 +115,63 @@ def _add_win_rates(group: dict, data, anchor: str, config: RunConfig, dataset: D
     from ..raee.allocation import leaderboard_state
 
     assert config.reference is not None
+    if prompts is not None:
+        data = data.select(np.isin(data.prompt, sorted(prompts)))
     candidates, _, y = item_matrix(data, anchor, soft=config.reference.soft)
     if not candidates:
-        return
+        return {}
     estimate, sigma, n = leaderboard_state(y)
     per_candidate = reference_items(dataset, config.reference.anchor, config.seed)[3]
     z = float(norm.ppf((1 + level) / 2))
-    index = {c: k for k, c in enumerate(candidates)}
-    for row in group["ranking"]:
-        k = index.get(row["candidate"])
-        if k is None or n[k] == 0:
+    out: dict[str, dict] = {}
+    for k, candidate in enumerate(candidates):
+        if n[k] == 0:
             continue
-        population = max(len(per_candidate.get(row["candidate"], [])), int(n[k]))
+        pool = [p for p in per_candidate.get(candidate, []) if prompts is None or p in prompts]
+        population = max(len(pool), int(n[k]))
         half = z * sigma[k] / np.sqrt(n[k]) * np.sqrt(max(1.0 - n[k] / population, 0.0))
         rate = float(estimate[k])
-        row["win_rate"] = round(100 * rate, 3)
-        row["win_rate_low"] = round(100 * max(rate - half, 0.0), 3)
-        row["win_rate_high"] = round(100 * min(rate + half, 1.0), 3)
-        row["prompts"] = int(n[k])
+        out[candidate] = {
+            "win_rate": round(100 * rate, 3),
+            "win_rate_low": round(100 * max(rate - half, 0.0), 3),
+            "win_rate_high": round(100 * min(rate + half, 1.0), 3),
+            "prompts": int(n[k]),
+        }
+    return out
+
+
+def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, level: float) -> list[dict]:
+    """One leaderboard per prompt category (issue #30 item 5), when the prompts name two or more:
+    ``[{"slice", "prompts", "ranking": [{rank, candidate, win_rate…, rank_low, rank_high}]}]``, ranked
+    by win rate, with rank intervals from normal draws of each win rate (its interval's sd)."""
+    import numpy as np
+    from scipy.stats import norm
+
+    from ..poe import rank_intervals_from_draws
+
+    by_category: dict[str, set[str]] = {}
+    for prompt in dataset.prompts.values():
+        if prompt.category is not None:
+            by_category.setdefault(prompt.category, set()).add(prompt.id)
+    if len(by_category) < 2:
+        return []
+    z = float(norm.ppf((1 + level) / 2))
+    out = []
+    for name, prompts in sorted(by_category.items()):
+        rates = _win_rates(data, anchor, config, dataset, level, prompts)
+        if not rates:
+            continue
+        names = sorted(rates, key=lambda c: (-rates[c]["win_rate"], c))
+        mean = [rates[c]["win_rate"] for c in names]
+        sd = [(rates[c]["win_rate_high"] - rates[c]["win_rate_low"]) / (2 * z) for c in names]
+        intervals = rank_intervals_from_draws(np.random.default_rng(0).normal(mean, sd, size=(4000, len(names))), level=level)
+        ranking = [
+            {"rank": k + 1, "candidate": c, **rates[c], "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}
+            for k, c in enumerate(names)
+        ]
+        judged = len(set(data.prompt[np.isin(data.prompt, sorted(prompts)) & (data.anchor == anchor)].tolist()))
+        out.append({"slice": name, "prompts": judged, "ranking": ranking})
+    return out
 
 
 def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, templates: dict, level: float) -> dict:

@@ -2,7 +2,7 @@
 
 ::
 
-    prompts.jsonl    {"id": P, "text": T, "reference": R?}
+    prompts.jsonl    {"id": P, "text": T, "reference": R?, "category": K?}
     responses.jsonl  {"prompt_id": P, "candidate": C, "text": T, "human": {...}?}
 
 A run stores a snapshot of its dataset with a :func:`fingerprint`, so a resumed run uses exactly
@@ -53,11 +53,19 @@ class PromptRow(BaseModel):
     text: str
     reference: str | None = None
     """Optional reference answer (for reference-anchored templates)."""
+    category: str | None = None
+    """Optional slice (arena-hard's and MT-Bench's categories, AlpacaEval's source data set): a
+    leaderboard is also reported per category."""
 
     @field_validator("id")
     @classmethod
     def _identifier(cls, value: str) -> str:
         return check_identifier(value)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return value if value is None else check_identifier(value)
 
     @field_validator("text")
     @classmethod
@@ -114,7 +122,9 @@ def fingerprint(dataset: Dataset) -> str:
     """sha256 of the canonical JSON of every prompt and response (order-independent)."""
     h = hashlib.sha256()
     for pid in sorted(dataset.prompts):
-        h.update(json.dumps(dataset.prompts[pid].model_dump(), sort_keys=True).encode())
+        # a prompt without a category hashes as before categories existed (stored runs still match)
+        row = dataset.prompts[pid].model_dump(exclude={"category"} if dataset.prompts[pid].category is None else set())
+        h.update(json.dumps(row, sort_keys=True).encode())
         for cand in sorted(dataset.responses.get(pid, {})):
             h.update(json.dumps(dataset.responses[pid][cand].model_dump(), sort_keys=True).encode())
     return h.hexdigest()

@@ -12,6 +12,10 @@
 - ``csv``: a CSV file with columns ``prompt`` and ``response`` and ``model`` (or ``candidate``),
   optionally ``prompt_id`` and ``reference``; every other column with numbers is a human score.
 
+Prompt categories are kept as the prompts' ``category`` (slices of the leaderboard): MT-Bench's and
+arena-hard's ``category``, AlpacaEval's ``dataset`` (the instruction's source set), a CSV's
+``category`` column.
+
 Malformed input fails with one line naming the file and line (or field); nothing is written then.
 """
 
@@ -39,7 +43,7 @@ class Imported:
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
     responses: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
-    def add_prompt(self, prompt_id: str, text: str, reference: str | None, where: str) -> None:
+    def add_prompt(self, prompt_id: str, text: str, reference: str | None, where: str, category: Any = None) -> None:
         if not text.strip():
             raise OrchestratorError(f"{where}: the prompt text is empty")
         old = self.prompts.get(prompt_id)
@@ -48,6 +52,10 @@ class Imported:
         row: dict[str, Any] = {"id": _name(prompt_id, where), "text": text}
         if reference:
             row["reference"] = reference
+        if category not in (None, ""):
+            if not isinstance(category, str):
+                raise OrchestratorError(f"{where}: field 'category' must be a text, got {_type(category)}")
+            row["category"] = _name(category, f"{where}: category")
         self.prompts[prompt_id] = row
 
     def add_response(self, prompt_id: str, candidate: str, text: str, where: str, human: dict[str, float] | None = None) -> None:
@@ -102,8 +110,8 @@ def _alpacaeval(paths: list[Path], encoding: str | None = None) -> Imported:
             if instruction not in ids:
                 ids[instruction] = f"q{len(ids):04d}"
             pid = ids[instruction]
-            if pid not in out.prompts:
-                out.add_prompt(pid, instruction, None, where)
+            if pid not in out.prompts:  # AlpacaEval's "dataset": the source set of the instruction (koala, oasst, …)
+                out.add_prompt(pid, instruction, None, where, row.get("dataset"))
             generator = row.get("generator") or path.parent.name
             if not isinstance(generator, str):
                 raise OrchestratorError(f"{where}: field 'generator' must be a text, got {_type(generator)}")
@@ -159,7 +167,7 @@ def _fastchat(folder: Path, flavour: str, encoding: str | None = None) -> Import
             raise OrchestratorError(f"{where}: field 'reference' must be a list of turns, got {_type(reference)}")
         ref_text = "\n\n".join(_text(t, f"{where}: field 'reference'") for t in reference) if reference else None
         text = turns[0] if len(turns) == 1 else "\n\n".join(f"[Turn {k}] {t}" for k, t in enumerate(turns, 1))
-        out.add_prompt(str(qid), text, ref_text, where)
+        out.add_prompt(str(qid), text, ref_text, where, row.get("category"))
         turns_of[str(qid)] = turns
     files = sorted(answers.glob("*.jsonl"))
     if not files:
@@ -248,12 +256,12 @@ def _csv(paths: list[Path], encoding: str | None = None) -> Imported:
             raise OrchestratorError(
                 f"{path}:1: missing column(s) {', '.join(sorted(missing))} (need prompt, response, model; the header has {', '.join(header)})"
             )
-        scores = sorted(columns - {"prompt", "response", "model", "candidate", "prompt_id", "reference"})
+        scores = sorted(columns - {"prompt", "response", "model", "candidate", "prompt_id", "reference", "category"})
         for line, row in rows:
             where = f"{path}:{line}"
             prompt = row["prompt"]
             pid = row.get("prompt_id") or "q" + hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-            out.add_prompt(pid, prompt, row.get("reference") or None, where)
+            out.add_prompt(pid, prompt, row.get("reference") or None, where, row.get("category"))
             human: dict[str, float] = {}
             for column in scores:
                 value = row[column].strip()

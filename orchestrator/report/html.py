@@ -121,6 +121,24 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
                 for r in rows
             ]
             parts.append(_table(headers, table_rows))
+        for part in g.get("slices", []):  # per prompt category (reference campaigns)
+            parts.append(f"<h4>category {escape(part['slice'])} <span class='muted'>({part['prompts']} prompts judged)</span></h4>")
+            parts.append(
+                _table(
+                    ["rank", "candidate", "win rate %", "95% interval", "prompts", "95% rank interval"],
+                    [
+                        [
+                            r["rank"],
+                            r["candidate"],
+                            r["win_rate"],
+                            f"{r['win_rate_low']}–{r['win_rate_high']}",
+                            r["prompts"],
+                            f"{r['rank_low']}–{r['rank_high']}",
+                        ]
+                        for r in part["ranking"]
+                    ],
+                )
+            )
         if g.get("ties"):
             parts.append(
                 "<p>Practical ties (within δ, order not known): " + ", ".join(escape(" = ".join(map(str, t))) for t in g["ties"]) + "</p>"

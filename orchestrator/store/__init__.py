@@ -102,7 +102,10 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
             }
         )
         db.table("prompts").insert_all(
-            [{"id": p.id, "position": k, "text": p.text, "reference": p.reference} for k, p in enumerate(dataset.prompts.values())]
+            [
+                {"id": p.id, "position": k, "text": p.text, "reference": p.reference, "category": p.category}
+                for k, p in enumerate(dataset.prompts.values())
+            ]
         )
         db.table("responses").insert_all(
             [

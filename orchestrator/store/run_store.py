@@ -152,9 +152,10 @@ class RunStore:
         build). Its rows were validated when they were written and :func:`open_run` checks them
         against the stored fingerprint, so they are not validated field by field again."""
         if self._dataset is None:
+            category = "category" if self.prompt_categories_stored() else "null as category"
             prompts = {
-                r["id"]: PromptRow.model_construct(id=r["id"], text=r["text"], reference=r["reference"])
-                for r in self.db.query("select id, text, reference from prompts order by position")
+                r["id"]: PromptRow.model_construct(id=r["id"], text=r["text"], reference=r["reference"], category=r["category"])
+                for r in self.db.query(f"select id, text, reference, {category} from prompts order by position")
             }
             responses: dict[str, dict[str, ResponseText]] = {p: {} for p in prompts}
             for r in self.db.query("select prompt_id, candidate, text, human from responses order by rowid"):
@@ -163,6 +164,10 @@ class RunStore:
                 )
             self._dataset = Dataset(prompts, responses)
         return self._dataset
+
+    def prompt_categories_stored(self) -> bool:
+        """Whether the snapshot has a column for prompt categories (run files from before them do not)."""
+        return any(row["name"] == "category" for row in self.db.query("pragma table_info(prompts)"))
 
     def extend_dataset(self, added: Dataset, config: dict[str, Any]) -> str:
         """Add prompts and responses to the snapshot and store the run's new ``config`` in one

@@ -24,7 +24,7 @@ def create_schema(db: sqlite_utils.Database, schema_version: int) -> None:
         },
         pk="id",
     )
-    db.table("prompts").create({"id": str, "position": int, "text": str, "reference": str}, pk="id")
+    db.table("prompts").create({"id": str, "position": int, "text": str, "reference": str, "category": str}, pk="id")
     db.table("responses").create(
         {"prompt_id": str, "candidate": str, "text": str, "human": str},
         pk=("prompt_id", "candidate"),

@@ -40,9 +40,12 @@ def extend_snapshot(store: "RunStore", added: Dataset, config: dict[str, Any]) -
                 "insert into snapshots values (0, ?, ?, ?, ?)",
                 [store.run["dataset_fingerprint"], len(current.prompts), current.n_responses, store.run["created_at"]],
             )
-        store._insert(
-            "prompts", [{"id": p.id, "position": position + k, "text": p.text, "reference": p.reference} for k, p in enumerate(new_prompts)]
-        )
+        rows = [{"id": p.id, "position": position + k, "text": p.text, "reference": p.reference} for k, p in enumerate(new_prompts)]
+        if any(p.category is not None for p in new_prompts):
+            if not store.prompt_categories_stored():  # a run file from before categories
+                store.db.execute("alter table prompts add column category text")
+            rows = [{**row, "category": p.category} for row, p in zip(rows, new_prompts)]
+        store._insert("prompts", rows)
         store._insert(
             "responses",
             [{"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text, "human": json.dumps(r.human)} for r in new_responses],
