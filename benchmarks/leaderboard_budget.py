@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from orchestrator.raee.allocation import WIDTH_WEIGHT, allocation_gains, leaderboard_state
+from orchestrator.raee.allocation import WIDTH_WEIGHT, allocation_gains, leaderboard_state, win_rate_intervals
 
 
 def load(data: Path) -> tuple[list[str], np.ndarray]:
@@ -87,8 +87,8 @@ def adaptive(y: np.ndarray, budget: int, order: np.ndarray, warmup: int, batch: 
     seen = np.zeros_like(answered)
     for m, k in enumerate(n):
         seen[m, ranks[m][:k]] = True
-    est, sigma, _ = leaderboard_state(np.where(seen, y, np.nan))
-    return est, sigma / np.sqrt(n) * np.sqrt(np.clip(1 - n / population, 0, 1)), n
+    est, half, _, _ = win_rate_intervals(np.where(seen, y, np.nan), population, y.shape[1])  # the product's interval (`rank`)
+    return est, half / 1.96, n
 
 
 def scores(est: np.ndarray, se: np.ndarray, truth: np.ndarray) -> list[float]:
@@ -116,9 +116,22 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
     with tempfile.TemporaryDirectory() as tmp:
         root = workdir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        prompts = sorted({a["instruction_id"] for a in annotations})
+        source = {a["instruction_id"]: a["dataset"] for a in annotations}  # AlpacaEval's source sets: the slices
+        prompts = sorted(source)
         with (root / "prompts.jsonl").open("w") as fh:
-            fh.writelines(json.dumps({"id": p, "text": p, "reference": "the reference answer"}) + "\n" for p in prompts)
+            fh.writelines(
+                json.dumps({"id": p, "text": p, "reference": "the reference answer", "category": source[p]}) + "\n" for p in prompts
+            )
+        # each slice's full-data win rate: the mean over its prompts of each model's (repeat-averaged) outcome
+        outcomes: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for a in annotations:
+            if a["model"] != a["reference_model"]:
+                outcomes[(a["model"], a["instruction_id"])].append(a["preference"] - 1)
+        per_slice: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for (model, prompt), values in outcomes.items():
+            per_slice[(model, source[prompt])].append(float(np.mean(values)))
+        slice_truth = {key: float(np.mean(v)) for key, v in per_slice.items()}
+        slice_lines = []
         repeats: dict[tuple[str, str], int] = defaultdict(int)
         with (root / "responses.jsonl").open("w") as responses, (root / "log.jsonl").open("w") as log:
             for a in annotations:
@@ -164,7 +177,18 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
                     check=True,
                 )
                 rank_s = time.perf_counter() - start
-                rows = json.loads(rank.stdout)["groups"][0]["ranking"]
+                (group,) = json.loads(rank.stdout)["groups"]
+                rows = group["ranking"]
+                for part in group.get("slices", []):
+                    ranked = part["ranking"]
+                    s_est = np.array([r["win_rate"] / 100 for r in ranked])
+                    s_half = np.array([(r["win_rate_high"] - r["win_rate_low"]) / 200 for r in ranked])
+                    s_t = np.array([slice_truth[(r["candidate"], part["slice"])] for r in ranked])
+                    s_err = np.abs(s_est - s_t) * 100
+                    slice_lines.append(
+                        f"| {fraction:.0%} | {allocation} | {part['slice']} | {part['prompts']} | {kendalltau(s_est, s_t)[0]:.3f} | "
+                        f"{s_err.max():.2f} | {np.mean(np.abs(s_est - s_t) <= s_half + 1e-9):.2f} | {min(r['prompts'] for r in ranked)} |"
+                    )
                 names = [r["candidate"] for r in rows]
                 est = np.array([r["win_rate"] / 100 for r in rows])
                 half = np.array([(r["win_rate_high"] - r["win_rate_low"]) / 200 for r in rows])
@@ -175,6 +199,39 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
                     f"{np.mean(np.abs(est - t) <= half + 1e-9):.2f} | {min(r['prompts'] for r in rows)} | {run_s:.0f} | {rank_s:.1f} |",
                     flush=True,
                 )
+        print("\nPer category (AlpacaEval's source sets), from the same runs' `rank --json` slices:\n")
+        print("| calls | allocation | category | prompts judged | Kendall τ | max error | coverage | fewest prompts |")
+        print("|---|---|---|---|---|---|---|---|")
+        print("\n".join(slice_lines))
+
+
+def slices(data: Path, draws: int) -> None:
+    """Per-category win-rate intervals (``--slices``): for each of AlpacaEval's source sets and a
+    number k of its prompts, ``draws`` random k-prompt subsets shared by every model (a cut
+    category); coverage of the category's full-data win rates by the product's 95% interval
+    (:func:`~orchestrator.raee.allocation.win_rate_intervals`, as `rank` prints it) against the
+    interval from each model's own residual sd alone (the variance before 2026-11-26)."""
+    annotations = [json.loads(line) for line in (data / "annotations.jsonl").open()]
+    source = {a["instruction_id"]: a["dataset"] for a in annotations}
+    models, y = load(data)
+    prompts = sorted({a["instruction_id"] for a in annotations})
+    print("| category | its prompts | k judged | coverage, the product's interval | own sd only (z) | median half-width (points) |")
+    print("|---|---|---|---|---|---|")
+    for name in sorted(set(source.values())):
+        columns = [j for j, p in enumerate(prompts) if source[p] == name]
+        part_y = y[:, columns]
+        truth = np.nanmean(part_y, 1)
+        for k in (5, 10, 20, 40):
+            covered, covered_own, halves = [], [], []
+            for draw in range(draws):
+                chosen = np.random.default_rng(draw).choice(len(columns), k, replace=False)
+                cut = np.full_like(part_y, np.nan)
+                cut[:, chosen] = part_y[:, chosen]
+                est, half, own_sd, _ = win_rate_intervals(cut, (~np.isnan(part_y)).sum(1), len(columns))
+                covered.append(np.mean(np.abs(est - truth) <= half))
+                covered_own.append(np.mean(np.abs(est - truth) <= 1.96 * own_sd))
+                halves.append(100 * np.median(half))
+            print(f"| {name} | {len(columns)} | {k} | {np.mean(covered):.3f} | {np.mean(covered_own):.3f} | {np.median(halves):.1f} |")
 
 
 def main() -> None:
@@ -186,8 +243,12 @@ def main() -> None:
     parser.add_argument("--warmup-share", type=float, default=0.0, help="or this share of each candidate's budget, if more")
     parser.add_argument("--batch", type=int, default=8, help="candidates picked per adaptive round")
     parser.add_argument("--through-product", action="store_true", help="drive orchestrator run --from-log instead (one seed)")
+    parser.add_argument("--slices", type=int, metavar="DRAWS", help="per-category interval coverage over DRAWS prompt subsets")
     parser.add_argument("--workdir", type=Path, help="with --through-product: keep the data, log and run files here")
     args = parser.parse_args()
+    if args.slices:
+        slices(args.data, args.slices)
+        return
     if args.through_product:
         through_product(args.data, args.budgets, args.workdir)
         return

@@ -68,3 +68,26 @@ def test_the_stopping_rule_orders_or_ties_every_neighbour_and_names_the_ties():
     assert settled_leaderboard(names, close, sigma, n, population, 0.01) is None
     # a candidate without a judgment keeps the board open
     assert settled_leaderboard(names, np.array([0.9, 0.5, 0.1]), sigma, np.array([100, 0, 100]), population, 0.5) is None
+
+
+def test_win_rate_intervals_cover_the_pools_win_rate_only_with_the_prompts_shared_variance():
+    # every candidate judged on the same 15 of 200 prompts (a cut benchmark, or one category's few
+    # prompts): which prompts were drawn moves all win rates together, so an interval from the
+    # candidates' own residual sd alone is too narrow for the pool's win rate
+    from orchestrator.raee.allocation import prompt_sampling_variance
+
+    covered, covered_own = [], []
+    for seed in range(200):
+        y = _table(seed=seed, models=6, prompts=200)
+        truth = y.mean(1)
+        part = np.full_like(y, np.nan)
+        drawn = np.random.default_rng(1000 + seed).choice(200, 15, replace=False)
+        part[:, drawn] = y[:, drawn]
+        estimate, sigma, n = leaderboard_state(part)
+        own = sigma**2 / n * (1 - n / 200)
+        shared = prompt_sampling_variance(part, 200)
+        covered += list(np.abs(estimate - truth) <= 1.96 * np.sqrt(own + shared))
+        covered_own += list(np.abs(estimate - truth) <= 1.96 * np.sqrt(own))
+    assert 0.92 <= np.mean(covered) <= 0.985
+    assert np.mean(covered_own) < 0.8
+    assert prompt_sampling_variance(_table(), 60) == 0.0  # every prompt judged: nothing left to draw

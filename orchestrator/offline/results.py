@@ -95,7 +95,7 @@ def _add_win_rates(group: dict, data, anchor: str, config: RunConfig, dataset: D
     (``group["slices"]``, :func:`_slices`)."""
     rates = _win_rates(data, anchor, config, dataset, level)
     for row in group["ranking"]:
-        row.update(rates.get(row["candidate"], {}))
+        row.update({key: value for key, value in rates.get(row["candidate"], {}).items() if key != "own_sd"})
     slices = _slices(data, anchor, config, dataset, level)
     if slices:
         group["slices"] = slices
@@ -105,14 +105,12 @@ def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: fl
     """Candidate → ``{win_rate, win_rate_low, win_rate_high, prompts}``: the win rate against the
     anchor in percent (soft or argmax outcomes as the campaign fits them; prompt-difficulty
     corrected, the plain mean when every prompt is judged — the official AlpacaEval figure), its
-    ``level`` interval with the finite-population correction over the candidate's prompts (those in
-    ``prompts`` when given: a slice), and the number of prompts judged
-    (:mod:`orchestrator.raee.allocation`)."""
+    ``level`` interval over the candidate's prompts (those in ``prompts`` when given: a slice;
+    :func:`~orchestrator.raee.allocation.win_rate_intervals`), and the number of prompts judged."""
     import numpy as np
-    from scipy.stats import norm
 
     from ..raee import item_matrix
-    from ..raee.allocation import leaderboard_state
+    from ..raee.allocation import win_rate_intervals
 
     assert config.reference is not None
     if prompts is not None:
@@ -120,22 +118,21 @@ def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: fl
     candidates, _, y = item_matrix(data, anchor, soft=config.reference.soft)
     if not candidates:
         return {}
-    estimate, sigma, n = leaderboard_state(y)
     per_candidate = reference_items(dataset, config.reference.anchor, config.seed)[3]
-    z = float(norm.ppf((1 + level) / 2))
+    pools = [[p for p in per_candidate.get(c, []) if prompts is None or p in prompts] for c in candidates]
+    pool = max(len(set().union(*pools)), y.shape[1])
+    estimate, half, own_sd, n = win_rate_intervals(y, np.array([len(p) for p in pools]), pool, level=level)
     out: dict[str, dict] = {}
     for k, candidate in enumerate(candidates):
         if n[k] == 0:
             continue
-        pool = [p for p in per_candidate.get(candidate, []) if prompts is None or p in prompts]
-        population = max(len(pool), int(n[k]))
-        half = z * sigma[k] / np.sqrt(n[k]) * np.sqrt(max(1.0 - n[k] / population, 0.0))
         rate = float(estimate[k])
         out[candidate] = {
             "win_rate": round(100 * rate, 3),
-            "win_rate_low": round(100 * max(rate - half, 0.0), 3),
-            "win_rate_high": round(100 * min(rate + half, 1.0), 3),
+            "win_rate_low": round(100 * max(rate - half[k], 0.0), 3),
+            "win_rate_high": round(100 * min(rate + half[k], 1.0), 3),
             "prompts": int(n[k]),
+            "own_sd": float(own_sd[k]),  # (for rank intervals: the shared part cancels in differences)
         }
     return out
 
@@ -143,9 +140,9 @@ def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: fl
 def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, level: float) -> list[dict]:
     """One leaderboard per prompt category (issue #30 item 5), when the prompts name two or more:
     ``[{"slice", "prompts", "ranking": [{rank, candidate, win_rate…, rank_low, rank_high}]}]``, ranked
-    by win rate, with rank intervals from normal draws of each win rate (its interval's sd)."""
+    by win rate, with rank intervals from normal draws of each win rate with its own sd (every
+    candidate walks the same prompts: the difficulty they share cancels in the order)."""
     import numpy as np
-    from scipy.stats import norm
 
     from ..poe import rank_intervals_from_draws
 
@@ -155,7 +152,6 @@ def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, level: float
             by_category.setdefault(prompt.category, set()).add(prompt.id)
     if len(by_category) < 2:
         return []
-    z = float(norm.ppf((1 + level) / 2))
     out = []
     for name, prompts in sorted(by_category.items()):
         rates = _win_rates(data, anchor, config, dataset, level, prompts)
@@ -163,7 +159,7 @@ def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, level: float
             continue
         names = sorted(rates, key=lambda c: (-rates[c]["win_rate"], c))
         mean = [rates[c]["win_rate"] for c in names]
-        sd = [(rates[c]["win_rate_high"] - rates[c]["win_rate_low"]) / (2 * z) for c in names]
+        sd = [100 * rates[c].pop("own_sd") for c in names]
         intervals = rank_intervals_from_draws(np.random.default_rng(0).normal(mean, sd, size=(4000, len(names))), level=level)
         ranking = [
             {"rank": k + 1, "candidate": c, **rates[c], "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["WIDTH_WEIGHT", "allocation_gains", "leaderboard_state", "settled_leaderboard"]
+__all__ = ["WIDTH_WEIGHT", "allocation_gains", "leaderboard_state", "prompt_sampling_variance", "settled_leaderboard", "win_rate_intervals"]
 
 WIDTH_WEIGHT = 60.0
 """Weight of a candidate's own sd (win-rate units, 0–1) against the expected misordered pairs.
@@ -45,10 +45,9 @@ PRIOR_PROMPTS = 2.0
 difficulty in each prompt's d_i."""
 
 
-def leaderboard_state(y: np.ndarray, *, sweeps: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(ŵ, σ, n)`` per candidate from ``y`` (candidates × prompts, outcomes in [0, 1], NaN where
-    not judged); see the module docstring for the equations. A candidate with no judgment gets
-    ``ŵ`` = the mean of all, ``σ`` = the pooled sd and ``n`` = 0."""
+def _two_way(y: np.ndarray, sweeps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """``(values, seen, n, ability, difficulty, per_prompt, overall)`` of the two-way table (module
+    docstring): alternating means with :data:`PRIOR_PROMPTS` pseudo-observations of a zero difficulty."""
     seen = ~np.isnan(y)
     values = np.where(seen, y, 0.0)
     n = seen.sum(1)
@@ -59,6 +58,14 @@ def leaderboard_state(y: np.ndarray, *, sweeps: int = 20) -> tuple[np.ndarray, n
     for _ in range(sweeps):
         difficulty = ((values - ability[:, None]) * seen).sum(0) / (per_prompt + PRIOR_PROMPTS)
         ability = np.where(n > 0, ((values - difficulty[None, :]) * seen).sum(1) / np.maximum(n, 1), overall)
+    return values, seen, n, ability, difficulty, per_prompt, float(overall)
+
+
+def leaderboard_state(y: np.ndarray, *, sweeps: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ŵ, σ, n)`` per candidate from ``y`` (candidates × prompts, outcomes in [0, 1], NaN where
+    not judged); see the module docstring for the equations. A candidate with no judgment gets
+    ``ŵ`` = the mean of all, ``σ`` = the pooled sd and ``n`` = 0."""
+    values, seen, n, ability, difficulty, per_prompt, overall = _two_way(y, sweeps)
     judged = per_prompt > 0
     mean_difficulty = difficulty[judged].mean() if judged.any() else 0.0
     own_difficulty = (difficulty[None, :] * seen).sum(1) / np.maximum(n, 1)
@@ -69,6 +76,42 @@ def leaderboard_state(y: np.ndarray, *, sweeps: int = 20) -> tuple[np.ndarray, n
     pooled = squares.sum() / max(int(seen.sum() - (n > 0).sum()), 1)
     variance = (squares + PRIOR_PROMPTS * pooled) / (np.maximum(n - 1, 0) + PRIOR_PROMPTS)
     return estimate, np.sqrt(np.maximum(variance, 1e-12)), n
+
+
+def prompt_sampling_variance(y: np.ndarray, population: int, *, sweeps: int = 20) -> float:
+    """The variance every win rate shares from *which* prompts were judged: ``ŵ_m`` reads the
+    difficulty of the judged prompts S, the pool's win rate that of all P, so as an estimate of the
+    win rate over the pool ``ŵ_m`` carries ``var(d) / |S| · (1 − |S| / P)`` beside its own
+    ``σ_m² / n_m · (1 − n_m / P)`` (the paired differences between candidates do not: it cancels).
+    ``var(d)`` is the spread of the estimated difficulties less their own noise."""
+    values, seen, n, ability, difficulty, per_prompt, _ = _two_way(y, sweeps)
+    judged = per_prompt > 0
+    count = int(judged.sum())
+    if count < 2 or population <= count:
+        return 0.0
+    residual = np.where(seen, values - difficulty[None, :] - ability[:, None], 0.0)
+    pooled = float((residual**2).sum()) / max(int(seen.sum() - (n > 0).sum() - count), 1)
+    # the difficulties unshrunk (their prior's pseudo-observations taken out) and their own noise
+    m = per_prompt[judged]
+    raw = difficulty[judged] * (m + PRIOR_PROMPTS) / m
+    spread = max(float(np.var(raw, ddof=1)) - float(np.mean(pooled / m)), 0.0)
+    return spread / count * (1.0 - count / population)
+
+
+def win_rate_intervals(y: np.ndarray, populations: np.ndarray, pool: int, *, level: float = 0.95) -> tuple[np.ndarray, ...]:
+    """``(ŵ, half-width, own sd, n)`` per candidate: :func:`leaderboard_state`'s win rates with a
+    ``level`` interval for the win rate over the candidate's whole pool (``populations[m]`` prompts;
+    ``pool`` prompts in all): its own variance ``σ_m² / n_m · (1 − n_m / P_m)`` plus
+    :func:`prompt_sampling_variance`, with Student's t on ``n_m − 1`` degrees of freedom (a few
+    prompts make σ_m itself uncertain). The own sd alone is what differences carry."""
+    from scipy.stats import t as student
+
+    estimate, sigma, n = leaderboard_state(y)
+    shared = prompt_sampling_variance(y, pool)
+    populations = np.maximum(np.asarray(populations, dtype=float), n)
+    own = sigma**2 / np.maximum(n, 1) * np.clip(1.0 - n / np.maximum(populations, 1.0), 0.0, 1.0)
+    half = student.ppf((1 + level) / 2, np.maximum(n - 1, 1)) * np.sqrt(own + shared)
+    return estimate, half, np.sqrt(own), n
 
 
 def allocation_gains(
