@@ -93,15 +93,19 @@ def _add_win_rates(group: dict, data, anchor: str, config: RunConfig, dataset: D
     """Per row: the win rate against the anchor in percent with its ``level`` interval and the number
     of prompts judged (:func:`_win_rates`); with prompt categories, the same per category
     (``group["slices"]``, :func:`_slices`)."""
-    rates = _win_rates(data, anchor, config, dataset, level)
+    assert config.reference is not None
+    per_candidate = reference_items(dataset, config.reference.anchor, config.seed)[3]
+    rates = _win_rates(data, anchor, config, per_candidate, level)
     for row in group["ranking"]:
         row.update({key: value for key, value in rates.get(row["candidate"], {}).items() if key != "own_sd"})
-    slices = _slices(data, anchor, config, dataset, level)
+    slices = _slices(data, anchor, config, dataset, per_candidate, level)
     if slices:
         group["slices"] = slices
 
 
-def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: float, prompts: set[str] | None = None) -> dict[str, dict]:
+def _win_rates(
+    data, anchor: str, config: RunConfig, per_candidate: dict[str, list[str]], level: float, prompts: set[str] | None = None
+) -> dict[str, dict]:
     """Candidate → ``{win_rate, win_rate_low, win_rate_high, prompts}``: the win rate against the
     anchor in percent (soft or argmax outcomes as the campaign fits them; prompt-difficulty
     corrected, the plain mean when every prompt is judged — the official AlpacaEval figure), its
@@ -118,7 +122,6 @@ def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: fl
     candidates, _, y = item_matrix(data, anchor, soft=config.reference.soft)
     if not candidates:
         return {}
-    per_candidate = reference_items(dataset, config.reference.anchor, config.seed)[3]
     pools = [[p for p in per_candidate.get(c, []) if prompts is None or p in prompts] for c in candidates]
     pool = max(len(set().union(*pools)), y.shape[1])
     estimate, half, own_sd, n = win_rate_intervals(y, np.array([len(p) for p in pools]), pool, level=level)
@@ -137,7 +140,7 @@ def _win_rates(data, anchor: str, config: RunConfig, dataset: Dataset, level: fl
     return out
 
 
-def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, level: float) -> list[dict]:
+def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, per_candidate: dict[str, list[str]], level: float) -> list[dict]:
     """One leaderboard per prompt category (issue #30 item 5), when the prompts name two or more:
     ``[{"slice", "prompts", "ranking": [{rank, candidate, win_rate…, rank_low, rank_high}]}]``, ranked
     by win rate, with rank intervals from normal draws of each win rate with its own sd (every
@@ -154,13 +157,14 @@ def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, level: float
         return []
     out = []
     for name, prompts in sorted(by_category.items()):
-        rates = _win_rates(data, anchor, config, dataset, level, prompts)
+        rates = _win_rates(data, anchor, config, per_candidate, level, prompts)
         if not rates:
             continue
         names = sorted(rates, key=lambda c: (-rates[c]["win_rate"], c))
         mean = [rates[c]["win_rate"] for c in names]
         sd = [100 * rates[c].pop("own_sd") for c in names]
-        intervals = rank_intervals_from_draws(np.random.default_rng(0).normal(mean, sd, size=(4000, len(names))), level=level)
+        # 2,000 draws per category (4,000 for the overall board): a category adds little to `rank`'s time
+        intervals = rank_intervals_from_draws(np.random.default_rng(0).normal(mean, sd, size=(2000, len(names))), level=level)
         ranking = [
             {"rank": k + 1, "candidate": c, **rates[c], "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}
             for k, c in enumerate(names)
