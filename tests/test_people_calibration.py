@@ -186,3 +186,37 @@ def test_scores_near_the_largest_float_give_a_ranking_not_a_crash():
 
     people = people_scores(np.zeros(3), np.eye(3), np.array([0, 1, 2, 0]), np.array([1e308, -1e308, 1e300, 5.0]))
     assert people is not None and np.isfinite(people.draws).all()
+
+
+def test_a_candidate_every_judge_misplaces_is_found_by_five_labels_each():
+    """Judges confident about twelve candidates but all marking one down by two spreads (a shared
+    bias): their intervals miss it; people's ranking from five scores per candidate covers its true
+    rank, because one candidate misplaced far beyond τ is a hypothesis of its own (with its own link)
+    rather than something a common τ must stretch to explain."""
+    from scipy.stats import rankdata
+
+    from orchestrator.poe.human import people_scores, spread_grid
+    from orchestrator.poe.uncertainty import rank_intervals_from_draws
+
+    truth, victim = np.linspace(-1.5, 1.5, 12), 5
+    true_rank = rankdata(-truth, method="min")
+    judges_miss, covered, covered_plain, everyone = [], [], [], []
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        mean = truth + rng.normal(0, 0.1, 12)
+        mean[victim] -= 2.0
+        cov = 0.15**2 * np.eye(12)
+        judges = rank_intervals_from_draws(rng.multivariate_normal(mean, cov, 4000))
+        judges_miss.append(not judges.lower[victim] <= true_rank[victim] <= judges.upper[victim])
+        candidate = np.repeat(np.arange(12), 5)
+        score = np.clip(np.round(3 + truth[candidate] + rng.normal(0, 0.7, candidate.size)), 1, 5)
+        for outliers, out in ((True, covered), (False, covered_plain)):
+            people = people_scores(mean, cov, candidate, score, tau_grid=spread_grid(mean, cov), outliers=outliers)
+            assert people is not None
+            ranks = rank_intervals_from_draws(people.draws)
+            out.append(bool(ranks.lower[victim] <= true_rank[victim] <= ranks.upper[victim]))
+            if outliers:
+                everyone.append(np.mean((ranks.lower.numpy() <= true_rank) & (true_rank <= ranks.upper.numpy())))
+    assert all(judges_miss)
+    assert np.mean(covered) >= 0.8 and np.mean(everyone) >= 0.95
+    assert np.mean(covered) > np.mean(covered_plain)

@@ -26,6 +26,13 @@ A person's pairwise verdict on two answers is Bradley–Terry on people's scores
 ``P(a ≻ b) = σ(γ (h_a − h_b))`` (a tie counts ½; γ, the verdicts' sharpness on the judges' scale,
 averaged over :data:`SHARPNESS_GRID` with τ): then ``h | labels`` is Laplace's
 Gaussian (Newton on the log posterior) and the marginal likelihood Laplace's approximation.
+A common τ cannot describe a panel that shares one blind spot — every judge marking one candidate
+down far more than the rest: the labels then weigh small τ (the other candidates agree) and shrink
+that candidate back towards the judges. So each τ also has the hypotheses "candidate c is misplaced
+by ~OUTLIER_MULTIPLE spreads beyond τ" (``δ_c ~ N(0, τ² + ω²)``, prior mass :data:`OUTLIER_PRIOR` shared
+over the candidates; a scale mixture, i.e. a heavy-tailed bias), each with its own link (the shared one
+was fitted with the misplaced candidate pulling it), for the suspects whose scores sit far from the
+judges' (:func:`_suspects`; the others' hypotheses would weigh next to nothing).
 Without labels nothing changes: the caller shows the judges' posterior.
 """
 
@@ -50,12 +57,27 @@ could not tell apart (intervals 1.6–1.8× as wide, coverage no higher than wit
 the PoE logs this grid in place of :data:`TAU_GRID` lost coverage (2% labels 0.944 → 0.919)."""
 
 
+def judges_spread(mean: np.ndarray, cov: np.ndarray) -> float:
+    """The judges' spread ``√(var(μ) + mean diag Σ)``: how far apart they put the candidates, and how
+    unsure they are (1 where that is 0)."""
+    return float(np.sqrt(np.var(mean) + np.clip(np.diag(cov), 0.0, None).mean())) or 1.0
+
+
 def spread_grid(mean: np.ndarray, cov: np.ndarray) -> tuple[float, ...]:
-    """:data:`SPREAD_MULTIPLES` × the judges' spread ``√(var(μ) + mean diag Σ)``: how far apart they
-    put the candidates, and how unsure they are."""
-    spread = float(np.sqrt(np.var(mean) + np.clip(np.diag(cov), 0.0, None).mean())) or 1.0
+    """:data:`SPREAD_MULTIPLES` × the judges' spread (:func:`judges_spread`)."""
+    spread = judges_spread(mean, cov)
     return tuple(spread * multiple for multiple in SPREAD_MULTIPLES)
 
+
+OUTLIER_PRIOR = 0.5
+"""Prior probability that one candidate is misplaced by every judge far beyond τ."""
+OUTLIER_MULTIPLE = 2.0
+"""How far: the misplaced candidate's bias has sd ``√(τ² + (OUTLIER_MULTIPLE × spread)²)``
+(:func:`judges_spread`)."""
+OUTLIER_SCREEN = 1.0
+"""A candidate is a suspect when its people's scores are this many sds from the judges' (:func:`_suspects`)."""
+MAX_SUSPECTS = 4
+"""At most this many suspects per τ (each costs a link fit and a posterior)."""
 
 SHARPNESS_GRID = (0.25, 0.5, 1.0, 2.0)
 """How sharply a person's verdict follows people's scores, ``P(a ≻ b) = σ(γ (h_a − h_b))``, relative
@@ -73,10 +95,13 @@ class PeopleScores:
     labels: int
 
 
-def _link(mu: np.ndarray, prior: np.ndarray, idx: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+def _link(
+    mu: np.ndarray, prior: np.ndarray, idx: np.ndarray, y: np.ndarray, near: tuple[float, float, float] | None = None
+) -> tuple[float, float, float]:
     """``(α, β, σ²)`` maximising the scores' marginal likelihood ``y ~ N(α + β μ_idx, β² P⁻¹_idx + σ² I)``
     with ``β > 0``: α in closed form (generalised least squares) for each ``(β, σ)``, those two by
-    Nelder–Mead on their logarithms from a few starts (the likelihood has a flat ridge at β → 0)."""
+    Nelder–Mead on their logarithms from a few starts (the likelihood has a flat ridge at β → 0),
+    or from ``near`` alone (a link of a nearby prior)."""
     spread = float(np.std(y)) or 1.0
     # one eigendecomposition of the prior block makes every evaluation O(n): the covariance
     # β² U Λ Uᵀ + σ² I has eigenvalues β² λ + σ² on the same eigenvectors
@@ -94,16 +119,31 @@ def _link(mu: np.ndarray, prior: np.ndarray, idx: np.ndarray, y: np.ndarray) -> 
 
     # σ at least a thousandth of the scores' spread keeps the covariance positive definite
     bounds = [(np.log(1e-4 * spread), np.log(1e3 * spread)), (np.log(1e-3 * spread), np.log(10 * spread))]
+    starts = [[np.log(beta0 * spread), np.log(sigma0 * spread)] for beta0 in (0.1, 0.5, 2.0) for sigma0 in (0.5, 1.0)]
+    if near is not None:
+        starts = [[np.log(near[1]), 0.5 * np.log(near[2])]]
     best = None
-    for beta0 in (0.1, 0.5, 2.0):
-        for sigma0 in (0.5, 1.0):
-            start = [np.log(beta0 * spread), np.log(sigma0 * spread)]
-            found = minimize(lambda t: profile(*t)[0], start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-5, "fatol": 1e-9})
-            if best is None or found.fun < best.fun:
-                best = found
+    for start in starts:
+        found = minimize(lambda t: profile(*t)[0], start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-5, "fatol": 1e-9})
+        if best is None or found.fun < best.fun:
+            best = found
     assert best is not None
     log_beta, log_sigma = (float(v) for v in best.x)
     return profile(log_beta, log_sigma)[1], float(np.exp(log_beta)), float(np.exp(2 * log_sigma))
+
+
+def _suspects(mu: np.ndarray, prior: np.ndarray, link: tuple[float, float, float], idx: np.ndarray, y: np.ndarray) -> list[int]:
+    """Candidates whose people's scores are far from where the judges put them: the mean of their
+    scores against the link's prediction, ``z = (ȳ_c − α − β μ_c) / √(σ²/n_c + β² P⁻¹_cc)``, beyond
+    :data:`OUTLIER_SCREEN`; at most :data:`MAX_SUSPECTS`, the largest ``|z|`` first. The other
+    candidates' outlier hypotheses would weigh next to nothing (their labels agree with the judges)."""
+    alpha, beta, sigma2 = link
+    n = np.bincount(idx, minlength=len(mu))
+    labelled = np.flatnonzero(n)
+    mean_y = np.bincount(idx, weights=y, minlength=len(mu))[labelled] / n[labelled]
+    z = (mean_y - alpha - beta * mu[labelled]) / np.sqrt(sigma2 / n[labelled] + beta**2 * np.diag(prior)[labelled])
+    order = np.argsort(-np.abs(z))[:MAX_SUSPECTS]
+    return [int(labelled[i]) for i in order if abs(z[i]) > OUTLIER_SCREEN]
 
 
 def _fit(mu: np.ndarray, prior: np.ndarray, link: tuple[float, float, float], scored: tuple, compared: tuple, sharpness: float):
@@ -156,13 +196,16 @@ def people_scores(
     *,
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     tau_grid: tuple[float, ...] = TAU_GRID,
+    outliers: bool = True,
     n_draws: int = 4000,
     seed: int = 0,
 ) -> PeopleScores | None:
     """People's scores given the judges' posterior ``N(mean, cov)``, people's scores ``score`` of
     answers of ``candidate`` (indices into ``mean``; used from three labels with two distinct values
     on two candidates: a link needs them) and pairwise verdicts ``pairs`` = ``(first, second,
-    outcome)`` (indices; 1 first better, 0 second, ½ a tie); None when neither kind is usable."""
+    outcome)`` (indices; 1 first better, 0 second, ½ a tie); None when neither kind is usable.
+    ``outliers``: also weigh the hypotheses that one candidate is misplaced far beyond τ (module
+    docstring; they need people's scores)."""
     mu, sigma = np.asarray(mean, dtype=float), np.asarray(cov, dtype=float)
     idx, y = np.asarray(candidate, dtype=int), np.asarray(score, dtype=float)
     first, second, won = (np.asarray(x) for x in (pairs if pairs is not None else ([], [], [])))
@@ -176,12 +219,24 @@ def people_scores(
         idx, y = idx[:0], y[:0]
     if not len(y) and not len(won):
         return None
-    grid = [(tau, gamma) for tau in tau_grid for gamma in (SHARPNESS_GRID if len(won) else (1.0,))]
+    gammas = SHARPNESS_GRID if len(won) else (1.0,)
     # the scores' link depends on τ only: fitted once per τ, shared by every sharpness γ
     priors = {tau: sigma + tau**2 * np.eye(len(mu)) for tau in tau_grid}
     links = {tau: _link(mu, priors[tau], idx, y) if len(y) else (0.0, 1.0, 1.0) for tau in tau_grid}
-    fits = [_fit(mu, priors[tau], links[tau], (idx, y), (first, second, won), gamma) for tau, gamma in grid]
-    log_ml = np.array([f[2] for f in fits])
+    # each τ's hypotheses: no candidate misplaced beyond τ, or one of the suspects (its labels far
+    # from where the judges put it) misplaced by ~OUTLIER_MULTIPLE spreads, with its own link —
+    # the shared one was fitted with the misplaced candidate pulling it
+    outlier_sd = OUTLIER_MULTIPLE * judges_spread(mu, sigma)
+    grid: list[tuple[float, float, np.ndarray, tuple[float, float, float], float]] = []
+    for tau in tau_grid:
+        hypotheses = [(priors[tau], links[tau], float(np.log1p(-OUTLIER_PRIOR)) if outliers else 0.0)]
+        for k in _suspects(mu, priors[tau], links[tau], idx, y) if outliers and len(y) else []:
+            wide = priors[tau].copy()
+            wide[k, k] += outlier_sd**2
+            hypotheses.append((wide, _link(mu, wide, idx, y, near=links[tau]), float(np.log(OUTLIER_PRIOR / len(mu)))))
+        grid += [(tau, gamma, prior, link, log_prior) for prior, link, log_prior in hypotheses for gamma in gammas]
+    fits = [_fit(mu, prior, link, (idx, y), (first, second, won), gamma) for _, gamma, prior, link, _ in grid]
+    log_ml = np.array([f[2] + log_prior for f, (*_, log_prior) in zip(fits, grid)])
     weights = np.exp(log_ml - log_ml.max())
     weights /= weights.sum()
     rng = np.random.default_rng(seed)
@@ -192,4 +247,4 @@ def people_scores(
         if rows.any():
             chol = np.linalg.cholesky(c + 1e-12 * np.eye(len(mu)))
             draws[rows] = h + rng.standard_normal((int(rows.sum()), len(mu))) @ chol.T
-    return PeopleScores(draws, draws.mean(0), draws.std(0), float(weights @ np.array([tau for tau, _ in grid])), len(y) + len(won))
+    return PeopleScores(draws, draws.mean(0), draws.std(0), float(weights @ np.array([tau for tau, *_ in grid])), len(y) + len(won))
