@@ -138,6 +138,8 @@ def test_csv_with_scores_runs_end_to_end(tmp_path):
         ("csv", "prompt,model\nx,a\n", "missing column(s) response"),
         ("csv", "prompt,model,response,score\nx,a,y,nan\nx,b,z,1\n", ":2: column 'score' is nan"),
         ("csv", "prompt,model,response\nx,a,y\nx,a,z\n", ":3: a second response of 'a'"),
+        ("csv", 'prompt,model,response,category\nx,a,y,"m\x01"\nx,b,z,m\n', ":2: category: 'm\\x01' contains the control character"),
+        ("alpacaeval", '[{"instruction": "x", "output": "y", "generator": "a", "dataset": 5}]', "[0]: field 'dataset' must be a text, got"),
         ("mtbench", "", "expected question.jsonl and a model_answer/ folder"),
         ("yaml", "", "unknown format 'yaml'"),
     ],

@@ -43,7 +43,9 @@ class Imported:
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
     responses: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
-    def add_prompt(self, prompt_id: str, text: str, reference: str | None, where: str, category: Any = None) -> None:
+    def add_prompt(
+        self, prompt_id: str, text: str, reference: str | None, where: str, category: Any = None, field: str = "category"
+    ) -> None:
         if not text.strip():
             raise OrchestratorError(f"{where}: the prompt text is empty")
         old = self.prompts.get(prompt_id)
@@ -54,7 +56,7 @@ class Imported:
             row["reference"] = reference
         if category not in (None, ""):
             if not isinstance(category, str):
-                raise OrchestratorError(f"{where}: field 'category' must be a text, got {_type(category)}")
+                raise OrchestratorError(f"{where}: field {field!r} must be a text, got {_type(category)}")
             row["category"] = _name(category, f"{where}: category")
         self.prompts[prompt_id] = row
 
@@ -75,7 +77,8 @@ def _name(value: Any, where: str) -> str:
     try:
         return check_identifier(str(value))
     except ValueError as exc:
-        raise OrchestratorError(f"{where}: name {value!r} {exc}") from None
+        detail = str(exc)  # (some reasons quote the name already)
+        raise OrchestratorError(f"{where}: {detail}" if repr(str(value)) in detail else f"{where}: name {value!r} {detail}") from None
 
 
 def _text(value: Any, where: str) -> str:
@@ -111,7 +114,7 @@ def _alpacaeval(paths: list[Path], encoding: str | None = None) -> Imported:
                 ids[instruction] = f"q{len(ids):04d}"
             pid = ids[instruction]
             if pid not in out.prompts:  # AlpacaEval's "dataset": the source set of the instruction (koala, oasst, …)
-                out.add_prompt(pid, instruction, None, where, row.get("dataset"))
+                out.add_prompt(pid, instruction, None, where, row.get("dataset"), field="dataset")
             generator = row.get("generator") or path.parent.name
             if not isinstance(generator, str):
                 raise OrchestratorError(f"{where}: field 'generator' must be a text, got {_type(generator)}")
