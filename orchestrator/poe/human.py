@@ -78,6 +78,9 @@ OUTLIER_SCREEN = 1.0
 """A candidate is a suspect when its people's scores are this many sds from the judges' (:func:`_suspects`)."""
 MAX_SUSPECTS = 4
 """At most this many suspects per τ (each costs a link fit and a posterior)."""
+MAX_OUTLIER_CANDIDATES = 200
+"""Above this many candidates no outlier hypotheses (each posterior costs O(K³); a ranking that
+large has few labels per candidate to find one with)."""
 
 SHARPNESS_GRID = (0.25, 0.5, 1.0, 2.0)
 """How sharply a person's verdict follows people's scores, ``P(a ≻ b) = σ(γ (h_a − h_b))``, relative
@@ -230,7 +233,8 @@ def people_scores(
     grid: list[tuple[float, float, np.ndarray, tuple[float, float, float], float]] = []
     for tau in tau_grid:
         hypotheses = [(priors[tau], links[tau], float(np.log1p(-OUTLIER_PRIOR)) if outliers else 0.0)]
-        for k in _suspects(mu, priors[tau], links[tau], idx, y) if outliers and len(y) else []:
+        searched = outliers and len(y) and len(mu) <= MAX_OUTLIER_CANDIDATES
+        for k in _suspects(mu, priors[tau], links[tau], idx, y) if searched else []:
             wide = priors[tau].copy()
             wide[k, k] += outlier_sd**2
             hypotheses.append((wide, _link(mu, wide, idx, y, near=links[tau]), float(np.log(OUTLIER_PRIOR / len(mu)))))
