@@ -154,3 +154,9 @@ def test_graded_verdicts_fit_the_cut_points_and_collapse_to_ab_without_them():
     assert np.polyfit(scores, post.mean.numpy(), 1)[0] == pytest.approx(1.0, rel=0.15)  # the scores' scale too
     plain = fit_with_reliability(Observations.from_lists(n, comparisons), PoEConfig(prior_precision=0.1))
     assert "tie_cut" not in plain.judges
+    # a judge that follows the graded model is worth one verdict per verdict: precision κ ≈ 1 (read as
+    # coin flips around σ(d) it came out 1.4, intervals too narrow by a sixth)
+    weighed = fit_with_reliability(
+        Observations.from_lists(n, comparisons, grades=grades), PoEConfig(prior_precision=0.1, judge_precision=True)
+    )
+    assert 0.85 <= float(weighed.judges["precision"][0]) <= 1.2

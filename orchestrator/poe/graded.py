@@ -32,7 +32,15 @@ import torch
 from torch import Tensor
 from torch.nn.functional import logsigmoid
 
-__all__ = ["DEFAULT_CUTS", "CUT_PRIOR_SD", "graded_log_density", "graded_derivatives", "graded_rows", "fit_cuts"]
+__all__ = [
+    "DEFAULT_CUTS",
+    "CUT_PRIOR_SD",
+    "graded_log_probabilities",
+    "graded_log_density",
+    "graded_derivatives",
+    "graded_rows",
+    "fit_cuts",
+]
 
 DEFAULT_CUTS = (0.5, 2.0)
 """``(c1, c2)`` before any verdict is seen (logit units of ``d``)."""
@@ -46,10 +54,9 @@ def _log_between(upper: Tensor, lower: Tensor) -> Tensor:
     return logsigmoid(upper) + logsigmoid(-lower) + torch.log(-torch.expm1(lower - upper))
 
 
-def graded_log_density(d: Tensor, q: Tensor, c1: Tensor, c2: Tensor) -> Tensor:
-    """``Σ_k q_k log P_k(d)`` (module docstring), elementwise over the rows of ``d`` ``(K,)``,
-    ``q`` ``(K, 5)`` in :data:`~orchestrator.records.log.GRADES` order, ``c1``, ``c2`` ``(K,)``."""
-    log_p = torch.stack(
+def graded_log_probabilities(d: Tensor, c1: Tensor, c2: Tensor) -> Tensor:
+    """``(K, 5)`` ``log P_k(d)`` of each verdict (module docstring), :data:`~orchestrator.records.log.GRADES` order."""
+    return torch.stack(
         [
             logsigmoid(d - c2),
             _log_between(d - c1, d - c2),
@@ -59,6 +66,12 @@ def graded_log_density(d: Tensor, q: Tensor, c1: Tensor, c2: Tensor) -> Tensor:
         ],
         dim=-1,
     )
+
+
+def graded_log_density(d: Tensor, q: Tensor, c1: Tensor, c2: Tensor) -> Tensor:
+    """``Σ_k q_k log P_k(d)`` (module docstring), elementwise over the rows of ``d`` ``(K,)``,
+    ``q`` ``(K, 5)`` in :data:`~orchestrator.records.log.GRADES` order, ``c1``, ``c2`` ``(K,)``."""
+    log_p = graded_log_probabilities(d, c1, c2)
     # a verdict of probability 0 contributes nothing, whatever its log (0 · −inf would be NaN)
     return torch.where(q > 0, q * log_p, torch.zeros_like(log_p)).sum(-1)
 

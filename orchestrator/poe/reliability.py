@@ -28,7 +28,7 @@ import math
 import torch
 from torch import Tensor
 
-from .graded import fit_cuts, graded_rows
+from .graded import fit_cuts, graded_log_probabilities, graded_rows
 from .laplace import Posterior, fit_laplace
 from .objective import NegLogPosterior, Observations, PoEConfig
 
@@ -48,9 +48,22 @@ def judge_precision(
     judge = obs.judges_of_comparisons()
     if obs.n_comparisons == 0:
         return torch.ones(J, dtype=torch.float64)
-    d = NegLogPosterior(obs, config)._differences(posterior.theta)
+    objective = NegLogPosterior(obs, config)
+    d = objective._differences(posterior.theta)
     pi = config.expert.predict(d).clamp(1e-6, 1 - 1e-6)
-    r2 = (obs.prob - pi) ** 2 / (pi * (1 - pi))
+    variance = pi * (1 - pi)
+    rows = graded_rows(obs.grades)
+    if rows is not None:
+        # a graded verdict's win share W (1, 1, ½, 0, 0) under the ordered-logit model: its mean and
+        # variance there (a tie makes W less variable than a coin), so a judge that follows the
+        # model has κ ≈ 1
+        cut = objective._cut_points()[judge[rows]]
+        probs = graded_log_probabilities(d[rows], cut[:, 0], cut[:, 1]).exp()
+        mean = probs[:, 0] + probs[:, 1] + 0.5 * probs[:, 2]
+        pi, variance = pi.clone(), variance.clone()
+        pi[rows] = mean
+        variance[rows] = (probs[:, 0] + probs[:, 1] + 0.25 * probs[:, 2] - mean**2).clamp_min(1e-6)
+    r2 = (obs.prob - pi) ** 2 / variance
     zeros = torch.zeros(J, dtype=torch.float64)
     phi = (zeros.index_add(0, judge, r2) + prior_weight) / (zeros.index_add(0, judge, torch.ones_like(r2)) + prior_weight)
     return (1.0 / phi).clamp(max=cap)
