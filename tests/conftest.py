@@ -4,6 +4,7 @@ import threading
 import time
 from pathlib import Path
 
+import childkit
 import pytest
 import torch
 
@@ -115,14 +116,23 @@ def _library_thread(thread: threading.Thread) -> bool:
     return thread.name.startswith(("asyncio_", "ThreadPoolExecutor-")) or type(thread).__module__.startswith(LIBRARY_TARGETS)
 
 
-def _child_processes() -> set[int]:
-    """This process's live children (Linux: /proc; elsewhere nothing is checked)."""
+def _children_of(pid: int | str) -> set[int]:
     children: set[int] = set()
-    for task in Path("/proc/self/task").glob("*"):
+    for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
-            children.update(int(pid) for pid in (task / "children").read_text().split())
+            children.update(int(child) for child in (task / "children").read_text().split())
         except OSError:
             continue
+    return children
+
+
+def _child_processes() -> set[int]:
+    """This process's live children (Linux: /proc; elsewhere nothing is checked). The commands
+    ``tests/childkit.py`` forks are children of its fork server, which lives as long as this process."""
+    children = _children_of("self")
+    for helper in childkit.helper_pids() & children:
+        children.discard(helper)
+        children |= _children_of(helper)
     live = set()
     for pid in children:
         try:

@@ -12,10 +12,11 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
+
+import childkit
 
 from orchestrator import api
 from orchestrator.judging.testserver import completion, logprob_entry
@@ -146,14 +147,14 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
     common = dict(prompts=data[0], responses=data[1], max_calls=max_calls, batch=4, concurrency=4)
     reference, _ = api.start(write_config(tmp_path, server.url, name="reference", **common))
     victim = tmp_path / "runs" / "victim.sqlite"
-    command = [sys.executable, "-m", "orchestrator", "run", str(write_config(tmp_path, server.url, name="victim", **common))]
+    command = ["run", str(write_config(tmp_path, server.url, name="victim", **common))]
     kills, at = [], []
     for entry in plan:
         env = dict(os.environ)
         env.pop("ORCHESTRATOR_FAILPOINTS", None)
         if entry != "random":
             env["ORCHESTRATOR_FAILPOINTS"] = entry
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        proc = childkit.popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         if entry == "startup":  # before or while the run file is created
             time.sleep(rng.uniform(0.2, 1.0))
             if proc.poll() is None:
@@ -171,9 +172,9 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
             kills.append(entry)
             at.append(committed_judgments(victim))
         if victim.exists():
-            command = [sys.executable, "-m", "orchestrator", "resume", str(victim)]
+            command = ["resume", str(victim)]
     env = {k: v for k, v in os.environ.items() if k != "ORCHESTRATOR_FAILPOINTS"}
-    final = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    final = childkit.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert final.returncode == 0, final.stderr
     db = sqlite3.connect(victim)
 

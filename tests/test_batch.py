@@ -7,9 +7,8 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 
+import childkit
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset, write_judge
@@ -110,17 +109,17 @@ def test_kill_9_during_submission_polling_and_commit_never_submits_twice(tmp_pat
         live, _ = api.start(_config(tmp_path, server, data, "live", "live-openai"))
         config = _config(tmp_path, server, data, "victim", "batch-openai")
         victim = tmp_path / "runs" / "victim.sqlite"
-        command = [sys.executable, "-m", "orchestrator", "run", str(config), "--no-report"]
+        command = ["run", str(config), "--no-report"]
         kills = []
         for point in plan:
             env = {**os.environ, "ORCHESTRATOR_FAILPOINTS": point}
-            proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+            proc = childkit.run(command, capture_output=True, text=True, env=env, timeout=120)
             if proc.returncode == -signal.SIGKILL:
                 kills.append(point)
             if victim.exists():
-                command = [sys.executable, "-m", "orchestrator", "resume", str(victim), "--no-report"]
+                command = ["resume", str(victim), "--no-report"]
         env = {k: v for k, v in os.environ.items() if k != "ORCHESTRATOR_FAILPOINTS"}
-        final = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        final = childkit.run(command, capture_output=True, text=True, env=env, timeout=120)
         assert final.returncode == 0, final.stderr
         lines = dict(server.batch.lines)
     print(f"kills: {len(kills)} {kills}; batches created {len(lines) and max(lines.values())}× per request at most")

@@ -20,7 +20,12 @@ import sys
 import threading
 import time
 
+import childkit
 from orchestrator.judging.testserver import FakeOpenAIServer
+
+
+def _linger():
+    time.sleep(30)
 
 
 def test_leaves_a_thread():
@@ -36,6 +41,10 @@ def test_leaves_a_subprocess():
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
 
 
+def test_leaves_a_command():  # forked by childkit's fork server, not a child of this process
+    childkit.popen(["--help"], stdout=subprocess.DEVNULL, preexec_fn=_linger)
+
+
 def test_cleans_up():
     worker = threading.Thread(target=time.sleep, args=(0.1,))
     worker.start()
@@ -45,6 +54,7 @@ def test_cleans_up():
 
 def test_a_test_that_leaves_a_thread_a_server_or_a_process_fails(tmp_path):
     shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(HERE / "childkit.py", tmp_path / "childkit.py")
     (tmp_path / "test_leaky.py").write_text(LEAKY_TESTS)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-rE", str(tmp_path)],
@@ -55,10 +65,11 @@ def test_a_test_that_leaves_a_thread_a_server_or_a_process_fails(tmp_path):
     )
     out = result.stdout
     assert result.returncode == 1, out
-    assert "4 passed, 3 errors" in out, out
+    assert "5 passed, 4 errors" in out, out
     assert "test_leaves_a_thread left running: thread 'forgotten'" in out
     assert "test_leaves_a_server left running: thread 'fake-openai-server'" in out
     assert "test_leaves_a_subprocess left running: process" in out and "time.sleep(30)" in out
+    assert "test_leaves_a_command left running: process" in out
 
 
 def test_closing_the_test_server_ends_kept_alive_connections_and_their_threads():

@@ -5,6 +5,7 @@ SQLite files, real `orchestrator` processes killed with SIGKILL."""
 import json
 import sqlite3
 
+import childkit
 import pytest
 
 from judgekit import campaign_summary, committed_judgments, crash_campaign, quality_behaviour, write_config, write_dataset, write_judge
@@ -182,8 +183,6 @@ def _catalog(tmp_path):
 @pytest.mark.parametrize("part", range(3))
 def test_bad_input_catalog_one_line_exit_2_nothing_written(tmp_path, part):
     """Every third case from ``part`` (the catalog in three tests, so that xdist workers share it)."""
-    import subprocess
-    import sys
 
     cases, prompts, responses = _catalog(tmp_path)
     assert len(cases) >= 20
@@ -199,9 +198,7 @@ def test_bad_input_catalog_one_line_exit_2_nothing_written(tmp_path, part):
         config.write_text(toml_edit(base_config) if toml_edit else base_config)
         run_files = [p for p in tmp_path.glob("*.sqlite*")]
         before = {p: p.read_bytes() for p in run_files}
-        proc = subprocess.run(
-            [sys.executable, "-m", "orchestrator", *(command or ["run", str(config)])], capture_output=True, text=True, timeout=120
-        )
+        proc = childkit.run([*(command or ["run", str(config)])], capture_output=True, text=True, timeout=120)
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         ok = proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr and message.lower() in proc.stderr.lower()
         ok = ok and not (tmp_path / "runs" / "cat.sqlite").exists()
@@ -272,8 +269,6 @@ def test_candidate_text_cannot_close_its_fence_or_the_chat_turn():
 def test_a_canary_api_key_appears_nowhere_we_write_or_print(tmp_path, monkeypatch):
     """The key is sent to the judge (as it must be) but never stored, exported, logged or printed —
     even when the provider echoes it in an error or the judge quotes it."""
-    import subprocess
-    import sys
 
     canary = "sk-canary-" + "q7Z" * 10
     monkeypatch.setenv("CANARY_API_KEY", canary)
@@ -303,7 +298,7 @@ def test_a_canary_api_key_appears_nowhere_we_write_or_print(tmp_path, monkeypatc
             ["export", "runs/canary.sqlite", "--format", "parquet", "--out", "x.parquet"],
             ["resume", "runs/canary.sqlite"],
         ):
-            proc = subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+            proc = childkit.run([*args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
             outputs.append(proc.stdout + proc.stderr)
         assert server.authorizations and all(a == f"Bearer {canary}" for a in server.authorizations)  # the judge got it
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "judges" not in p.parts]
@@ -326,7 +321,6 @@ def test_a_canary_api_key_appears_nowhere_we_write_or_print(tmp_path, monkeypatc
 @pytest.mark.slow
 def test_a_second_resume_is_refused_and_two_runs_at_once_work(tmp_path):
     import subprocess
-    import sys
     import time
 
     data = write_dataset(tmp_path / "d", prompts=3, candidates=5)
@@ -335,19 +329,13 @@ def test_a_second_resume_is_refused_and_two_runs_at_once_work(tmp_path):
             write_config(tmp_path, server.url, name=n, prompts=data[0], responses=data[1], max_calls=40, batch=2, concurrency=2)
             for n in ("one", "two")
         ]
-        first = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "run", str(configs[0])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        second = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "run", str(configs[1])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
+        first = childkit.popen(["run", str(configs[0])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        second = childkit.popen(["run", str(configs[1])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         run_one = tmp_path / "runs" / "one.sqlite"
         deadline = time.monotonic() + 60
         while committed_judgments(run_one) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
-        intruder = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "resume", str(run_one)], capture_output=True, text=True, timeout=60
-        )
+        intruder = childkit.run(["resume", str(run_one)], capture_output=True, text=True, timeout=60)
         assert first.wait(timeout=300) == 0 and second.wait(timeout=300) == 0, (first.stderr.read(), second.stderr.read())
         counts = server.key_counts()
     assert intruder.returncode == 2 and "in use by another orchestrator process" in intruder.stderr, intruder.stderr
@@ -365,15 +353,12 @@ def test_a_second_resume_is_refused_and_two_runs_at_once_work(tmp_path):
 def _start_run(tmp_path, server, name, *, prompts, candidates, max_calls, batch):
     """``orchestrator run`` in a child process against ``server``; returns the process and its run file."""
     import subprocess
-    import sys
 
     data = write_dataset(tmp_path / "d", prompts=prompts, candidates=candidates)
     config = write_config(
         tmp_path, server.url, name=name, prompts=data[0], responses=data[1], max_calls=max_calls, batch=batch, concurrency=4
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    proc = childkit.popen(["run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return proc, tmp_path / "runs" / f"{name}.sqlite"
 
 
@@ -383,8 +368,6 @@ def test_an_interrupt_finishes_the_calls_in_flight_so_nothing_paid_is_lost(tmp_p
     """The first SIGINT/SIGTERM stops planning and lets the calls already sent finish and commit:
     every answer the judge delivered is in the run file; the resume asks only what was never sent."""
     import signal as signals
-    import subprocess
-    import sys
     import time
 
     with FakeOpenAIServer(quality_behaviour, delay_s=0.8) as server:
@@ -403,7 +386,7 @@ def test_an_interrupt_finishes_the_calls_in_flight_so_nothing_paid_is_lost(tmp_p
         committed = {k for (k,) in db.execute("select key from judgments")}
         status = db.execute("select status from runs").fetchone()[0]
         db.close()
-        resumed = subprocess.run([sys.executable, "-m", "orchestrator", "resume", str(run)], capture_output=True, text=True, timeout=120)
+        resumed = childkit.run(["resume", str(run)], capture_output=True, text=True, timeout=120)
         counts = server.key_counts()
     assert code == 130 and "finishing the" in stderr and "orchestrator resume" in stderr, stderr
     assert status == "interrupted" and sent_by_then == sent_before  # nothing new was sent after the signal
@@ -414,8 +397,6 @@ def test_an_interrupt_finishes_the_calls_in_flight_so_nothing_paid_is_lost(tmp_p
 @pytest.mark.slow
 def test_a_second_interrupt_stops_at_once_and_the_run_resumes(tmp_path):
     import signal as signals
-    import subprocess
-    import sys
     import time
 
     with FakeOpenAIServer(quality_behaviour, delay_s=3.0) as server:
@@ -433,6 +414,6 @@ def test_a_second_interrupt_stops_at_once_and_the_run_resumes(tmp_path):
         assert db.execute("select count(*) from judgments").fetchone()[0] == 0 and server.outcomes
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         db.close()
-        resumed = subprocess.run([sys.executable, "-m", "orchestrator", "resume", str(run)], capture_output=True, text=True, timeout=120)
+        resumed = childkit.run(["resume", str(run)], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert sqlite3.connect(run).execute("select count(*) from judgments where status = 'ok'").fetchone()[0] == 12

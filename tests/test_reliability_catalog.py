@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import childkit
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset, write_judge
@@ -247,14 +248,8 @@ def run_case(case: Case, w: dict) -> str | None:
     watched = [w["run"], w["other"], w["prompts"], w["responses"], w["log"]]
     before = {p: _sha(p) for p in watched}
     env = {**os.environ, **w["env"], **case.env, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", *[_fill(a, w) for a in case.args]],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-        cwd=w["root"],
-        preexec_fn=case.preexec,
+    proc = childkit.run(
+        [*[_fill(a, w) for a in case.args]], capture_output=True, text=True, timeout=180, env=env, cwd=w["root"], preexec_fn=case.preexec
     )
     err = proc.stderr
     # progress lines ("[m:ss] round ...", printed every 10 s when stderr is not a terminal) are not
@@ -349,11 +344,8 @@ def _failed_run(name, *, max_calls):
             return f"spent the whole budget ({calls} calls)"
         if "spearman" in (proc.stdout + proc.stderr).lower():
             return "printed statistics from no data"
-        status = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "status", str(w["root"] / "runs" / f"{name}.sqlite"), "--json"],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **w["env"]},
+        status = childkit.run(
+            ["status", str(w["root"] / "runs" / f"{name}.sqlite"), "--json"], capture_output=True, text=True, env={**os.environ, **w["env"]}
         )
         summary = json.loads(status.stdout)
         if summary["state"] != "failed" or "mean_spearman_vs_truth" in summary:
@@ -490,12 +482,7 @@ def _dup_log(w):
 
 
 def _same_as_log(w, proc):
-    ref = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "replay", str(w["log"]), "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **w["env"]},
-    )
+    ref = childkit.run(["replay", str(w["log"]), "--json"], capture_output=True, text=True, env={**os.environ, **w["env"]})
     mine = json.loads(proc.stdout)["rankings"]
     return None if mine == json.loads(ref.stdout)["rankings"] else "duplicates changed the ranking"
 
@@ -524,9 +511,7 @@ def _full_disk_check(w, proc):
     if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
         return "integrity check failed"
     db.close()
-    resumed = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "resume", str(run)], capture_output=True, text=True, env={**os.environ, **w["env"]}
-    )
+    resumed = childkit.run(["resume", str(run)], capture_output=True, text=True, env={**os.environ, **w["env"]})
     if resumed.returncode != 0:
         return f"resume after freeing space failed: {resumed.stderr[-300:]}"
     return None
@@ -546,12 +531,10 @@ def _credentials_check(w, proc):
     db.execute("update runs set status = 'interrupted'")
     db.commit()
     db.close()
-    refused = subprocess.run([sys.executable, "-m", "orchestrator", "resume", str(run)], capture_output=True, text=True, env=env)
+    refused = childkit.run(["resume", str(run)], capture_output=True, text=True, env=env)
     if refused.returncode != 2 or "--api-base" not in refused.stderr:
         return f"resume without the address: {refused.returncode} {refused.stderr[-200:]}"
-    again = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "resume", str(run), "--api-base", w["good"]], capture_output=True, text=True, env=env
-    )
+    again = childkit.run(["resume", str(run), "--api-base", w["good"]], capture_output=True, text=True, env=env)
     return None if again.returncode == 0 else f"resume --api-base failed: {again.stderr[-200:]}"
 
 
@@ -582,12 +565,8 @@ def _crash_log(w, proc):
 
 def _same_error_again(name):
     def check(w, proc):
-        again = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "run", str(w["root"] / f"{name}.toml")],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **w["env"]},
-            cwd=w["root"],
+        again = childkit.run(
+            ["run", str(w["root"] / f"{name}.toml")], capture_output=True, text=True, env={**os.environ, **w["env"]}, cwd=w["root"]
         )
         if again.returncode != 2 or "already exists" in again.stderr or again.stderr != proc.stderr:
             return f"the second try said {again.stderr[-200:]!r}"
@@ -671,9 +650,7 @@ def _shows_names(folder, names):
         run = w["root"] / "runs" / f"{folder}.sqlite"
         outputs = [proc.stdout]
         for args in (["rank", str(run)], ["status", str(run)]):
-            p = subprocess.run(
-                [sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True, env={**env, "COLUMNS": "200"}, cwd=w["root"]
-            )
+            p = childkit.run([*args], capture_output=True, text=True, env={**env, "COLUMNS": "200"}, cwd=w["root"])
             if p.returncode:
                 return f"{args[0]} failed: {p.stderr[-200:]}"
             outputs.append(p.stdout)
@@ -1345,13 +1322,7 @@ def test_a_second_interrupt_stops_cpu_bound_work_at_once(tmp_path):
     with FakeOpenAIServer(quality_behaviour) as server:
         config = write_config(tmp_path, server.url, name="stall", prompts=data[0], responses=data[1], max_calls=20)
         env = {**os.environ, "ORCHESTRATOR_STALL": "refit:3"}  # a refit after the first round spins for 60 s
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "run", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        proc = childkit.popen(["run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         try:
             # on a loaded machine a progress line (one every 10 s without a terminal) can come first
             before = [proc.stderr.readline()]
@@ -1371,7 +1342,7 @@ def test_a_second_interrupt_stops_cpu_bound_work_at_once(tmp_path):
                 proc.wait()
         run = tmp_path / "runs" / "stall.sqlite"
         state = sqlite3.connect(run).execute("select status from runs").fetchone()[0]
-        resumed = subprocess.run([sys.executable, "-m", "orchestrator", "resume", str(run)], capture_output=True, text=True, timeout=120)
+        resumed = childkit.run(["resume", str(run)], capture_output=True, text=True, timeout=120)
     assert code == 130 and took < 20 and "Traceback" not in stderr, (code, took, stderr)
     assert state == "interrupted"
     assert resumed.returncode == 0, resumed.stderr

@@ -5,9 +5,9 @@
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
+import childkit
 import pytest
 
 from judgekit import quality_behaviour, write_config, write_dataset, write_judge
@@ -26,8 +26,8 @@ def _start(tmp_path, server, judge="local-openai"):
         tmp_path, server.url, name="wait", judges=f'["{judge}"]', prompts=data[0], responses=data[1], max_calls=12, batch=4
     )
     config.write_text(config.read_text().replace("backoff_max_s = 0.2", "backoff_max_s = 60"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", str(config), "--no-cache"],
+    proc = childkit.popen(
+        ["run", str(config), "--no-cache"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
