@@ -80,6 +80,8 @@ def main() -> None:
     simulated(args.seeds)
     simulated_pairwise(args.seeds)
     simulated_self_preference(args.seeds)
+    simulated_raee_self_preference(args.seeds)
+    simulated_absolute(args.seeds)
 
 
 def alpacaeval(data: Path) -> None:
@@ -255,6 +257,63 @@ def simulated_self_preference(seeds: int, taste: float = 1.5) -> None:
     print(
         f"  β_self of judge-x recovered {np.mean(own):.3f} of the truth ({min(own):.2f}–{max(own):.2f}); judge-y {np.mean(other):+.3f} "
         f"(truth 0); Spearman with the true scores: raw {np.mean(raw):.3f}, controlled {np.mean(controlled):.3f}"
+    )
+
+
+def simulated_raee_self_preference(seeds: int, taste: float = 1.0) -> None:
+    """``fit raee --control self`` on a reference log of three judges (families x, y, neutral z),
+    10 candidates of families x and y, 400 prompts; judge-x adds ``taste`` (per-prompt log-odds)
+    for its family's answers."""
+    from orchestrator import api
+    from orchestrator.offline.simulate import simulate_family_leaderboard
+
+    print(
+        f"simulated reference panel (fit raee --control self), judge-x prefers its family by {taste} per prompt, 10 candidates × 400 prompts × 3 judges:"
+    )
+    ratio, other, covered, raw, controlled = [], [], 0, [], []
+    for seed in range(seeds):
+        outcomes, quality, families, truth = simulate_family_leaderboard(10, 400, taste=taste, seed=seed)
+        with tempfile.TemporaryDirectory() as folder:
+            log = Path(folder) / "log.jsonl"
+            with log.open("w") as out:
+                for judge, y in outcomes.items():
+                    for m, i in np.ndindex(*y.shape):
+                        row = {"kind": "reference", "judge": judge, "prompt_id": f"p{i}", "candidates": ["base", f"c{m}"]}
+                        out.write(json.dumps(row | {"probs": {"A": 1 - float(y[m, i]), "B": float(y[m, i])}}) + "\n")
+            report = api.fit_raee(log=log, soft=True, control=["self"], family=[f"{k}={v}" for k, v in families.items()])
+        biases = {b.judge: b for b in report.judge_biases}
+        ratio.append(biases["judge-x"].effect / truth)
+        covered += biases["judge-x"].low <= truth <= biases["judge-x"].high
+        other.append(biases["judge-y"].effect)
+        rows = {r.candidate: r for r in report.rows if r.judge == "judge-x"}
+        raw.append(spearmanr([rows[f"c{m}"].win_rate for m in range(10)], quality).statistic)
+        controlled.append(spearmanr([rows[f"c{m}"].win_rate_controlled for m in range(10)], quality).statistic)
+    print(
+        f"  γ of judge-x recovered {np.mean(ratio):.3f} of the truth on the win-rate scale ({min(ratio):.2f}–{max(ratio):.2f}; "
+        f"inside the 95% interval {covered}/{seeds}); judge-y {np.mean(other):+.3f} (truth 0); "
+        f"judge-x's Spearman with the true quality: raw {np.mean(raw):.3f}, controlled {np.mean(controlled):.3f}"
+    )
+
+
+def simulated_absolute(seeds: int, effect: float = 3.0) -> None:
+    """An absolute 1–10 judge with a taste for length (``effect`` score units per unit of the
+    normalised difference against the prompt's typical answer), 12 candidates × 200 prompts."""
+    from orchestrator.offline.simulate import simulate_length_scores
+
+    print(f"simulated absolute judge, κ_length = {effect} score units, 12 candidates × 200 prompts:")
+    ratio, covered, raw, controlled = [], 0, [], []
+    for seed in range(seeds):
+        scores, absolutes = simulate_length_scores(12, 200, length_effect=effect, seed=seed)
+        plain = fit_with_reliability(Observations.from_lists(12, [], [a[:4] for a in absolutes]), PoEConfig())
+        fitted = fit_with_reliability(Observations.from_lists(12, [], absolutes), PoEConfig(controls=("length",)))
+        kappa, sd = float(fitted.judges["length_absolute"][0]), float(fitted.judges["length_absolute_sd"][0])
+        ratio.append(kappa / effect)
+        covered += abs(kappa - effect) <= 1.96 * sd
+        raw.append(spearmanr(plain.mean.numpy(), scores).statistic)
+        controlled.append(spearmanr(fitted.mean.numpy(), scores).statistic)
+    print(
+        f"  κ recovered {np.mean(ratio):.3f} of the truth ({min(ratio):.2f}–{max(ratio):.2f}; inside κ ± 1.96 sd {covered}/{seeds}); "
+        f"Spearman with the true scores: raw {np.mean(raw):.3f}, controlled {np.mean(controlled):.3f}"
     )
 
 

@@ -146,13 +146,17 @@ def fit_raee(
     responses: str | Path | None = None,
     flag_shift: float | None = None,
     human: str | Path | None = None,
+    family: list[str] | None = None,
 ):
     """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
-    ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags; ``human``
+    ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags;
+    ``control=["self"]`` each judge's preference for its model family (``family``: ``NAME=FAMILY``
+    of judges and candidates; a run's ``model.families`` without it) and the win rates without it; ``human``
     (a labels JSONL; a run file's own labels without it) people's win rates beside the judges' (PPI++)."""
     from ..offline.fit_raee import RaeeOptions
     from ..offline.fit_raee import fit_raee as fit
     from ..offline.human_labels import HumanLabels, load_human_labels, run_labels
+    from ..offline.self_control import parse_families
 
     source, is_log = _source(run, log)
     options = RaeeOptions(
@@ -165,6 +169,7 @@ def fit_raee(
         pool_all=pool_all,
         control=tuple(control or ()),
         flag_shift=flag_shift,
+        families=tuple(parse_families(family).items()),
     )
     labels: HumanLabels | None = None
     if human is not None:

@@ -192,15 +192,16 @@ def people_table(group: str, people: dict, level: str) -> Table:
 
 def judges_table(judges: list[dict]) -> Table:
     """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, length and
-    style effects β (with ``model.control``), graded verdicts' cut-points, agreement with the panel."""
+    style effects β (with ``model.control``; absolute scores have their own), graded verdicts' cut-points, agreement with the panel."""
     table = Table(title="judges")
     from .. import api  # (the judges table is printed after a fit: torch is loaded)
 
-    controls = [c for c in api.bias_covariates() if any(c in j for j in judges)]
+    covariates = [c + kind for c in api.bias_covariates() for kind in ("", "_absolute")]
+    controls = [c for c in covariates if any(c in j for j in judges)]
     graded = any("tie_cut" in j for j in judges)
     names = (
         ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ")
-        + tuple(f"{c} β" for c in controls)
+        + tuple(f"{c.removesuffix('_absolute')} β (absolute)" if c.endswith("_absolute") else f"{c} β" for c in controls)
         + (("graded cuts c1 / c2",) if graded else ())
         + ("agreement",)
     )

@@ -52,7 +52,16 @@ def fit_raee_cmd(
         None, "--se-curve", help="Also write the analytic-vs-empirical SE curve (subsampling each candidate's prompts) to this PNG."
     ),
     control: Optional[list[str]] = typer.Option(
-        None, "--control", help="Control a judge's taste: 'length' (AlpacaEval's length-controlled win rate; needs --responses)."
+        None,
+        "--control",
+        help="Control a judge's taste: 'length' (AlpacaEval's length-controlled win rate; needs --responses), "
+        "'self' (its preference for answers of its own model family; needs --family or the run's model.families).",
+    ),
+    family: Optional[list[str]] = typer.Option(
+        None,
+        "--family",
+        metavar="NAME=FAMILY",
+        help="The model family of a judge or a candidate, for --control self (repeat: every judge, and the candidates of a judge's family).",
     ),
     responses: Optional[Path] = typer.Option(
         None,
@@ -74,7 +83,8 @@ def fit_raee_cmd(
     ),
 ) -> None:
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics;
-    with --control length, AlpacaEval's length-controlled win rates and flagged candidates; with --human,
+    with --control length, AlpacaEval's length-controlled win rates and flagged candidates; with --control self,
+    each judge's preference for its own model family and the win rates without it; with --human,
     people's win rates."""
     from .. import api
 
@@ -94,6 +104,7 @@ def fit_raee_cmd(
         responses=responses,
         flag_shift=flag_shift,
         human=human,
+        family=family,
     )
 
     def plots() -> list[Path]:

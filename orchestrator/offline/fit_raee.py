@@ -96,8 +96,11 @@ class RaeeOptions:
     abstain_sd: float | None = None
     pool_all: bool = False
     control: tuple[str, ...] = ()
-    """``("length",)``: AlpacaEval's length-controlled win rates (needs the answers' texts)."""
+    """``"length"``: AlpacaEval's length-controlled win rates (needs the answers' texts); ``"self"``:
+    each judge's preference for its own model family taken out (needs ``families``)."""
     flag_shift: float | None = None
+    families: tuple[tuple[str, str], ...] = ()
+    """``(name, model family)`` of judges and candidates for ``"self"`` (a run's ``model.families`` without it)."""
 
     def check(self, *, log: bool, responses: str | Path | None) -> None:
         """Raises :class:`OrchestratorError` (one line naming the flag) on a bad option."""
@@ -106,8 +109,10 @@ class RaeeOptions:
         unknown = sorted(set(self.control) - set(CONTROLS))
         if unknown:
             raise OrchestratorError(f"--control {unknown[0]}: not a control this fit knows (known: {', '.join(CONTROLS)})")
-        if self.control and responses is None and log:
+        if "length" in self.control and responses is None and log:
             raise OrchestratorError("--control length needs --responses FILE.jsonl (the answers' texts, the anchor's included)")
+        if "self" in self.control and not self.families and log:
+            raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
         if self.flag_shift is not None and not self.flag_shift > 0:
             raise OrchestratorError(f"--flag-shift must be positive (got {self.flag_shift:g})")
         if self.population is not None and self.population < 1:
@@ -162,19 +167,25 @@ def fit_raee(
     )
     if human is not None:
         report = with_people(report, data if not judges else data.select(np.isin(data.judge, judges)), human, soft=options.soft)
-    if responses is None and (log or not (read_texts or options.control)):
-        return report
-    texts = response_texts(responses) if responses is not None else run_texts(source)
     chosen = data if not judges else data.select(np.isin(data.judge, judges))
-    return apply_controls(
-        report,
-        chosen,
-        texts,
-        source=str(responses if responses is not None else source),
-        length="length" in options.control,
-        soft=options.soft,
-        flag_shift=FLAG_SHIFT if options.flag_shift is None else options.flag_shift,
-    )
+    flag_shift = FLAG_SHIFT if options.flag_shift is None else options.flag_shift
+    if responses is not None or not (log or not (read_texts or "length" in options.control)):
+        texts = response_texts(responses) if responses is not None else run_texts(source)
+        report = apply_controls(
+            report,
+            chosen,
+            texts,
+            source=str(responses if responses is not None else source),
+            length="length" in options.control,
+            soft=options.soft,
+            flag_shift=flag_shift,
+        )
+    if "self" in options.control:
+        from .self_control import apply_self_control, run_families
+
+        families = dict(options.families) or ({} if log else run_families(source))
+        report = apply_self_control(report, chosen, families, soft=options.soft, flag_shift=flag_shift)
+    return report
 
 
 def format_raee(report: RaeeReport) -> str:

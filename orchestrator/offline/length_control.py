@@ -16,7 +16,7 @@ from ..records.log import load_responses
 
 __all__ = ["CONTROLS", "FLAG_SHIFT", "apply_controls", "extreme_shift", "format_length_control", "response_texts", "run_texts"]
 
-CONTROLS = ("length",)
+CONTROLS = ("length", "self")
 FLAG_SHIFT = 10.0
 """Win-rate points a candidate may move under control before it is flagged (with a quarter of the
 way to the bound, whichever is larger: AlpacaEval's ``get_is_extreme_changes``)."""
@@ -145,16 +145,29 @@ def apply_controls(
 
 
 def format_length_control(report: RaeeReport) -> list[str]:
-    """The text section: each judge's length effect, then raw vs controlled win rates."""
+    """The text section: each judge's length and self-preference effects, then raw vs controlled
+    win rates per judge."""
     if not report.judge_biases:
         return []
-    lines = ["", "length control (AlpacaEval's GLM; the judge's length slope shared by its candidates):"]
+    explained = {
+        "length": "length control (AlpacaEval's GLM, the judge's length slope shared by its candidates)",
+        "self": "self-preference control (each judge's taste for its model family, told from quality beside a neutral judge)",
+    }
+    lines = ["", "; ".join(explained[kind] for kind in dict.fromkeys(b.bias for b in report.judge_biases)) + ":"]
     for bias in report.judge_biases:
-        lines.append(
-            f"  {bias.anchor} / {bias.judge}: length effect {bias.effect:+.2f} [{bias.low:+.2f}, {bias.high:+.2f}] log-odds "
-            f"per unit of tanh(Δlength / sd); an answer one sd longer gains {bias.points_per_sd:+.1f} points at an even match"
-        )
-        rows = [r for r in report.rows if r.anchor == bias.anchor and r.judge == bias.judge and r.win_rate_controlled is not None]
+        if bias.bias == "self":
+            lines.append(
+                f"  {bias.anchor} / {bias.judge}: prefers answers of its own family by {bias.effect:+.2f} [{bias.low:+.2f}, {bias.high:+.2f}] "
+                f"log-odds ({bias.points_per_sd:+.1f} points at an even match; {bias.candidates} candidates of its family)"
+            )
+        else:
+            lines.append(
+                f"  {bias.anchor} / {bias.judge}: length effect {bias.effect:+.2f} [{bias.low:+.2f}, {bias.high:+.2f}] log-odds "
+                f"per unit of tanh(Δlength / sd); an answer one sd longer gains {bias.points_per_sd:+.1f} points at an even match"
+            )
+    for anchor, judge in dict.fromkeys((b.anchor, b.judge) for b in report.judge_biases):
+        rows = [r for r in report.rows if r.anchor == anchor and r.judge == judge and r.win_rate_controlled is not None]
+        lines.append(f"  {anchor} / {judge}:")
         lines.append(f"    {'candidate':<28} {'win rate %':>10} {'controlled % (interval)':>26} {'shift':>7}")
         for r in sorted(rows, key=lambda r: -(r.win_rate_controlled or 0.0)):
             assert r.win_rate is not None and r.win_rate_controlled is not None

@@ -34,7 +34,9 @@ _PARAMETERS = (
     "intercept",
     "tie_cut",
     "strong_cut",
+    *(f"{name}_absolute{sd}" for name in ("length", "headers", "lists", "bold", "self") for sd in ("", "_sd")),
 )
+"""What each judge's entry carries from the posterior (``*_absolute``: the weights of its absolute judgments' covariates)."""
 
 
 def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Posterior) -> list[dict[str, Any]]:

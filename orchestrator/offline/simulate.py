@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = [
+    "simulate_length_scores",
+    "simulate_family_leaderboard",
     "simulate_shared_bias_panel",
     "JUDGE_PRESETS",
     "LengthLeaderboard",
@@ -211,6 +213,57 @@ def simulate_length_leaderboard(
         controlled_truth=100 * _sigmoid(base).mean(1),
         quality=quality,
     )
+
+
+def simulate_family_leaderboard(
+    candidates: int = 10, prompts: int = 400, *, taste: float = 1.0, noise: float = 0.5, seed: int = 0
+) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, str], float]:
+    """A reference campaign judged by three judges of families ``x``, ``y`` and ``z``; the
+    candidates alternate between families x and y, quality θ_m ~ N(0, 1), prompts of difficulty
+    d_i ~ N(0, 1). Judge ``judge-x`` prefers its family: its soft outcome is σ(θ_m + d_i + ε +
+    ``taste``·1[m of family x]), the others' σ(θ_m + d_i + ε), ε ~ N(0, ``noise``²). Returns the
+    outcomes per judge (candidates × prompts), θ, the families (judges and candidates ``c0``…) and
+    the taste on the win-rate scale: the mean over x's candidates of logit(mean_i σ(η + taste)) −
+    logit(mean_i σ(η)) (averaging over prompts shrinks a per-prompt log-odds effect)."""
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(0.0, 1.0, candidates)
+    own = np.arange(candidates) % 2 == 0
+    difficulty = rng.normal(0.0, 1.0, prompts)
+    outcomes, marginal = {}, []
+    for judge, tasted in (("judge-x", True), ("judge-y", False), ("judge-z", False)):
+        eta = quality[:, None] + difficulty[None, :] + rng.normal(0.0, noise, (candidates, prompts))
+        outcomes[judge] = _sigmoid(eta + (taste * own[:, None] if tasted else 0.0))
+        if tasted:
+            with_taste, without = _sigmoid(eta[own] + taste).mean(1), _sigmoid(eta[own]).mean(1)
+            marginal = list(np.log(with_taste / (1 - with_taste)) - np.log(without / (1 - without)))
+    families = {f"c{m}": "x" if own[m] else "y" for m in range(candidates)} | {"judge-x": "x", "judge-y": "y", "judge-z": "z"}
+    return outcomes, quality, families, float(np.mean(marginal))
+
+
+def simulate_length_scores(
+    candidates: int = 12, prompts: int = 200, *, length_effect: float = 3.0, noise: float = 0.5, seed: int = 0
+) -> tuple[np.ndarray, list[tuple]]:
+    """Absolute 1–10 scores by a judge with a taste for length, across prompts (global scope):
+    candidates of score s ~ N(0, 1) whose answers are e^N(6 + v_m, 0.4) characters long, v_m ~
+    N(0, 0.5) independent of s; the judge's mean score is 5.5 + 1.5 s + κ x + ε, x the answer's
+    normalised length difference against its prompt's typical answer
+    (:func:`orchestrator.poe.covariates.answer_covariates`), κ = ``length_effect``, ε ~ N(0,
+    ``noise``²), variance ``noise``². Returns the true scores and ``(item, mean, var, judge 0, x)``
+    tuples (``Observations.from_lists``)."""
+    from ..poe.covariates import answer_covariates
+
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(0.0, 1.0, candidates)
+    habit = rng.normal(0.0, 0.5, candidates)
+    lengths = np.exp(6.0 + habit[:, None] + rng.normal(0.0, 0.4, (candidates, prompts)))
+    absolutes = []
+    for i in range(prompts):
+        typical = {"length": float(lengths[:, i].mean())}
+        for m in range(candidates):
+            (x,) = answer_covariates("judge", f"c{m}", {"length": float(lengths[m, i])}, typical, ("length",), {})
+            mean = 5.5 + 1.5 * scores[m] + length_effect * x + rng.normal(0.0, noise)
+            absolutes.append((m, float(mean), noise**2, 0, x))
+    return scores, absolutes
 
 
 def simulate_length_comparisons(

@@ -9,6 +9,10 @@ any) — so every covariate lies in (−1, 1) and a positive weight means the ju
 
 Self-preference (MT-Bench's self-enhancement): ``self`` is +1 when only the first-shown answer's
 model is of the judge's family, −1 when only the second's is, 0 otherwise (:func:`self_covariate`).
+
+An absolute judgment scores one answer: its covariates are the same normalised differences of the
+answer against its prompt's typical answer (the mean of each feature over the prompt's answers),
+and ``self`` is 1 when the answer's model is of the judge's family (:func:`answer_covariates`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
+    "answer_covariates",
     "CONTROLS",
     "COVARIATES",
     "STYLE",
@@ -72,6 +77,18 @@ def comparison_covariates(first: dict[str, float], second: dict[str, float], nam
         scale = a + b if name == "length" else a + b + 1.0
         out.append((a - b) / scale if scale > 0 else 0.0)
     return tuple(out)
+
+
+def answer_covariates(
+    judge: str, candidate: str, answer: dict[str, float], typical: dict[str, float], names: tuple[str, ...], families: dict[str, str]
+) -> tuple[float, ...]:
+    """An absolute judgment's covariates: the answer's normalised differences against its prompt's
+    typical answer (``typical``: the mean features of the prompt's answers) and, for ``self``, 1
+    when ``candidate`` is of ``judge``'s family (module docstring)."""
+    text = comparison_covariates(answer, typical, names)
+    family = families.get(judge)
+    own = float(family is not None and families.get(candidate) == family)
+    return tuple(own if name == "self" else value for name, value in zip(names, text))
 
 
 def self_covariate(judge: str, first: str, second: str, families: dict[str, str]) -> float:

@@ -314,6 +314,11 @@ def _judge_parameters(objective: NegLogPosterior, config: PoEConfig, theta: Tens
             at = objective.control_index + torch.arange(J) * objective.n_controls + c
             judges[name] = theta[at].clone()
             judges[f"{name}_sd"] = theta_var[at].sqrt()
+    if objective.abs_control_index is not None:
+        for c, name in enumerate(config.controls):
+            at = objective.abs_control_index + torch.arange(J) * objective.n_abs_controls + c
+            judges[f"{name}_absolute"] = theta[at].clone()
+            judges[f"{name}_absolute_sd"] = theta_var[at].sqrt()
     if objective.link_index is not None:
         judges["slope"] = theta[objective.link_index : objective.link_index + 2 * J : 2].clone()
         judges["intercept"] = theta[objective.link_index + 1 : objective.link_index + 2 * J : 2].clone()

@@ -60,7 +60,9 @@ class PoEConfig:
     """Covariates whose weight each judge gets, fitted jointly with the scores (issue #33;
     arena-hard's style control): ``x = s_i − s_j − Δ_j + Σ_c β_jc z_ijc`` with ``z`` the
     observations' covariates (``length``, ``headers``, ``lists``, ``bold``), so the scores are what
-    the judge would say at equal length and style; ``β_jc > 0``: the judge prefers more of ``c``."""
+    the judge would say at equal length and style; ``β_jc > 0``: the judge prefers more of ``c``.
+    Absolute judgments get weights of their own, ``μ = a_j s + b_j + Σ_c γ_jc x_c`` with ``x`` the
+    answer's covariates against its prompt's typical answer (score units per unit)."""
     families: dict[str, str] = field(default_factory=dict)
     """Model family of judges and candidates by name, for the ``self`` control (self-preference)."""
     control_prior_sd: float = 2.0
@@ -117,6 +119,13 @@ class NegLogPosterior:
         self.n_controls = len(config.controls) if controlled else 0
         self.control_index: int | None = at if controlled else None
         at += J * self.n_controls
+        abs_covariates = obs.abs_covariates
+        abs_controlled = bool(config.controls) and abs_covariates is not None and obs.has_absolute
+        if abs_controlled and abs_covariates is not None and abs_covariates.shape[1] != len(config.controls):
+            raise ValueError(f"{abs_covariates.shape[1]} covariates per absolute judgment for {len(config.controls)} controls")
+        self.n_abs_controls = len(config.controls) if abs_controlled else 0
+        self.abs_control_index: int | None = at if abs_controlled else None
+        at += J * self.n_abs_controls
         self.dim = at
         self._intercept_mean = float(obs.abs_mean.mean()) if obs.has_absolute else 0.0
         self._judge = obs.judges_of_comparisons()
@@ -205,6 +214,8 @@ class NegLogPosterior:
             precision[self.sharp_index : self.sharp_index + J] = cfg.sharpness_prior_sd**-2
         if self.control_index is not None:
             precision[self.control_index : self.control_index + J * self.n_controls] = cfg.control_prior_sd**-2
+        if self.abs_control_index is not None:
+            precision[self.abs_control_index : self.abs_control_index + J * self.n_abs_controls] = cfg.control_prior_sd**-2
         if self.link_index is not None:
             li = self.link_index
             precision[li : li + 2 * J : 2] = cfg.link_slope_prior[1] ** -2
@@ -214,14 +225,20 @@ class NegLogPosterior:
         return precision, mean
 
     def _absolute_residuals(self, theta: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-        """``(a, b, s_item, w, r)`` per absolute judgment, ``r = μ − a_j s − b_j``, ``w = 1/σ²``."""
+        """``(a, b, s_item, w, r)`` per absolute judgment, ``r = μ − a_j s − b_j (− Σ_c γ_jc x_c)``, ``w = 1/σ²``."""
         assert self.link_index is not None
         obs = self.obs
         ka = self.link_index + 2 * self._abs_judge
         a, b = theta[ka], theta[ka + 1]
         s_item = theta[obs.abs_item]
         w = 1.0 / obs.abs_var
-        return a, b, s_item, w, obs.abs_mean - a * s_item - b
+        r = obs.abs_mean - a * s_item - b
+        if self.abs_control_index is not None:
+            assert obs.abs_covariates is not None
+            C = self.n_abs_controls
+            weights = theta[self.abs_control_index : self.abs_control_index + self.n_judges * C].view(self.n_judges, C)
+            r = r - (weights[self._abs_judge] * obs.abs_covariates).sum(1)
+        return a, b, s_item, w, r
 
     def value(self, theta: Tensor) -> Tensor:
         """``−log p(θ | C, A)`` up to a constant."""
@@ -297,9 +314,44 @@ class NegLogPosterior:
                 rows += [item, item, ka, item, kb, ka, ka, kb, kb]
                 cols += [item, ka, item, kb, item, ka, kb, ka, kb]
                 vals += [w * a * a, cross_a, cross_a, cross_b, cross_b, w * s_item * s_item, w * s_item, w * s_item, w]
+            if self.abs_control_index is not None:
+                self._absolute_control_terms(grad, (rows, cols, vals) if hessian else None, item, ka, kb, a, s_item, w, r)
         if not hessian:
             return value, grad, None
         return value, grad, (torch.cat(rows), torch.cat(cols), torch.cat(vals))
+
+    def _absolute_control_terms(
+        self,
+        grad: Tensor,
+        entries: tuple[list[Tensor], list[Tensor], list[Tensor]] | None,
+        item: Tensor,
+        ka: Tensor,
+        kb: Tensor,
+        a: Tensor,
+        s_item: Tensor,
+        w: Tensor,
+        r: Tensor,
+    ) -> None:
+        """The absolute judgments' control weights γ_jc: ``∂(½wr²)/∂γ_c = −w r x_c``; ``r`` is
+        linear in γ, so the second derivatives are ``w x_c x_c'`` (γ, γ), ``w a x_c`` (γ, s),
+        ``w s x_c`` (γ, a) and ``w x_c`` (γ, b), the same with ``gauss_newton``."""
+        assert self.abs_control_index is not None and self.obs.abs_covariates is not None
+        X, C = self.obs.abs_covariates, self.n_abs_controls
+        kc = [self.abs_control_index + self._abs_judge * C + c for c in range(C)]
+        for c in range(C):
+            grad.index_add_(0, kc[c], -w * r * X[:, c])
+        if entries is None:
+            return
+        rows, cols, vals = entries
+        for c in range(C):
+            x = X[:, c]
+            rows += [kc[c], item, kc[c], ka, kc[c], kb]
+            cols += [item, kc[c], ka, kc[c], kb, kc[c]]
+            vals += [w * a * x, w * a * x, w * s_item * x, w * s_item * x, w * x, w * x]
+            for c2 in range(C):
+                rows.append(kc[c])
+                cols.append(kc[c2])
+                vals.append(w * x * X[:, c2])
 
     def _comparison_terms(
         self, theta: Tensor, grad: Tensor, entries: tuple[list[Tensor], list[Tensor], list[Tensor]] | None, gauss_newton: bool

@@ -43,6 +43,10 @@ class Observations:
     covariates: Tensor | None = None
     """``(K, C)`` covariates of each comparison, first-shown minus second-shown (length and style:
     :mod:`orchestrator.poe.covariates`), in the order of :attr:`PoEConfig.controls`; None: none."""
+    abs_covariates: Tensor | None = None
+    """``(A, C)`` covariates of each absolute judgment's answer against the prompt's typical answer
+    (:func:`~orchestrator.poe.covariates.answer_covariates`), in the order of
+    :attr:`PoEConfig.controls`; None: none."""
     grades: Tensor | None = None
     """``(K, 5)`` graded verdict probabilities (:data:`~orchestrator.records.log.GRADES` order) of
     the comparisons that have one, NaN rows for the rest; they are read by the graded expert
@@ -59,8 +63,8 @@ class Observations:
         n_judges: int = 1,
         grades: dict[int, list[float]] | None = None,
     ) -> "Observations":
-        """Build from ``(first, second, p[, judge[, *covariates]])`` and ``(item, mean, var[, judge])``
-        tuples; ``grades`` maps a comparison's index to its five graded verdict probabilities."""
+        """Build from ``(first, second, p[, judge[, *covariates]])`` and ``(item, mean, var[, judge[,
+        *covariates]])`` tuples; ``grades`` maps a comparison's index to its five graded verdict probabilities."""
         comparisons = comparisons or []
         absolutes = absolutes or []
         first = torch.tensor([c[0] for c in comparisons], dtype=torch.long)
@@ -74,13 +78,27 @@ class Observations:
         used = int(max(judge.max() if judge.numel() else 0, abs_judge.max() if abs_judge.numel() else 0)) + 1
         width = min((len(c) for c in comparisons), default=0) - 4
         covariates = torch.tensor([list(c[4 : 4 + width]) for c in comparisons], dtype=DTYPE) if width > 0 else None
+        abs_width = min((len(a) for a in absolutes), default=0) - 4
+        abs_covariates = torch.tensor([list(a[4 : 4 + abs_width]) for a in absolutes], dtype=DTYPE) if abs_width > 0 else None
         graded = None
         if grades:
             graded = torch.full((len(comparisons), 5), float("nan"), dtype=DTYPE)
             for k, vector in grades.items():
                 graded[k] = torch.tensor(vector, dtype=DTYPE)
         return Observations(
-            n, first, second, prob, abs_item, abs_mean, abs_var, judge, abs_judge, max(n_judges, used), covariates=covariates, grades=graded
+            n,
+            first,
+            second,
+            prob,
+            abs_item,
+            abs_mean,
+            abs_var,
+            judge,
+            abs_judge,
+            max(n_judges, used),
+            covariates=covariates,
+            abs_covariates=abs_covariates,
+            grades=graded,
         )
 
     def judges_of_comparisons(self) -> Tensor:

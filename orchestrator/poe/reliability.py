@@ -118,6 +118,11 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
             start[full.control_index : full.control_index + width] = plain.theta[
                 plain_objective.control_index : plain_objective.control_index + width
             ]
+        if full.abs_control_index is not None and plain_objective.abs_control_index is not None:
+            width = J * full.n_abs_controls
+            start[full.abs_control_index : full.abs_control_index + width] = plain.theta[
+                plain_objective.abs_control_index : plain_objective.abs_control_index + width
+            ]
         post = fit_laplace(obs, final_config, warm_start=start)
     judges = {**post.judges, "precision": kappa} if config.judge_precision else post.judges
     return _with_cuts(obs, dataclasses.replace(post, judges=judges))

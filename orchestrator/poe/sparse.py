@@ -304,8 +304,14 @@ def _precision_noise(objective: NegLogPosterior, theta: Tensor, rng: np.random.G
         ka = objective.link_index + 2 * objective._abs_judge
         z = rng.standard_normal((obs.abs_item.numel(), n_draws), dtype=f32)
         root_w = w.sqrt()
-        abs_rows = torch.cat([obs.abs_item, ka, ka + 1]).numpy()
-        _scatter_rows(out, abs_rows, torch.cat([a * root_w, s_item * root_w, root_w]).numpy().astype(f32), z, 3)
+        rows, slopes = [obs.abs_item, ka, ka + 1], [a * root_w, s_item * root_w, root_w]
+        if objective.abs_control_index is not None:  # ∂r/∂γ_c = −x_c
+            assert obs.abs_covariates is not None
+            C = objective.n_abs_controls
+            for covariate in range(C):
+                rows.append(objective.abs_control_index + objective._abs_judge * C + covariate)
+                slopes.append(obs.abs_covariates[:, covariate] * root_w)
+        _scatter_rows(out, torch.cat(rows).numpy(), torch.cat(slopes).numpy().astype(f32), z, len(rows))
     return out
 
 

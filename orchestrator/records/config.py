@@ -285,7 +285,8 @@ class RunConfig(_Section):
         text = [c for c in self.model.control if c != "self"]
         if self.model.control and self.campaign != "poe":
             raise ValueError(
-                f"model.control = {self.model.control} is for pairwise campaigns; a reference campaign: `orchestrator fit raee --control length`"
+                f"model.control = {self.model.control} is for PoE campaigns (pairwise and absolute experts); a reference campaign: "
+                "`orchestrator fit raee --control length` or `--control self`"
             )
         if text and self.data.scope != "global":
             raise ValueError(

@@ -298,9 +298,16 @@ def _biases_table(data: ReportData, fitted: list[tuple[str, dict]]) -> str:
     for judge, j in data.judges.items():
         mine = [row for name, row in fitted if name == judge]
         first = mine[0] if len(mine) == 1 else {}
-        length = effect(first.get("length"), first.get("length_sd")) if "length" in first else "not fitted"
-        style = "; ".join(f"{c} {effect(first.get(c), first.get(f'{c}_sd'))}" for c in STYLE if c in first) or "not fitted"
-        own = effect(first.get("self"), first.get("self_sd")) if "self" in first else "not fitted"
+
+        def taste(c: str, named: bool = False) -> str:  # β of pairwise and of absolute judgments, where fitted
+            shown = [
+                f"{'absolute ' if a else ''}{effect(first[c + a], first.get(c + a + '_sd'))}" for a in ("", "_absolute") if c + a in first
+            ]
+            return f"{c} " * named + ", ".join(shown) if shown else ""
+
+        length = taste("length") or "not fitted"
+        style = "; ".join(t for t in (taste(c, named=True) for c in STYLE) if t) or "not fitted"
+        own = taste("self") or "not fitted"
         longer = "—" if j.get("prefers_longer") is None else f"{j['prefers_longer']:.1%}"
         if j.get("reference_prefers_longer") is not None:
             longer += f" (reference {j['reference_prefers_longer']:.1%})"

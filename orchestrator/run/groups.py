@@ -18,7 +18,7 @@ import torch
 
 from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_with_reliability, permutation_debias, threads_for
-from ..poe.covariates import TEXT_CONTROLS, comparison_covariates, self_covariate, text_features
+from ..poe.covariates import TEXT_CONTROLS, answer_covariates, comparison_covariates, self_covariate, text_features
 from ..records.dataset import Dataset
 from ..records.log import grade_vector, level_distribution
 from ..store import JudgmentRecord
@@ -142,6 +142,19 @@ class GroupObservations(NamedTuple):
     grades: dict[int, list[float]]
 
 
+def typical_answers(features: dict[tuple[str, str], dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per prompt, the mean of each text feature over its answers: what an absolute judgment's
+    answer is compared with (:func:`~orchestrator.poe.covariates.answer_covariates`)."""
+    sums: dict[str, dict[str, float]] = {}
+    counts: dict[str, int] = {}
+    for (prompt, _), values in features.items():
+        total = sums.setdefault(prompt, {})
+        for name, value in values.items():
+            total[name] = total.get(name, 0.0) + value
+        counts[prompt] = counts.get(prompt, 0) + 1
+    return {prompt: {name: value / counts[prompt] for name, value in total.items()} for prompt, total in sums.items()}
+
+
 def group_observations(
     group: Group,
     judgments: list[JudgmentRecord],
@@ -161,7 +174,8 @@ def group_observations(
     shared parameters). With ``controls`` each comparison carries its covariates: the normalised
     differences of :func:`~orchestrator.poe.covariates.comparison_covariates` from ``features``
     ((prompt, candidate) → text features) and, for ``self``, :func:`~orchestrator.poe.covariates.self_covariate`
-    from ``families``.
+    from ``families``; each absolute judgment its answer's covariates against the prompt's typical
+    answer (:func:`~orchestrator.poe.covariates.answer_covariates`).
 
     With ``permutation`` debiasing the two orders of a pair (same judge and prompt) are combined
     (PoE §3.3; graded verdicts as ``½ (q_ij + reversed q_ji)``); an order whose partner failed
@@ -172,6 +186,7 @@ def group_observations(
     comparisons: list[tuple] = []
     absolutes: list[tuple] = []
     grades: dict[int, list[float]] = {}
+    typical: dict[str, dict[str, float]] | None = None
     waiting: dict[tuple[str, str, str, str], float] = {}
     combined: dict[tuple[str, str, str, str], int] = {}
     for row in judgments:
@@ -217,7 +232,15 @@ def group_observations(
                 continue
             levels, weights = level_distribution(probs)
             mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
-            absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0]), judge))
+            covariates: tuple = ()
+            if controls:
+                if typical is None:
+                    typical = typical_answers(features or {})
+                answer = features.get((row.prompt_id, row.candidates[0]), {}) if features else {}
+                covariates = answer_covariates(
+                    row.judge, row.candidates[0], answer, typical.get(row.prompt_id, {}), controls, families or {}
+                )
+            absolutes.append((group.index[cands[0]], float(mean[0]), float(var[0]), judge, *covariates))
     return GroupObservations(comparisons, absolutes, grades)
 
 

@@ -1,0 +1,147 @@
+"""``fit raee --control self``: each judge's preference for answers of its own model family in a
+reference campaign, and the win rates it would give without it (issue #33). Families come from
+``--family NAME=FAMILY`` (judges and candidates) or a run's ``model.families``; the fit is
+:func:`orchestrator.raee.self_preference.self_preference`, per anchor, on each judge's win rates
+(the length-controlled ones when ``--control length`` ran first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit, logit
+from scipy.stats import norm
+
+from ..errors import OrchestratorError
+from ..raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
+from ..raee.self_preference import logit_win_rates, self_preference
+from .length_control import FLAG_SHIFT, extreme_shift
+
+__all__ = ["apply_self_control", "parse_families", "run_families"]
+
+
+def parse_families(items: list[str] | tuple[str, ...] | None) -> dict[str, str]:
+    """``["gpt-4o=openai", …]`` → ``{"gpt-4o": "openai", …}`` (one line on a malformed entry)."""
+    families: dict[str, str] = {}
+    for item in items or ():
+        name, sep, family = item.partition("=")
+        if not sep or not name.strip() or not family.strip():
+            raise OrchestratorError(f"--family {item!r}: expected NAME=FAMILY (a judge's or a candidate's name and its model family)")
+        families[name.strip()] = family.strip()
+    return families
+
+
+def run_families(source: str | Path) -> dict[str, str]:
+    """A run's ``model.families`` (empty when it declares none)."""
+    from ..records.config import RunConfig
+    from ..store import open_run
+
+    with open_run(source, write=False) as store:
+        return dict(RunConfig.from_stored(store.config).model.families)
+
+
+def _input_logits(rows, anchor: str, judge: str, candidates: list[str], y: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """A judge's log-odds per candidate and their variances: its length-controlled win rates when
+    they are there (variance from their interval), its raw outcomes otherwise."""
+    raw, var = logit_win_rates(y)
+    for m, candidate in enumerate(candidates):
+        row = rows.get((anchor, judge, candidate))
+        if row is not None and row.win_rate_controlled is not None and row.win_rate_controlled_low is not None:
+            p, low, high = (
+                np.clip(v / 100, 1e-6, 1 - 1e-6)
+                for v in (row.win_rate_controlled, row.win_rate_controlled_low, row.win_rate_controlled_high)
+            )
+            raw[m] = logit(p)
+            var[m] = ((logit(high) - logit(low)) / (2 * z)) ** 2
+    return raw, var
+
+
+def apply_self_control(
+    report: RaeeReport, data: ReferenceJudgments, families: dict[str, str], *, soft: bool, flag_shift: float = FLAG_SHIFT
+) -> RaeeReport:
+    """The report with each judge's self-preference (``judge_biases``, bias ``self``) and every
+    per-judge row's ``win_rate_controlled`` (interval): what the judge would say without its taste
+    for its family; candidates it moves by more than ``flag_shift`` points are flagged.
+
+    Raises:
+        OrchestratorError: a judge without a declared family, no candidate of any judge's family,
+            or a self-preference that cannot be told from the family's quality.
+    """
+    z = float(norm.ppf(0.5 + report.level / 2))
+    rows = {(r.anchor, r.judge, r.candidate): r for r in report.rows}
+    biases = list(report.judge_biases)
+    flags = {c: list(r) for c, r in report.flags.items()}
+    warnings = list(report.warnings)
+    for anchor in dict.fromkeys(data.anchor.tolist()):
+        judges = list(dict.fromkeys(data.judge[data.anchor == anchor].tolist()))
+        missing = [j for j in judges if j not in families]
+        if missing:
+            raise OrchestratorError(
+                f"--control self: no family for judge {missing[0]!r}; declare every judge's and candidate's model family "
+                "(--family NAME=FAMILY, or model.families in the run's config)"
+            )
+        tables = {j: item_matrix(data.select((data.anchor == anchor) & (data.judge == j)), anchor, soft=soft) for j in judges}
+        candidates = sorted({c for cands, _, _ in tables.values() for c in cands})
+        if not any(families.get(c) == families[j] for j in judges for c in candidates):
+            raise OrchestratorError(
+                f"--control self: no candidate under anchor {anchor!r} is of a judge's family "
+                f"(judges: {', '.join(f'{j}={families[j]}' for j in judges)}); nothing to control"
+            )
+        logits = np.full((len(judges), len(candidates)), np.nan)
+        variances = np.full_like(logits, np.nan)
+        raw_rates = np.full_like(logits, np.nan)
+        for j, judge in enumerate(judges):
+            cands, _, y = tables[judge]
+            columns = [candidates.index(c) for c in cands]
+            logits[j, columns], variances[j, columns] = _input_logits(rows, anchor, judge, cands, y, z)
+            raw_rates[j, columns] = 100 * np.nanmean(y, axis=1)
+        own = np.array([[families.get(c) == families[j] for c in candidates] for j in judges])
+        try:
+            fit = self_preference(logits, variances, own)
+        except ValueError as exc:
+            raise OrchestratorError(f"--control self under anchor {anchor!r}: {exc}") from None
+        for j, judge in enumerate(judges):
+            if np.isfinite(fit.effect[j]):
+                effect, sd = float(fit.effect[j]), float(fit.effect_sd[j])
+                biases.append(
+                    JudgeBias(
+                        anchor=anchor,
+                        judge=judge,
+                        bias="self",
+                        effect=effect,
+                        low=effect - z * sd,
+                        high=effect + z * sd,
+                        points_per_sd=100 * (float(expit(effect)) - 0.5),
+                        candidates=int(own[j].sum()),
+                    )
+                )
+            for m, candidate in enumerate(candidates):
+                row = rows.get((anchor, judge, candidate))
+                if row is None or not np.isfinite(fit.controlled[j, m]):
+                    continue
+                centre, half = fit.controlled[j, m], z * np.sqrt(fit.controlled_var[j, m])
+                raw = row.win_rate if row.win_rate is not None else float(raw_rates[j, m])
+                controlled = 100 * float(expit(centre))
+                rows[(anchor, judge, candidate)] = row.model_copy(
+                    update={
+                        "win_rate": raw,
+                        "win_rate_controlled": controlled,
+                        "win_rate_controlled_low": 100 * float(expit(centre - half)),
+                        "win_rate_controlled_high": 100 * float(expit(centre + half)),
+                    }
+                )
+                if own[j, m] and extreme_shift(raw, controlled, flag_shift):
+                    reason = (
+                        f"win rate moves {controlled - raw:+.1f} points without {judge}'s preference for its family "
+                        f"({families[judge]}; flagged beyond {flag_shift:g} points or a quarter of the way to 0 or 100)"
+                    )
+                    flags.setdefault(candidate, []).append(reason)
+                    warnings.append(f"{candidate} flagged: {reason}")
+    return report.model_copy(
+        update={
+            "rows": [rows[(r.anchor, r.judge, r.candidate)] for r in report.rows],
+            "judge_biases": biases,
+            "flags": flags,
+            "warnings": warnings,
+        }
+    )

@@ -1,0 +1,121 @@
+"""``fit raee --control self``: a judge's preference for its own model family in a reference
+campaign, recovered from a panel with a neutral judge and taken out of its win rates (issue #33)."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from judgekit import run_cli
+from orchestrator.offline.simulate import simulate_family_leaderboard
+from orchestrator.raee.self_preference import logit_win_rates, self_preference
+
+
+def _write_log(path, outcomes, judges=None):
+    with path.open("w") as out:
+        for judge, y in outcomes.items():
+            if judges is not None and judge not in judges:
+                continue
+            for m in range(y.shape[0]):
+                for i in range(y.shape[1]):
+                    p = float(y[m, i])
+                    row = {
+                        "kind": "reference",
+                        "judge": judge,
+                        "prompt_id": f"p{i}",
+                        "candidates": ["base", f"c{m}"],
+                        "probs": {"A": 1 - p, "B": p},
+                    }
+                    out.write(json.dumps(row) + "\n")
+    return path
+
+
+def _family_flags(families):
+    return [arg for name, family in families.items() for arg in ("--family", f"{name}={family}")]
+
+
+def test_a_judges_taste_for_its_family_is_recovered_and_taken_out_of_its_win_rates(tmp_path, capsys):
+    outcomes, quality, families, truth = simulate_family_leaderboard(candidates=10, prompts=300, taste=1.0, seed=3)
+    log = _write_log(tmp_path / "log.jsonl", outcomes)
+    args = ["fit", "raee", "--log", str(log), "--soft", "--control", "self", *_family_flags(families)]
+    assert run_cli([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    biases = {b["judge"]: b for b in report["judge_biases"]}
+    assert set(biases) == {"judge-x", "judge-y"}  # judge-z has no candidate of its family
+    x, y = biases["judge-x"], biases["judge-y"]
+    assert x["bias"] == "self" and x["candidates"] == 5
+    assert x["effect"] == pytest.approx(truth, rel=0.15) and x["low"] < truth < x["high"]
+    assert y["low"] < 0 < y["high"]
+    rows = {(r["judge"], r["candidate"]): r for r in report["rows"]}
+    raw = [rows[("judge-x", f"c{m}")]["win_rate"] for m in range(10)]
+    controlled = [rows[("judge-x", f"c{m}")]["win_rate_controlled"] for m in range(10)]
+    assert spearmanr(controlled, quality).statistic > spearmanr(raw, quality).statistic
+    # only judge-x's own family moves, and downwards; the neutral judge's rates stay as they were
+    for m in range(10):
+        row = rows[("judge-x", f"c{m}")]
+        assert row["win_rate_controlled_low"] <= row["win_rate_controlled"] <= row["win_rate_controlled_high"]
+        if m % 2 == 0:
+            assert row["win_rate_controlled"] < row["win_rate"] - 5
+        else:
+            assert row["win_rate_controlled"] == pytest.approx(row["win_rate"], abs=1e-6)
+        neutral = rows[("judge-z", f"c{m}")]
+        assert neutral["win_rate_controlled"] == pytest.approx(neutral["win_rate"], abs=1e-6)
+    assert run_cli(args) == 0
+    text = capsys.readouterr().out
+    assert "judge-x: prefers answers of its own family by" in text and "self-preference control" in text
+
+
+def test_without_a_neutral_judge_the_taste_cannot_be_told_from_quality(tmp_path, capsys):
+    outcomes, _, families, _ = simulate_family_leaderboard(candidates=6, prompts=60, seed=1)
+    log = _write_log(tmp_path / "log.jsonl", outcomes, judges={"judge-x", "judge-y"})
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--control", "self", *_family_flags(families)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot be told from its family's quality" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ([], "--control self needs the model family of every judge and candidate: --family NAME=FAMILY"),
+        (["--family", "judge-x"], "--family 'judge-x': expected NAME=FAMILY"),
+        (["--family", "judge-x=x", "--family", "c0=x"], "no family for judge 'judge-y'"),
+        (
+            ["--family", "judge-x=x", "--family", "judge-y=y", "--family", "judge-z=z"],
+            "no candidate under anchor 'base' is of a judge's family",
+        ),
+    ],
+)
+def test_bad_family_input_is_one_line_and_exit_2(tmp_path, capsys, flags, message):
+    outcomes, _, _, _ = simulate_family_leaderboard(candidates=4, prompts=20, seed=2)
+    log = _write_log(tmp_path / "log.jsonl", outcomes)
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--control", "self", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_the_pure_fit_matches_a_direct_weighted_least_squares_solution():
+    """Eq. (1) with the prior switched off is ordinary weighted least squares: compare with numpy's lstsq."""
+    outcomes, _, _, _ = simulate_family_leaderboard(candidates=6, prompts=100, seed=5)
+    logits, variances = zip(*(logit_win_rates(y) for y in outcomes.values()))
+    logit, var = np.array(logits), np.array(variances)
+    own = np.array([[m % 2 == 0] * 1 for m in range(6)]).T.repeat(3, axis=0)
+    own[2] = False  # judge-z: no candidate of its family
+    own[1] = ~own[0]
+    fit = self_preference(logit, var, own, prior_sd=1e6)
+    rows, target, weight = [], [], []
+    for j in range(3):
+        for m in range(6):
+            x = np.zeros(6 + 2 + 2)
+            x[m] = 1
+            if j:
+                x[6 + j - 1] = 1
+            if j < 2 and own[j, m]:
+                x[8 + j] = 1
+            rows.append(x)
+            target.append(logit[j, m])
+            weight.append(1 / var[j, m])
+    sw = np.sqrt(np.array(weight))
+    beta = np.linalg.lstsq(np.array(rows) * sw[:, None], np.array(target) * sw, rcond=None)[0]
+    assert fit.effect[:2] == pytest.approx(beta[8:], abs=1e-6)
+    assert fit.quality == pytest.approx(beta[:6], abs=1e-6)
