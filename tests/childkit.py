@@ -162,6 +162,11 @@ class Child:
                 sys.modules["__main__"] = types.ModuleType("__main__")
                 try:
                     self._process.start()
+                    # Process.start polls every child it knows (multiprocessing.process._cleanup), from
+                    # whichever thread starts one: two threads reading one exit status from the fork
+                    # server's pipe leave the loser with EOF, which multiprocessing reports as exit
+                    # 255. This child is polled by its own Child only.
+                    multiprocessing.process._children.discard(self._process)  # type: ignore[attr-defined]
                 finally:
                     sys.modules["__main__"] = main
         finally:
@@ -169,18 +174,25 @@ class Child:
                 os.close(fd)
         self.pid = self._process.pid
 
+    def _finished(self) -> int:
+        code = self._process.exitcode
+        assert code is not None
+        self.returncode = code
+        self._process.close()  # its pipe to the fork server
+        return code
+
     def poll(self) -> int | None:
         if self.returncode is None and not self._process.is_alive():
-            self._process.join()
-            self.returncode = self._process.exitcode
+            self._finished()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
         self._process.join(timeout)
         if self._process.exitcode is None:
             raise subprocess.TimeoutExpired(self.args, timeout or 0)
-        self.returncode = self._process.exitcode
-        return self.returncode
+        return self._finished()
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
