@@ -119,3 +119,47 @@ def test_the_pure_fit_matches_a_direct_weighted_least_squares_solution():
     beta = np.linalg.lstsq(np.array(rows) * sw[:, None], np.array(target) * sw, rcond=None)[0]
     assert fit.effect[:2] == pytest.approx(beta[8:], abs=1e-6)
     assert fit.quality == pytest.approx(beta[:6], abs=1e-6)
+
+
+def _pairwise_family_log(path, seed=0, taste=1.5):
+    """Comparisons across prompts by judge-x (prefers family x by ``taste``), judge-y and a neutral judge-z."""
+    from orchestrator.poe.covariates import self_covariate
+
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(0, 1, 8)
+    families = {f"c{i}": "x" if i % 2 == 0 else "y" for i in range(8)} | {"judge-x": "x", "judge-y": "y", "judge-z": "z"}
+    with path.open("w") as out:
+        for k in range(500):
+            i, j = (int(v) for v in rng.choice(8, 2, replace=False))
+            for judge in ("judge-x", "judge-y", "judge-z"):
+                z = self_covariate(judge, f"c{i}", f"c{j}", families)
+                p = 1 / (1 + np.exp(-(scores[i] - scores[j] + (taste * z if judge == "judge-x" else 0.0) + rng.normal(0, 0.3))))
+                row = {
+                    "kind": "pairwise",
+                    "judge": judge,
+                    "prompt_id": f"p{k}",
+                    "candidates": [f"c{i}", f"c{j}"],
+                    "probs": {"A": p, "B": 1 - p},
+                }
+                out.write(json.dumps(row) + "\n")
+    return scores, families
+
+
+def test_replay_with_self_control_reports_each_judges_taste(tmp_path, capsys):
+    log = tmp_path / "log.jsonl"
+    _, families = _pairwise_family_log(log)
+    # (without the judges' sharpness, which would rescale each judge's β)
+    args = ["replay", str(log), "--scope", "global", "--strategy", "random", "--batch", "500", "--no-reliability"]
+    args += ["--control", "self", *_family_flags(families), "--json"]
+    assert run_cli(args) == 0
+    effects = json.loads(capsys.readouterr().out)["control_effects"]["global"]
+    assert effects["judge-x"]["self"] == pytest.approx(1.5, rel=0.2)
+    assert abs(effects["judge-y"]["self"]) < 3 * effects["judge-y"]["self_sd"] + 0.1
+    # without a neutral judge, or without families: one line, exit 2
+    base = ["replay", str(log), "--scope", "global", "--control", "self"]
+    assert run_cli([*base, *_family_flags(families | {"judge-z": "y"})]) == 2
+    assert "a judge of a candidate's family and a judge of none" in capsys.readouterr().err
+    assert run_cli(base) == 2
+    assert "--control self needs the model family" in capsys.readouterr().err
+    assert run_cli([*base, *_family_flags({k: v for k, v in families.items() if k != "judge-z"})]) == 2
+    assert "no family for judge 'judge-z'" in capsys.readouterr().err

@@ -40,16 +40,20 @@ def replay(
     control: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     human: str | Path | None = None,
+    family: list[str] | None = None,
 ):
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
     (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
-    taste fitted with the scores (``scope="global"``, responses with texts); ``human`` (a labels
+    taste fitted with the scores (``scope="global"``, responses with texts); ``control=["self"]``
+    each judge's preference for its model family (``family``: ``NAME=FAMILY`` of judges and
+    candidates); ``human`` (a labels
     JSONL): people's ranking per group beside the judges' (``report.people``)."""
     import dataclasses
 
     from ..offline.human_labels import load_human_labels
     from ..offline.replay import ReplaySettings, replay_files
     from ..offline.replay_people import people_rankings
+    from ..offline.self_control import parse_families
 
     settings = ReplaySettings(
         strategy=strategy,
@@ -65,6 +69,7 @@ def replay(
         panel=panel,
         posterior=posterior,
         control=tuple(control or ()),
+        families=tuple(parse_families(family).items()),
     )
     labels = load_human_labels(human) if human is not None else None
     report = replay_files(log, responses, truth, settings, judge=judge, progress=progress)

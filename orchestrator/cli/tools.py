@@ -42,7 +42,13 @@ def replay(
         "auto", "--posterior", help="auto | dense | sparse: the Laplace posterior as a matrix or sparse (large N; auto: from 2,000)."
     ),
     control: Optional[list[str]] = typer.Option(
-        None, "--control", help="length: fit each judge's length taste with the scores (--scope global; --responses with texts)."
+        None,
+        "--control",
+        help="length, style: fit each judge's taste with the scores (--scope global; --responses with texts); "
+        "self: its preference for its own model family (--family).",
+    ),
+    family: Optional[list[str]] = typer.Option(
+        None, "--family", metavar="NAME=FAMILY", help="The model family of a judge or a candidate, for --control self (repeat)."
     ),
     human: Optional[Path] = typer.Option(
         None,
@@ -84,6 +90,7 @@ def replay(
             control=control,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
             human=human,
+            family=family,
         )
     if plot is not None:
         _plot_curve(report, plot, [log, responses])

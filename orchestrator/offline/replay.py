@@ -191,6 +191,7 @@ def _replay_config(judges: list[str], strategy: str, poe: PoEConfig, settings: R
                 "judge_reliability": poe.judge_sharpness,
                 "posterior": poe.posterior,
                 "control": [name for name, covariates in CONTROLS.items() if set(covariates) <= set(poe.controls)],
+                "families": poe.families,
             },
             "stopping": {"rule": "budget"},
             "selection": {"strategy": strategy, "batch": settings.batch, "panel": settings.panel},
@@ -318,6 +319,19 @@ def replay_files(
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together (give both, or neither to only rank)")
     records = load_log(log)
+    if "self" in settings.control:
+        from ..poe.covariates import self_control_problem
+
+        judges = sorted({r.judge for _, r in records if judge is None or r.judge == judge})
+        families = dict(settings.families)
+        missing = [j for j in judges if j not in families]
+        if not families:
+            raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
+        if missing:
+            raise OrchestratorError(f"--control self: no family for judge {missing[0]!r} (--family NAME=FAMILY)")
+        problem = self_control_problem(judges, families)
+        if problem:
+            raise OrchestratorError(f"--control self {problem}")
     if responses is None:
         seen = dict.fromkeys((r.prompt_id, c) for _, r in records for c in r.candidates)
         rows = [(0, ResponseRow(prompt_id=p, candidate=c, human={NO_TRUTH: 0.0})) for p, c in seen]

@@ -11,7 +11,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ..poe import Posterior, ranking_order
-from ..poe.covariates import TEXT_CONTROLS
+from ..poe.covariates import COVARIATES
 
 __all__ = ["GroupReplay", "ReplayReport", "average_curves", "mean_sd", "spearman"]
 
@@ -90,8 +90,10 @@ class ReplayReport:
 
     def _control_effects(self) -> dict:
         """With controls: each judge's effects β (logit per unit of the normalised difference of
-        length, headers, lists, bold) and their sds, per group, from the final posterior."""
-        names = [n for n in TEXT_CONTROLS if any(n in g.final.judges for g in self.groups)]
+        length, headers, lists, bold; self: for an answer of its own family) and their sds, per
+        group, from the final posterior (``*_absolute``: its absolute judgments' weights)."""
+        covariates = [c + kind for c in COVARIATES for kind in ("", "_absolute")]
+        names = [n for n in covariates if any(n in g.final.judges for g in self.groups)]
         effects = {
             g.key: {
                 judge: {key: _round(float(g.final.judges[key][k])) for n in names for key in (n, f"{n}_sd") if key in g.final.judges}

@@ -36,6 +36,8 @@ class ReplaySettings:
     panel: str = "cost_aware"
     posterior: str = "auto"
     control: tuple[str, ...] = ()
+    families: tuple[tuple[str, str], ...] = ()
+    """``(name, model family)`` of judges and candidates, for the ``self`` control."""
 
     def checked(self, groups: list[Group]) -> tuple[Strategy, PoEConfig]:
         """The parsed strategy and the posterior's configuration.
@@ -49,19 +51,19 @@ class ReplaySettings:
         from ..records.config import MAX_BATCH
 
         control = list(dict.fromkeys(self.control))
-        unknown = sorted(set(control) - set(CONTROLS) | ({"self"} & set(control)))
+        unknown = sorted(set(control) - set(CONTROLS))
         if unknown:
-            known = ", ".join(c for c in CONTROLS if c != "self")
+            raise OrchestratorError(f"--control {unknown[0]}: not a control replay knows (known: {', '.join(CONTROLS)})")
+        if "self" in control and not self.families:
+            raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
+        text = [c for c in control if c != "self"]
+        if text and self.scope != "global":
             raise OrchestratorError(
-                f"--control {unknown[0]}: not a control replay knows (known: {known}; self-preference: a run's model.families)"
-            )
-        if control and self.scope != "global":
-            raise OrchestratorError(
-                f"--control {control[0]} needs --scope global: within one prompt a candidate has one answer, "
+                f"--control {text[0]} needs --scope global: within one prompt a candidate has one answer, "
                 "so its length or style cannot be told from its quality"
             )
-        if control and not all(g.texts for g in groups):
-            raise OrchestratorError(f"--control {control[0]} reads the answers' texts: give --responses with each response's text")
+        if text and not all(g.texts for g in groups):
+            raise OrchestratorError(f"--control {text[0]} reads the answers' texts: give --responses with each response's text")
         try:
             strategy = parse_strategy(self.strategy) if isinstance(self.strategy, str) else self.strategy
             config = PoEConfig(
@@ -71,6 +73,7 @@ class ReplaySettings:
                 judge_precision=self.judge_reliability,
                 posterior=self.posterior,
                 controls=expand_controls(control),
+                families=dict(self.families),
             )
         except ValueError as exc:
             raise OrchestratorError(str(exc)) from None

@@ -294,15 +294,11 @@ class RunConfig(_Section):
                 "within one prompt they cannot be told from quality)"
             )
         if "self" in self.model.control:
-            families = self.model.families
-            candidate_families = {f for name, f in families.items() if name not in self.judging.judges}
-            own = [j for j in self.judging.judges if families.get(j) in candidate_families]
-            neutral = [j for j in self.judging.judges if families.get(j) not in candidate_families]
-            if not own or not neutral:
-                raise ValueError(
-                    'model.control = ["self"] needs, in model.families, a judge of a candidate\'s family and a judge of none '
-                    "(a judge's taste for its own family is told from that family's quality only by a judge without the taste)"
-                )
+            from ..poe.covariates import self_control_problem
+
+            problem = self_control_problem(self.judging.judges, self.model.families)
+            if problem:
+                raise ValueError(f'model.control = ["self"] {problem.replace("among the families", "in model.families")}')
         return self
 
     @property
