@@ -20,6 +20,7 @@ the same order), coverage of the full-data win rates by the 95% intervals.
 
     python benchmarks/leaderboard_budget.py [--seeds 10] [--budgets 0.05 0.1 0.2 0.4]
     python benchmarks/leaderboard_budget.py --through-product [--budgets 0.1]
+    python benchmarks/leaderboard_budget.py --stratify [--seeds 10]
 
 ``--through-product`` runs the same comparison as a user would instead: the annotations as a judgment
 log, a reference campaign (``anchor = "dataset"``, ``soft = true``, ``allocation`` = ``all`` then
@@ -42,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from orchestrator.raee.allocation import WIDTH_WEIGHT, allocation_gains, leaderboard_state, win_rate_intervals
+from orchestrator.raee.allocation import WIDTH_WEIGHT, allocation_gains, leaderboard_state, stratified_order, win_rate_intervals
 
 
 def load(data: Path) -> tuple[list[str], np.ndarray]:
@@ -234,6 +235,60 @@ def slices(data: Path, draws: int) -> None:
             print(f"| {name} | {len(columns)} | {k} | {np.mean(covered):.3f} | {np.mean(covered_own):.3f} | {np.median(halves):.1f} |")
 
 
+def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: int) -> None:
+    """``--stratify``: the adaptive allocation on a plain random prompt order against the product's
+    order stratified by category (AlpacaEval's 5 source sets, :func:`~orchestrator.raee.allocation.stratified_order`),
+    same seeds: the overall board, and per category (its win rates against the category's full-data
+    ones, from the same judgments) the largest error, the coverage of the product's 95% interval and
+    the fewest prompts a model had in it."""
+    annotations = [json.loads(line) for line in (data / "annotations.jsonl").open()]
+    source = {a["instruction_id"]: a["dataset"] for a in annotations}
+    models, y = load(data)
+    prompts = sorted({a["instruction_id"] for a in annotations if a["model"] != a["reference_model"]})  # load()'s columns
+    category = np.array([source[p] for p in prompts])
+    names = sorted(set(category))
+    truth = np.nanmean(y, 1)
+    total = int((~np.isnan(y)).sum())
+    answered = ~np.isnan(y)
+    print(
+        "| calls | order | Kendall τ | max error | coverage | per category: mean of max errors | worst max error | coverage | fewest prompts |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for fraction in budgets:
+        budget = int(fraction * total)
+        for kind in ("random", "stratified"):
+            rows = []
+            for seed in range(seeds):
+                rng = np.random.default_rng(seed)
+                order = rng.permutation(y.shape[1])
+                if kind == "stratified":
+                    offsets = {c: float(rng.uniform()) for c in names}
+                    strata = {str(i): str(category[i]) for i in order}
+                    order = np.array([int(i) for i in stratified_order([str(i) for i in order], strata, offsets)])  # type: ignore[arg-type]
+                est, se, n = adaptive(y, budget, order, warmup, batch, WIDTH_WEIGHT)
+                seen = np.zeros_like(answered)
+                for m, k in enumerate(n):
+                    seen[m, order[answered[m, order]][:k]] = True
+                tau, _, err, _, _, cover = scores(est, se, truth)
+                worst, covers, fewest = [], [], []
+                for c in names:
+                    columns = category == c
+                    part = np.where(seen[:, columns], y[:, columns], np.nan)
+                    c_est, half, _, c_n = win_rate_intervals(part, answered[:, columns].sum(1), int(columns.sum()))
+                    c_truth = np.nanmean(y[:, columns], 1)
+                    judged = c_n > 0
+                    worst.append(100 * float(np.max(np.abs(c_est - c_truth)[judged])) if judged.any() else np.nan)
+                    covers.append(float(np.mean((np.abs(c_est - c_truth) <= half)[judged])) if judged.any() else np.nan)
+                    fewest.append(int(c_n.min()))
+                rows.append([tau, err, cover, float(np.nanmean(worst)), float(np.nanmax(worst)), float(np.nanmean(covers)), min(fewest)])
+            m = np.mean(rows, 0)
+            print(
+                f"| {fraction:.0%} | {kind} | {m[0]:.3f} | {m[1]:.2f} | {m[2]:.2f} | {m[3]:.2f} | {m[4]:.2f} | {m[5]:.3f} | "
+                f"{min(r[6] for r in rows)} |",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/alpacaeval")
@@ -245,7 +300,11 @@ def main() -> None:
     parser.add_argument("--through-product", action="store_true", help="drive orchestrator run --from-log instead (one seed)")
     parser.add_argument("--slices", type=int, metavar="DRAWS", help="per-category interval coverage over DRAWS prompt subsets")
     parser.add_argument("--workdir", type=Path, help="with --through-product: keep the data, log and run files here")
+    parser.add_argument("--stratify", action="store_true", help="adaptive on a random against a category-stratified prompt order")
     args = parser.parse_args()
+    if args.stratify:
+        stratify(args.data, args.seeds, args.budgets, args.warmup, args.batch)
+        return
     if args.slices:
         slices(args.data, args.slices)
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orchestrator.raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard
+from orchestrator.raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, stratified_order
 
 
 def _table(seed: int = 0, models: int = 6, prompts: int = 60) -> np.ndarray:
@@ -91,3 +91,23 @@ def test_win_rate_intervals_cover_the_pools_win_rate_only_with_the_prompts_share
     assert 0.92 <= np.mean(covered) <= 0.985
     assert np.mean(covered_own) < 0.8
     assert prompt_sampling_variance(_table(), 60) == 0.0  # every prompt judged: nothing left to draw
+
+
+def test_every_prefix_of_the_stratified_order_holds_each_category_in_proportion():
+    rng = np.random.default_rng(0)
+    sizes = {"coding": 50, "math": 30, "writing": 15, "rare": 5}
+    prompts = [f"{c}-{k}" for c, n in sizes.items() for k in range(n)]
+    shuffled = [prompts[i] for i in rng.permutation(len(prompts))]
+    category = {p: p.split("-")[0] for p in prompts}
+    order = stratified_order(shuffled, category, {c: float(rng.uniform()) for c in sizes})
+    assert sorted(order) == sorted(prompts)
+    for n in range(1, len(order) + 1):
+        for c, size in sizes.items():
+            held = sum(category[p] == c for p in order[:n])
+            assert abs(held - n * size / 100) < 1 + 1e-9, (n, c, held)
+    # within a category the shuffled order is kept; a random order's first 20 miss "rare" often, this one never
+    assert [p for p in order if category[p] == "rare"] == [p for p in shuffled if category[p] == "rare"]
+    assert {category[p] for p in order[:20]} == set(sizes)
+    # one category, or none: the shuffled order itself
+    assert stratified_order(shuffled, {p: "all" for p in prompts}, {"all": 0.3}) == shuffled
+    assert stratified_order(shuffled, {}, {}) == shuffled

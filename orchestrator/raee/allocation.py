@@ -32,7 +32,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["WIDTH_WEIGHT", "allocation_gains", "leaderboard_state", "prompt_sampling_variance", "settled_leaderboard", "win_rate_intervals"]
+__all__ = [
+    "WIDTH_WEIGHT",
+    "allocation_gains",
+    "leaderboard_state",
+    "prompt_sampling_variance",
+    "settled_leaderboard",
+    "stratified_order",
+    "win_rate_intervals",
+]
 
 WIDTH_WEIGHT = 60.0
 """Weight of a candidate's own sd (win-rate units, 0–1) against the expected misordered pairs.
@@ -43,6 +51,24 @@ largest error both at the fixed subset's."""
 PRIOR_PROMPTS = 2.0
 """Pseudo-observations of the pooled residual variance in each candidate's σ_m, and of a zero
 difficulty in each prompt's d_i."""
+
+
+def stratified_order(shuffled: list[str], category: dict[str, str | None], offsets: dict[str | None, float]) -> list[str]:
+    """The prompts in an order whose every prefix holds each category in proportion to its size
+    (proportional stratified sampling, systematic within the order): the k-th prompt of a category
+    of P_c prompts (in ``shuffled``'s order) sits at ``(k + u_c) / P_c``, ``u_c`` in [0, 1) its
+    ``offsets`` entry. A leaderboard cut at n prompts then has ⌊n P_c / P⌋ or ⌈n P_c / P⌉ prompts
+    of every category — a per-category board is never empty by chance — and, as with any
+    proportional stratification, the overall mean is at least as precise as with a plain random
+    order. One category (or none): ``shuffled`` itself."""
+    members: dict[str | None, list[str]] = {}
+    for prompt in shuffled:
+        members.setdefault(category.get(prompt), []).append(prompt)
+    if len(members) < 2:
+        return list(shuffled)
+    position = {p: (k + offsets.get(c, 0.0)) / len(ps) for c, ps in members.items() for k, p in enumerate(ps)}
+    rank = {p: r for r, p in enumerate(shuffled)}
+    return sorted(shuffled, key=lambda p: (position[p], rank[p]))
 
 
 def _two_way(y: np.ndarray, sweeps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:

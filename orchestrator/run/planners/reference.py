@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import OrchestratorError
 from ...raee import outcomes, raee_arrays, reference_wtl
-from ...raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard
+from ...raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, stratified_order
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
@@ -50,7 +50,12 @@ def reference_items(dataset: Dataset, anchor: str, seed: int) -> tuple[str, list
         cands = sorted({c for p in prompts for c in dataset.responses[p]} - {anchor})
     if not cands:
         raise OrchestratorError("reference campaign: no candidate answered a prompt that has an anchor text")
-    order = sorted(prompts, key=lambda p: seeded_hash(seed, "reference-order", p))
+    shuffled = sorted(prompts, key=lambda p: seeded_hash(seed, "reference-order", p))
+    # every prefix of the order holds each prompt category in proportion (a cut leaderboard, and
+    # each per-category one, sees every category); one category or none: the shuffled order
+    category = {p: dataset.prompts[p].category for p in prompts if p in dataset.prompts}
+    offsets = {c: int(seeded_hash(seed, "reference-stratum", c)[:8], 16) / 16**8 for c in set(category.values())}
+    order = stratified_order(shuffled, category, offsets)
     per_candidate = {c: [p for p in order if c in dataset.responses.get(p, {})] for c in cands}
     return name, cands, order, per_candidate
 
