@@ -84,6 +84,7 @@ def test_without_a_neutral_judge_the_taste_cannot_be_told_from_quality(tmp_path,
             ["--family", "judge-x=x", "--family", "judge-y=y", "--family", "judge-z=z"],
             "no candidate under anchor 'base' is of a judge's family",
         ),
+        (["--family", "=x"], "--family '=x': expected NAME=FAMILY"),
     ],
 )
 def test_bad_family_input_is_one_line_and_exit_2(tmp_path, capsys, flags, message):
@@ -163,3 +164,13 @@ def test_replay_with_self_control_reports_each_judges_taste(tmp_path, capsys):
     assert "--control self needs the model family" in capsys.readouterr().err
     assert run_cli([*base, *_family_flags({k: v for k, v in families.items() if k != "judge-z"})]) == 2
     assert "no family for judge 'judge-z'" in capsys.readouterr().err
+    assert run_cli(["replay", str(log), "--scope", "global", *_family_flags(families)]) == 2
+    assert "--family is for --control self" in capsys.readouterr().err
+
+
+def test_a_family_without_control_self_is_refused(tmp_path, capsys):
+    outcomes, _, families, _ = simulate_family_leaderboard(candidates=4, prompts=20, seed=2)
+    log = _write_log(tmp_path / "log.jsonl", outcomes)
+    assert run_cli(["fit", "raee", "--log", str(log), "--soft", *_family_flags(families)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--family is for --control self" in err and len(err.splitlines()) == 1

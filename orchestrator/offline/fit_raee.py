@@ -111,6 +111,8 @@ class RaeeOptions:
             raise OrchestratorError(f"--control {unknown[0]}: not a control this fit knows (known: {', '.join(CONTROLS)})")
         if "length" in self.control and responses is None and log:
             raise OrchestratorError("--control length needs --responses FILE.jsonl (the answers' texts, the anchor's included)")
+        if self.families and "self" not in self.control:
+            raise OrchestratorError("--family is for --control self (a judge's preference for its model family); add --control self")
         if "self" in self.control and not self.families and log:
             raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
         if self.flag_shift is not None and not self.flag_shift > 0:

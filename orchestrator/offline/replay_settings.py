@@ -54,6 +54,8 @@ class ReplaySettings:
         unknown = sorted(set(control) - set(CONTROLS))
         if unknown:
             raise OrchestratorError(f"--control {unknown[0]}: not a control replay knows (known: {', '.join(CONTROLS)})")
+        if self.families and "self" not in control:
+            raise OrchestratorError("--family is for --control self (a judge's preference for its model family); add --control self")
         if "self" in control and not self.families:
             raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
         text = [c for c in control if c != "self"]
