@@ -130,7 +130,7 @@ class Child:
                 ends.append(theirs)
                 close_after.append(theirs)
             elif spec == subprocess.DEVNULL or spec is None:
-                # None: the test process's own stream, as subprocess does; DEVNULL: nothing
+                # None: the test process's own stdout/stderr, as subprocess does (stdin: nothing); DEVNULL: nothing
                 fd = (
                     os.open(os.devnull, os.O_RDWR) if spec == subprocess.DEVNULL or name == "stdin" else os.dup(name == "stdout" and 1 or 2)
                 )
