@@ -174,3 +174,26 @@ def test_a_family_without_control_self_is_refused(tmp_path, capsys):
     assert run_cli(["fit", "raee", "--log", str(log), "--soft", *_family_flags(families)]) == 2
     err = capsys.readouterr().err.strip()
     assert "--family is for --control self" in err and len(err.splitlines()) == 1
+
+
+def test_self_control_acts_on_the_length_controlled_rates_when_both_are_asked(tmp_path, capsys):
+    outcomes, _, families, _ = simulate_family_leaderboard(candidates=6, prompts=150, taste=1.0, seed=4)
+    log = _write_log(tmp_path / "log.jsonl", outcomes)
+    responses = tmp_path / "responses.jsonl"
+    with responses.open("w") as out:  # texts of one length: length control has nothing to take out
+        for i in range(150):
+            for name in ["base", *(f"c{m}" for m in range(6))]:
+                out.write(json.dumps({"prompt_id": f"p{i}", "candidate": name, "text": "w" * 300}) + "\n")
+    common = ["fit", "raee", "--log", str(log), "--soft", "--responses", str(responses), "--json"]
+    assert run_cli([*common, "--control", "length"]) == 0
+    length_only = {(r["judge"], r["candidate"]): r["win_rate_controlled"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert run_cli([*common, "--control", "length", "--control", "self", *_family_flags(families)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {b["bias"] for b in report["judge_biases"]} == {"length", "self"}
+    rows = {(r["judge"], r["candidate"]): r for r in report["rows"]}
+    for m in range(6):
+        both = rows[("judge-x", f"c{m}")]["win_rate_controlled"]
+        if m % 2 == 0:  # judge-x's family: lower than with length control alone
+            assert both < length_only[("judge-x", f"c{m}")] - 5
+        else:
+            assert both == pytest.approx(length_only[("judge-x", f"c{m}")], abs=0.5)

@@ -130,9 +130,11 @@ def apply_self_control(
                         "win_rate_controlled_high": 100 * float(expit(centre + half)),
                     }
                 )
-                if own[j, m] and extreme_shift(raw, controlled, flag_shift):
+                # the move this control makes (from the length-controlled rate when length ran first)
+                before = row.win_rate_controlled if row.win_rate_controlled is not None else raw
+                if own[j, m] and extreme_shift(before, controlled, flag_shift):
                     reason = (
-                        f"win rate moves {controlled - raw:+.1f} points without {judge}'s preference for its family "
+                        f"win rate moves {controlled - before:+.1f} points without {judge}'s preference for its family "
                         f"({families[judge]}; flagged beyond {flag_shift:g} points or a quarter of the way to 0 or 100)"
                     )
                     flags.setdefault(candidate, []).append(reason)
