@@ -302,3 +302,23 @@ backoff_max_s = 0.2
     path = folder / f"{name}.toml"
     path.write_text(text)
     return path
+
+
+def length_controlled_run(folder: Path, *, name: str, max_calls: int, warm_start: bool = False) -> tuple[Path, list[dict]]:
+    """A global run with ``model.control = ["length"]`` against the quality-following test server,
+    on 4 prompts × 5 candidates whose answers differ in length (``warm_start``: every answer also
+    scored 1–10 first). Returns the run file and the responses' rows."""
+    from orchestrator.judging.testserver import FakeOpenAIServer
+
+    prompts, responses = write_dataset(folder / "data", prompts=4, candidates=5, seed=3)
+    rows = [json.loads(line) for line in responses.read_text().splitlines()]
+    for k, row in enumerate(rows):  # answers of different lengths
+        row["text"] += " and more words" * (k % 4)
+    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = write_config(
+            folder, server.url, name=name, prompts=prompts, responses=responses, scope="global", max_calls=max_calls, warm_start=warm_start
+        )
+        config.write_text(config.read_text().replace("[model]\n", '[model]\ncontrol = ["length"]\n'))
+        path, _ = api.start(config)
+    return path, rows

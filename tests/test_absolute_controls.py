@@ -64,22 +64,10 @@ def test_an_answers_covariates_are_against_its_prompts_typical_answer():
 def test_a_global_run_scoring_every_answer_first_shows_the_absolute_judgments_length_effect(tmp_path, capsys):
     import json
 
-    from judgekit import quality_behaviour, run_cli, write_config, write_dataset
-    from orchestrator import api
-    from orchestrator.judging.testserver import FakeOpenAIServer
+    from judgekit import length_controlled_run, run_cli
     from orchestrator.report import write_report
 
-    prompts, responses = write_dataset(tmp_path / "data", prompts=4, candidates=5, seed=3)
-    rows = [json.loads(line) for line in responses.read_text().splitlines()]
-    for k, row in enumerate(rows):  # answers of different lengths
-        row["text"] += " and more words" * (k % 4)
-    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with FakeOpenAIServer(quality_behaviour) as server:
-        config = write_config(
-            tmp_path, server.url, name="abs", prompts=prompts, responses=responses, scope="global", max_calls=40, warm_start=True
-        )
-        config.write_text(config.read_text().replace("[model]\n", '[model]\ncontrol = ["length"]\n'))
-        path, _ = api.start(config)
+    path, _ = length_controlled_run(tmp_path, name="abs", max_calls=40, warm_start=True)
     capsys.readouterr()
     assert run_cli(["rank", str(path), "--json"]) == 0
     (group,) = json.loads(capsys.readouterr().out)["groups"]

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from scipy.stats import spearmanr
 
-from judgekit import quality_behaviour, run_cli, write_config, write_dataset
+from judgekit import length_controlled_run, quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.offline.simulate import simulate_length_comparisons
@@ -55,16 +55,7 @@ def test_length_control_is_refused_where_length_cannot_be_told_from_quality(tmp_
 
 
 def test_a_global_run_with_length_control_shows_each_judges_length_effect(tmp_path, capsys):
-    prompts, responses = write_dataset(tmp_path / "data", prompts=4, candidates=5, seed=3)
-    rows = [json.loads(line) for line in responses.read_text().splitlines()]
-    for k, row in enumerate(rows):  # answers of different lengths
-        row["text"] += " and more words" * (k % 4)
-    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with FakeOpenAIServer(quality_behaviour) as server:
-        config = write_config(tmp_path, server.url, name="lc", prompts=prompts, responses=responses, scope="global", max_calls=30, extra="")
-        text = config.read_text().replace("[model]\n", '[model]\ncontrol = ["length"]\n')
-        config.write_text(text)
-        path, _ = api.start(config)
+    path, rows = length_controlled_run(tmp_path, name="lc", max_calls=30)
     capsys.readouterr()
     assert run_cli(["rank", str(path), "--json"]) == 0
     (group,) = json.loads(capsys.readouterr().out)["groups"]

@@ -171,7 +171,7 @@ def fit_raee(
         report = with_people(report, data if not judges else data.select(np.isin(data.judge, judges)), human, soft=options.soft)
     chosen = data if not judges else data.select(np.isin(data.judge, judges))
     flag_shift = FLAG_SHIFT if options.flag_shift is None else options.flag_shift
-    if responses is not None or not (log or not (read_texts or "length" in options.control)):
+    if responses is not None or (not log and (read_texts or "length" in options.control)):
         texts = response_texts(responses) if responses is not None else run_texts(source)
         report = apply_controls(
             report,

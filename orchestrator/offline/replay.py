@@ -319,14 +319,12 @@ def replay_files(
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together (give both, or neither to only rank)")
     records = load_log(log)
-    if "self" in settings.control:
+    if "self" in settings.control and settings.families:  # (without families: ReplaySettings.checked says so)
         from ..poe.covariates import self_control_problem
 
         judges = sorted({r.judge for _, r in records if judge is None or r.judge == judge})
         families = dict(settings.families)
         missing = [j for j in judges if j not in families]
-        if not families:
-            raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
         if missing:
             raise OrchestratorError(f"--control self: no family for judge {missing[0]!r} (--family NAME=FAMILY)")
         problem = self_control_problem(judges, families)

@@ -92,7 +92,7 @@ def answer_covariates(
     return tuple(own if name == "self" else value for name, value in zip(names, text))
 
 
-def self_control_problem(judges: Sequence[str], families: dict[str, str]) -> str | None:
+def self_control_problem(judges: Sequence[str], families: dict[str, str], where: str = "among the families") -> str | None:
     """Why the ``self`` control cannot be fitted for these judges (None: it can): a judge's taste
     for its own family is told from that family's quality only beside a judge without the taste,
     so it needs a judge of a candidate's family and a judge of none."""
@@ -102,7 +102,7 @@ def self_control_problem(judges: Sequence[str], families: dict[str, str]) -> str
     if own and neutral:
         return None
     return (
-        "needs, among the families, a judge of a candidate's family and a judge of none "
+        f"needs, {where}, a judge of a candidate's family and a judge of none "
         "(a judge's taste for its own family is told from that family's quality only by a judge without the taste)"
     )
 

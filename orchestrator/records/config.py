@@ -296,9 +296,9 @@ class RunConfig(_Section):
         if "self" in self.model.control:
             from ..poe.covariates import self_control_problem
 
-            problem = self_control_problem(self.judging.judges, self.model.families)
+            problem = self_control_problem(self.judging.judges, self.model.families, where="in model.families")
             if problem:
-                raise ValueError(f'model.control = ["self"] {problem.replace("among the families", "in model.families")}')
+                raise ValueError(f'model.control = ["self"] {problem}')
         return self
 
     @property
