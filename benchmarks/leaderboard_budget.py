@@ -43,7 +43,14 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from orchestrator.raee.allocation import WIDTH_WEIGHT, allocation_gains, leaderboard_state, stratified_order, win_rate_intervals
+from orchestrator.raee.allocation import (
+    WIDTH_WEIGHT,
+    allocation_gains,
+    leaderboard_state,
+    slice_gains,
+    stratified_order,
+    win_rate_intervals,
+)
 
 
 def load(data: Path) -> tuple[list[str], np.ndarray]:
@@ -70,17 +77,31 @@ def plain(y: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.sqrt(var / n * np.clip(1 - n / population, 0, 1))
 
 
-def adaptive(y: np.ndarray, budget: int, order: np.ndarray, warmup: int, batch: int, width_weight: float):
+def adaptive(
+    y: np.ndarray,
+    budget: int,
+    order: np.ndarray,
+    warmup: int,
+    batch: int,
+    width_weight: float,
+    slices: np.ndarray | None = None,
+    slice_weight: float = 0.0,
+):
     answered = ~np.isnan(y)
     population = answered.sum(1)
     ranks = [order[answered[m, order]] for m in range(len(y))]  # each model's prompts in the shared order
     n = np.minimum(np.full(len(y), warmup), population)
+    if slices is not None:
+        slice_population = np.stack([(answered & (slices == s)[None, :]).sum(1) for s in range(int(slices.max()) + 1)], 1)
     while n.sum() < budget:
         seen = np.zeros_like(answered)
         for m, k in enumerate(n):
             seen[m, ranks[m][:k]] = True
         est, sigma, _ = leaderboard_state(np.where(seen, y, np.nan))
         gains = allocation_gains(est, sigma, n, population, width_weight=width_weight)
+        if slices is not None and slice_weight:
+            next_slice = np.array([slices[ranks[m][k]] if k < len(ranks[m]) else -1 for m, k in enumerate(n)])
+            gains = gains + slice_weight * slice_gains(np.where(seen, y, np.nan), slices, next_slice, slice_population)
         for m in np.argsort(-gains)[:batch]:
             if n.sum() >= budget or not np.isfinite(gains[m]):
                 break
@@ -235,7 +256,7 @@ def slices(data: Path, draws: int) -> None:
             print(f"| {name} | {len(columns)} | {k} | {np.mean(covered):.3f} | {np.mean(covered_own):.3f} | {np.median(halves):.1f} |")
 
 
-def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: int) -> None:
+def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: int, slice_weights: list[float]) -> None:
     """``--stratify``: the adaptive allocation on a plain random prompt order against the product's
     order stratified by category (AlpacaEval's 5 source sets, :func:`~orchestrator.raee.allocation.stratified_order`),
     same seeds: the overall board, and per category (its win rates against the category's full-data
@@ -247,6 +268,7 @@ def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: i
     prompts = sorted({a["instruction_id"] for a in annotations if a["model"] != a["reference_model"]})  # load()'s columns
     category = np.array([source[p] for p in prompts])
     names = sorted(set(category))
+    slice_index = np.array([names.index(c) for c in category])
     truth = np.nanmean(y, 1)
     total = int((~np.isnan(y)).sum())
     answered = ~np.isnan(y)
@@ -256,7 +278,7 @@ def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: i
     print("|---|---|---|---|---|---|---|---|---|")
     for fraction in budgets:
         budget = int(fraction * total)
-        for kind in ("random", "stratified"):
+        for kind, weight in [("random", 0.0), ("stratified", 0.0)] + [("stratified", w) for w in slice_weights]:
             rows = []
             for seed in range(seeds):
                 rng = np.random.default_rng(seed)
@@ -265,7 +287,7 @@ def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: i
                     offsets = {c: float(rng.uniform()) for c in names}
                     strata = {str(i): str(category[i]) for i in order}
                     order = np.array([int(i) for i in stratified_order([str(i) for i in order], strata, offsets)])  # type: ignore[arg-type]
-                est, se, n = adaptive(y, budget, order, warmup, batch, WIDTH_WEIGHT)
+                est, se, n = adaptive(y, budget, order, warmup, batch, WIDTH_WEIGHT, slice_index, weight)
                 seen = np.zeros_like(answered)
                 for m, k in enumerate(n):
                     seen[m, order[answered[m, order]][:k]] = True
@@ -283,7 +305,7 @@ def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: i
                 rows.append([tau, err, cover, float(np.nanmean(worst)), float(np.nanmax(worst)), float(np.nanmean(covers)), min(fewest)])
             m = np.mean(rows, 0)
             print(
-                f"| {fraction:.0%} | {kind} | {m[0]:.3f} | {m[1]:.2f} | {m[2]:.2f} | {m[3]:.2f} | {m[4]:.2f} | {m[5]:.3f} | "
+                f"| {fraction:.0%} | {kind}{f', slice weight {weight:g}' if weight else ''} | {m[0]:.3f} | {m[1]:.2f} | {m[2]:.2f} | {m[3]:.2f} | {m[4]:.2f} | {m[5]:.3f} | "
                 f"{min(r[6] for r in rows)} |",
                 flush=True,
             )
@@ -301,9 +323,12 @@ def main() -> None:
     parser.add_argument("--slices", type=int, metavar="DRAWS", help="per-category interval coverage over DRAWS prompt subsets")
     parser.add_argument("--workdir", type=Path, help="with --through-product: keep the data, log and run files here")
     parser.add_argument("--stratify", action="store_true", help="adaptive on a random against a category-stratified prompt order")
+    parser.add_argument(
+        "--slice-weights", type=float, nargs="*", default=[], help="with --stratify: also the slice-aware allocation at these weights"
+    )
     args = parser.parse_args()
     if args.stratify:
-        stratify(args.data, args.seeds, args.budgets, args.warmup, args.batch)
+        stratify(args.data, args.seeds, args.budgets, args.warmup, args.batch, args.slice_weights)
         return
     if args.slices:
         slices(args.data, args.slices)

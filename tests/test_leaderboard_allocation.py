@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orchestrator.raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, stratified_order
+from orchestrator.raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
 
 
 def _table(seed: int = 0, models: int = 6, prompts: int = 60) -> np.ndarray:
@@ -111,3 +111,22 @@ def test_every_prefix_of_the_stratified_order_holds_each_category_in_proportion(
     # one category, or none: the shuffled order itself
     assert stratified_order(shuffled, {p: "all" for p in prompts}, {"all": 0.3}) == shuffled
     assert stratified_order(shuffled, {}, {}) == shuffled
+
+
+def test_slice_gains_favour_a_candidate_whose_next_prompt_settles_an_undecided_category():
+    # two categories: in "a" (columns 0–29) candidates 0 and 1 are tied and each has 5 prompts; in
+    # "b" (30–59) every candidate has 20 prompts and all are far apart
+    rng = np.random.default_rng(3)
+    y = np.full((3, 60), np.nan)
+    y[:, :5] = np.array([0.5, 0.5, 0.9])[:, None] + rng.normal(0, 0.1, (3, 5))
+    y[:, 30:50] = np.array([0.1, 0.5, 0.9])[:, None] + rng.normal(0, 0.1, (3, 20))
+    slices = np.repeat([0, 1], 30)
+    population = np.full((3, 2), 30.0)
+    gains = slice_gains(y, slices, np.array([0, 1, -1]), population)
+    assert gains[0] > 5 * gains[1] > 0 and gains[2] == 0.0
+    # what each candidate's next prompt is decides: the same candidates, next prompts swapped
+    swapped = slice_gains(y, slices, np.array([1, 0, 0]), population)
+    assert swapped[1] > 5 * swapped[0] and swapped[2] > 0
+    # the slice's own gains, from allocation_gains on its columns alone
+    estimate, sigma, n = leaderboard_state(y[:, slices == 0])
+    np.testing.assert_allclose(gains[0], allocation_gains(estimate, sigma, n, population[:, 0])[0])

@@ -513,3 +513,55 @@ def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, ca
     # a data set without categories: no slices
     plain, _ = _reference_run(tmp_path, two_judges, name="plain", judges='["local-openai"]', reference_toml='anchor = "M0"\n')
     assert "slices" not in api.ranking(plain)["groups"][0]
+
+
+def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
+    # a replayed soft log, 4 candidates × 40 prompts in two categories where C and D are tied in
+    # maths only: the gains of the first adaptive round planned on the warm-up's judgments (the
+    # second adaptive round: the engine plans one round ahead) with slice_weight = 1 (the default)
+    # are those with 0 plus the per-category gains of each candidate's next prompt, computed here
+    # from the warm-up's judgments (issue #30 item 5)
+    from orchestrator.raee.allocation import slice_gains
+
+    rng = np.random.default_rng(5)
+    category = {f"p{k:03d}": "maths" if k % 2 else "writing" for k in range(40)}
+    quality = {"A": (0.85, 0.15), "B": (0.95, 0.95), "C": (0.5, 0.2), "D": (0.5, 0.8)}
+    (tmp_path / "prompts.jsonl").write_text(
+        "".join(json.dumps({"id": p, "text": p, "reference": "the reference", "category": c}) + "\n" for p, c in category.items())
+    )
+    outcome = {}
+    with (tmp_path / "responses.jsonl").open("w") as responses, (tmp_path / "log.jsonl").open("w") as log:
+        for p, c in category.items():
+            for cand, q in quality.items():
+                responses.write(json.dumps({"prompt_id": p, "candidate": cand, "text": "an answer"}) + "\n")
+                outcome[(cand, p)] = won = float(np.clip(q[c == "writing"] + rng.normal(0, 0.3), 0.0, 1.0))
+                record = {"kind": "reference", "judge": "local-openai", "prompt_id": p, "candidates": ["reference", cand]}
+                log.write(json.dumps({**record, "repeat": 0, "probs": {"A": 1 - won, "B": won}}) + "\n")
+    first_adaptive = {}
+    for weight in (0, 1):
+        config = tmp_path / f"w{weight}.toml"
+        config.write_text(
+            f'name = "w{weight}"\nruns_dir = "{tmp_path}"\n\n[data]\nprompts = "prompts.jsonl"\nresponses = "responses.jsonl"\n\n'
+            '[judging]\njudges = ["local-openai"]\n\n'
+            f'[reference]\nanchor = "dataset"\nsoft = true\nallocation = "adaptive"\nwarmup_prompts = 6\nslice_weight = {weight}\n\n'
+            "[selection]\nbatch = 4\n\n[budget]\nmax_calls = 40\n"
+        )
+        path, reason = api.start(config, from_log=tmp_path / "log.jsonl")
+        assert reason.startswith("budget: max_calls (40 of 40"), reason
+        db = sqlite3.connect(path)
+        rounds = [json.loads(selected) for (selected,) in db.execute("select selected from rounds order by round")]
+        db.close()
+        warm, ahead, adaptive = rounds[0], rounds[1], rounds[2]
+        assert len(warm) == 24 and all(gain is None for *_, gain in warm) and len(ahead) == len(adaptive) == 4
+        first_adaptive[weight] = {cand: gain for _, _, cand, gain in adaptive}
+        warmed = {p for _, p, _, _ in warm}
+        (next_prompt,) = {p for _, p, _, _ in adaptive}
+    assert set(first_adaptive[0]) == set(first_adaptive[1]) == set(quality)
+    names = sorted(quality)
+    table = np.array([[outcome[(c, p)] if p in warmed else np.nan for p in category] for c in names])
+    slices = np.array([p in category and category[p] == "maths" for p in category], dtype=int)
+    population = np.full((4, 2), 20.0)
+    expected = slice_gains(table, slices, np.full(4, int(category[next_prompt] == "maths")), population)
+    for k, cand in enumerate(names):
+        assert first_adaptive[1][cand] == pytest.approx(first_adaptive[0][cand] + expected[k], abs=2e-6)
+    assert np.ptp(expected) > 1e-3  # the categories' gains differ between candidates: the check has teeth

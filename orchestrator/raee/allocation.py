@@ -24,7 +24,9 @@ the expected number of misordered pairs over *all* pairs (what Kendall's τ coun
 with ``v_m = σ_m² / n_m · (1 − n_m / P)`` (finite population) and ``s'`` the same with ``n_m + 1``,
 plus ``width_weight`` times the drop of the candidate's own sd (the error in win-rate points the
 user reads). A candidate with few prompts has a wide ``s`` and therefore a large gain: it is never
-starved, the defect of the former overlap-per-width priority.
+starved, the defect of the former overlap-per-width priority. With prompt categories,
+:func:`slice_gains` adds the same gain on the board of the category the candidate's next prompt
+belongs to (issue #30 item 5: per-category leaderboards from one run).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "leaderboard_state",
     "prompt_sampling_variance",
     "settled_leaderboard",
+    "slice_gains",
     "stratified_order",
     "win_rate_intervals",
 ]
@@ -160,6 +163,25 @@ def allocation_gains(
     np.fill_diagonal(pairs, 0.0)
     gains = pairs.sum(1) + width_weight * (np.sqrt(now) - np.sqrt(after))
     return np.where(n >= population, -np.inf, gains)
+
+
+def slice_gains(
+    y: np.ndarray, slices: np.ndarray, next_slice: np.ndarray, population: np.ndarray, *, width_weight: float = WIDTH_WEIGHT
+) -> np.ndarray:
+    """The value of one more prompt for each candidate *in the per-slice leaderboards*: a
+    candidate's next prompt (its order is fixed) belongs to one slice, and there it lowers that
+    slice's expected misordered pairs and widths as :func:`allocation_gains` computes them on the
+    slice's columns alone (``slices[i]``: prompt i's slice; ``next_slice[m]``: the slice of m's next
+    prompt, ``-1`` when none; ``population[m, s]``: m's prompts in slice s). Added to the overall
+    gains with a weight, it steers the budget towards candidates whose next prompt settles a slice."""
+    gains = np.zeros(y.shape[0])
+    for s in np.unique(next_slice[next_slice >= 0]):
+        columns = slices == s
+        estimate, sigma, n = leaderboard_state(y[:, columns])
+        values = allocation_gains(estimate, sigma, n, population[:, s], width_weight=width_weight)
+        chosen = next_slice == s
+        gains[chosen] = values[chosen]
+    return gains
 
 
 def settled_leaderboard(

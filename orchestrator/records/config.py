@@ -245,6 +245,11 @@ class ReferenceConfig(_Section):
     Elo interval is separated from its neighbours'."""
     soft: bool = False
     """Adaptive allocation ranks by soft outcomes P(win) + ½P(tie) instead of the argmax."""
+    slice_weight: float = Field(default=1.0, ge=0, le=100)
+    """``adaptive`` with prompt categories: weight of the per-category leaderboards beside the
+    overall one when choosing who gets the next prompt (each candidate's next prompt belongs to one
+    category, where it lowers that board's misordered pairs and widths); 0 aims at the overall
+    board alone."""
 
 
 class AbsoluteConfig(_Section):

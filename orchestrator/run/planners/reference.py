@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import OrchestratorError
 from ...raee import outcomes, raee_arrays, reference_wtl
-from ...raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, stratified_order
+from ...raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
@@ -73,6 +73,7 @@ class ReferencePlanner:
         self.section = ctx.config.reference
         self.anchor, self.candidates, self.order, self.prompts = reference_items(ctx.dataset, self.section.anchor, ctx.seed)
         self._values: list[tuple[int, str, str, float]] = []
+        self._slices: tuple[dict[str, int], np.ndarray, np.ndarray] | None = None  # prompt → category index, per column, per candidate
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:
@@ -193,7 +194,8 @@ class ReferencePlanner:
                     selected.append([self.anchor, prompt, c, None])
             return Plan("reference", units, selected) if units else self.done
         open_ = [c for c in self.candidates if left[c]]
-        estimate, sigma, judged = self._state(cutoff)
+        table = self._table(cutoff)
+        estimate, sigma, judged = leaderboard_state(table)
         depth = np.array([done[c] for c in self.candidates], dtype=float)
         population = np.array([len(self.prompts[c]) for c in self.candidates], dtype=float)
         if ref.resolution is not None:
@@ -206,7 +208,7 @@ class ReferencePlanner:
             est = self.estimates(cutoff)
             if open_ and est and set(open_) <= set(est) and self._separated(est, open_):
                 return "every candidate's Elo interval is separated from its neighbours'"
-        values = allocation_gains(estimate, sigma, depth, population)
+        values = allocation_gains(estimate, sigma, depth, population) + ref.slice_weight * self._slice_gains(table, left)
         gains = {c: float(values[k]) for k, c in enumerate(self.candidates)}
         for c in sorted(open_, key=lambda c: (-gains[c], done[c], seeded_hash(ctx.seed, round_no, c)))[: ctx.config.selection.batch]:
             units.append(unit(left[c][0], c))
@@ -225,9 +227,28 @@ class ReferencePlanner:
                     return False
         return True
 
-    def _state(self, cutoff: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`~orchestrator.raee.allocation.leaderboard_state` of the committed judgments (rows
-        in ``self.candidates`` order, judges and repeats averaged per prompt)."""
+    def _slice_gains(self, table: np.ndarray, left: dict[str, list[str]]) -> np.ndarray | float:
+        """:func:`~orchestrator.raee.allocation.slice_gains` of each candidate's next prompt, or 0
+        when the prompts have fewer than two categories."""
+        if self._slices is None:
+            prompts = self.ctx.dataset.prompts
+            names = sorted({prompts[p].category if p in prompts else None for p in self.order}, key=str)
+            index = {p: names.index(prompts[p].category if p in prompts else None) for p in self.order}
+            population = np.zeros((len(self.candidates), len(names)))
+            for k, c in enumerate(self.candidates):
+                np.add.at(population[k], [index[p] for p in self.prompts[c]], 1.0)
+            self._slices = (
+                (index, np.array([index[p] for p in self.order]), population) if len(names) > 1 else ({}, np.zeros(0), population)
+            )
+        index, slices, population = self._slices
+        if not index:
+            return 0.0
+        next_slice = np.array([index[left[c][0]] if left[c] else -1 for c in self.candidates])
+        return slice_gains(table, slices, next_slice, population)
+
+    def _table(self, cutoff: int) -> np.ndarray:
+        """The committed judgments as ``candidates × prompts`` (``self.order``'s columns), judges and
+        repeats averaged per prompt, NaN where not judged."""
         prompt_index = {p: k for k, p in enumerate(self.order)}
         row_of = {c: k for k, c in enumerate(self.candidates)}
         sums = np.zeros((len(self.candidates), len(self.order)))
@@ -236,5 +257,4 @@ class ReferencePlanner:
             if cand in row_of:
                 sums[row_of[cand], prompt_index[prompt]] += value
                 counts[row_of[cand], prompt_index[prompt]] += 1
-        with np.errstate(invalid="ignore"):
-            return leaderboard_state(np.where(counts > 0, sums / np.maximum(counts, 1), np.nan))
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
