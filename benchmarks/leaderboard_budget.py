@@ -41,7 +41,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import kendalltau, norm, spearmanr
 
 from orchestrator.raee.allocation import (
     WIDTH_WEIGHT,
@@ -311,6 +311,56 @@ def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: i
             )
 
 
+def oracle(data: Path, seeds: int, budgets: list[float]) -> None:
+    """``--oracle``: how far *any* allocation on the shared prompt order can go. Depths chosen
+    greedily (8 prompts at a time) to minimise the expected misordered pairs computed from the
+    *true* full-data win rates and residual sds, then the product's estimate
+    (:func:`~orchestrator.raee.allocation.leaderboard_state`) — and, beside it, an estimate that
+    knows every prompt's difficulty from the full data (no model fitted on a subset can know more)
+    — over random prompt orders; the fixed subset of the same budget beside them."""
+    models, y = load(data)
+    truth = np.nanmean(y, 1)
+    m, p = y.shape
+    _, sigma, _ = leaderboard_state(y)
+    answered = ~np.isnan(y)
+    values = np.where(answered, y, 0.0)
+    ability, difficulty = truth.copy(), np.zeros(p)
+    for _ in range(30):
+        difficulty = ((values - ability[:, None]) * answered).sum(0) / np.maximum(answered.sum(0), 1)
+        ability = ((values - difficulty[None, :]) * answered).sum(1) / answered.sum(1)
+
+    def misordered(n: np.ndarray) -> float:
+        v = sigma**2 / n * np.clip(1 - n / p, 0, 1)
+        gap = np.abs(truth[:, None] - truth[None, :])
+        return float(norm.cdf(-gap / (np.sqrt(v[:, None] + v[None, :]) + 1e-12)).sum() / 2)
+
+    print("| calls | oracle allocation, product's estimate | oracle allocation, true prompt difficulties | fixed subset | depths |")
+    print("|---|---|---|---|---|")
+    for fraction in budgets:
+        budget = int(fraction * answered.sum())
+        n = np.full(m, 4.0)
+        while n.sum() < budget:
+            base = misordered(n)
+            gains = [base - misordered(n + 8.0 * (np.arange(m) == k)) if n[k] < p else -1.0 for k in range(m)]
+            n[int(np.argmax(gains))] += 8
+        depths = np.minimum(n, p).astype(int)
+        taus: dict[str, list[float]] = defaultdict(list)
+        for seed in range(seeds):
+            order = np.random.default_rng(seed).permutation(p)
+            seen = np.full_like(y, np.nan)
+            for k in range(m):
+                seen[k, order[: depths[k]]] = y[k, order[: depths[k]]]
+            taus["product"].append(float(kendalltau(leaderboard_state(seen)[0], truth)[0]))
+            known = np.nanmean(seen - difficulty[None, :], 1) + difficulty.mean()
+            taus["known"].append(float(kendalltau(known, truth)[0]))
+            taus["fixed"].append(float(kendalltau(np.nanmean(y[:, order[: budget // m]], 1), truth)[0]))
+        print(
+            f"| {fraction:.0%} | {np.mean(taus['product']):.3f} | {np.mean(taus['known']):.3f} | {np.mean(taus['fixed']):.3f} | "
+            f"{depths.min()}–{depths.max()} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/alpacaeval")
@@ -326,7 +376,11 @@ def main() -> None:
     parser.add_argument(
         "--slice-weights", type=float, nargs="*", default=[], help="with --stratify: also the slice-aware allocation at these weights"
     )
+    parser.add_argument("--oracle", action="store_true", help="the best any allocation on the shared order can do (true win rates known)")
     args = parser.parse_args()
+    if args.oracle:
+        oracle(args.data, args.seeds, args.budgets)
+        return
     if args.stratify:
         stratify(args.data, args.seeds, args.budgets, args.warmup, args.batch, args.slice_weights)
         return

@@ -179,3 +179,22 @@ def test_the_cli_imports_only_the_public_api():
     }
     assert used - CLI_MAY_IMPORT == set()
     assert "orchestrator.api" in used
+
+
+def test_the_poe_package_loads_each_name_from_the_submodule_its_type_only_imports_name():
+    """``orchestrator.poe`` loads its names on first use (PEP 562) so that a numpy-only helper does
+    not import torch: the names it lists, the imports type checkers see and what it hands out agree."""
+    import importlib
+
+    import orchestrator.poe as poe
+
+    sources = poe._sources()
+    assert sorted(sources) == sorted(poe.__all__) and len(set(poe.__all__)) == len(poe.__all__)
+    for name, module in sources.items():
+        assert getattr(poe, name) is getattr(importlib.import_module(f"orchestrator.poe.{module}"), name)
+    try:
+        poe.not_a_name  # noqa: B018
+    except AttributeError as error:
+        assert "not_a_name" in str(error)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")

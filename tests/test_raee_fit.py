@@ -4,6 +4,8 @@ screening, pooling, anchor diagnostics, abstention, bad input (real HTTP test se
 import json
 import math
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -515,17 +517,12 @@ def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, ca
     assert "slices" not in api.ranking(plain)["groups"][0]
 
 
-def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
-    # a replayed soft log, 4 candidates × 40 prompts in two categories where C and D are tied in
-    # maths only: the gains of the first adaptive round planned on the warm-up's judgments (the
-    # second adaptive round: the engine plans one round ahead) with slice_weight = 1 (the default)
-    # are those with 0 plus the per-category gains of each candidate's next prompt, computed here
-    # from the warm-up's judgments (issue #30 item 5)
-    from orchestrator.raee.allocation import slice_gains
-
+def _categories_log(tmp_path, quality: dict[str, tuple[float, float]], prompts: int = 40) -> tuple[dict[str, str], dict]:
+    """A replayable soft log of ``quality`` (candidate → its mean outcome in maths, in writing) on
+    ``prompts`` prompts alternating between the two categories, with its data files; returns the
+    categories and every outcome by (candidate, prompt)."""
     rng = np.random.default_rng(5)
-    category = {f"p{k:03d}": "maths" if k % 2 else "writing" for k in range(40)}
-    quality = {"A": (0.85, 0.15), "B": (0.95, 0.95), "C": (0.5, 0.2), "D": (0.5, 0.8)}
+    category = {f"p{k:03d}": "maths" if k % 2 else "writing" for k in range(prompts)}
     (tmp_path / "prompts.jsonl").write_text(
         "".join(json.dumps({"id": p, "text": p, "reference": "the reference", "category": c}) + "\n" for p, c in category.items())
     )
@@ -537,16 +534,34 @@ def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
                 outcome[(cand, p)] = won = float(np.clip(q[c == "writing"] + rng.normal(0, 0.3), 0.0, 1.0))
                 record = {"kind": "reference", "judge": "local-openai", "prompt_id": p, "candidates": ["reference", cand]}
                 log.write(json.dumps({**record, "repeat": 0, "probs": {"A": 1 - won, "B": won}}) + "\n")
+    return category, outcome
+
+
+def _categories_run(tmp_path, name: str, reference_toml: str, max_calls: int, batch: int = 4) -> tuple:
+    config = tmp_path / f"{name}.toml"
+    config.write_text(
+        f'name = "{name}"\nruns_dir = "{tmp_path}"\n\n[data]\nprompts = "prompts.jsonl"\nresponses = "responses.jsonl"\n\n'
+        '[judging]\njudges = ["local-openai"]\n\n'
+        f'[reference]\nanchor = "dataset"\nsoft = true\n{reference_toml}\n'
+        f"[selection]\nbatch = {batch}\n\n[budget]\nmax_calls = {max_calls}\n"
+    )
+    return api.start(config, from_log=tmp_path / "log.jsonl")
+
+
+def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
+    # a replayed soft log, 4 candidates × 40 prompts in two categories where C and D are tied in
+    # maths only: the gains of the first adaptive round planned on the warm-up's judgments (the
+    # second adaptive round: the engine plans one round ahead) with slice_weight = 1 (the default)
+    # are those with 0 plus the per-category gains of each candidate's next prompt, computed here
+    # from the warm-up's judgments (issue #30 item 5)
+    from orchestrator.raee.allocation import slice_gains
+
+    quality = {"A": (0.85, 0.15), "B": (0.95, 0.95), "C": (0.5, 0.2), "D": (0.5, 0.8)}
+    category, outcome = _categories_log(tmp_path, quality)
     first_adaptive = {}
     for weight in (0, 1):
-        config = tmp_path / f"w{weight}.toml"
-        config.write_text(
-            f'name = "w{weight}"\nruns_dir = "{tmp_path}"\n\n[data]\nprompts = "prompts.jsonl"\nresponses = "responses.jsonl"\n\n'
-            '[judging]\njudges = ["local-openai"]\n\n'
-            f'[reference]\nanchor = "dataset"\nsoft = true\nallocation = "adaptive"\nwarmup_prompts = 6\nslice_weight = {weight}\n\n'
-            "[selection]\nbatch = 4\n\n[budget]\nmax_calls = 40\n"
-        )
-        path, reason = api.start(config, from_log=tmp_path / "log.jsonl")
+        settings = f'allocation = "adaptive"\nwarmup_prompts = 6\nslice_weight = {weight}\n'
+        path, reason = _categories_run(tmp_path, f"w{weight}", settings, max_calls=40)
         assert reason.startswith("budget: max_calls (40 of 40"), reason
         db = sqlite3.connect(path)
         rounds = [json.loads(selected) for (selected,) in db.execute("select selected from rounds order by round")]
@@ -559,9 +574,22 @@ def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
     assert set(first_adaptive[0]) == set(first_adaptive[1]) == set(quality)
     names = sorted(quality)
     table = np.array([[outcome[(c, p)] if p in warmed else np.nan for p in category] for c in names])
-    slices = np.array([p in category and category[p] == "maths" for p in category], dtype=int)
+    slices = np.array([category[p] == "maths" for p in category], dtype=int)
     population = np.full((4, 2), 20.0)
     expected = slice_gains(table, slices, np.full(4, int(category[next_prompt] == "maths")), population)
     for k, cand in enumerate(names):
         assert first_adaptive[1][cand] == pytest.approx(first_adaptive[0][cand] + expected[k], abs=2e-6)
     assert np.ptp(expected) > 1e-3  # the categories' gains differ between candidates: the check has teeth
+
+
+def test_reading_a_leaderboard_imports_neither_torch_nor_scipy_stats(tmp_path):
+    # `rank` of a reference campaign: 2.0 s on a 57 × 805 run instead of 4.8 s, most of it the
+    # imports (issue #30 item 6); a fresh interpreter, as a user's `orchestrator rank` is
+    _categories_log(tmp_path, {"A": (0.6, 0.4), "B": (0.3, 0.7)}, prompts=10)
+    path, _ = _categories_run(tmp_path, "read", 'allocation = "all"\n', max_calls=20)
+    code = (
+        "import json, sys; from orchestrator import api; ranking = api.ranking(sys.argv[1]);"
+        "print(json.dumps([len(ranking['groups'][0]['slices']), 'torch' in sys.modules, 'scipy.stats' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [2, False, False]

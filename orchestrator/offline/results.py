@@ -29,9 +29,9 @@ def _campaign_group(
     ``level`` rank intervals from score draws ``(S, N)`` (columns in ``names`` order), truth."""
     import numpy as np
 
-    from ..poe import rank_intervals_from_draws
+    from ..poe.ranks import rank_interval_arrays  # numpy only: reading a leaderboard needs no torch
 
-    intervals = rank_intervals_from_draws(np.asarray(draws), level=level)
+    _, lower, upper, _ = rank_interval_arrays(np.asarray(draws), level)
     entries = []
     for k, c in enumerate(names):
         row: dict[str, Any] = {
@@ -39,8 +39,8 @@ def _campaign_group(
             "candidate": c,
             "score": round(score[c], 3),
             "sd": round(sd[c], 3),
-            "rank_low": int(intervals.lower[k]),
-            "rank_high": int(intervals.upper[k]),
+            "rank_low": int(lower[k]),
+            "rank_high": int(upper[k]),
         }
         if truth:
             scores = [v for by in dataset.responses.values() if c in by for v in [by[c].human.get(truth)] if v is not None]
@@ -118,7 +118,7 @@ def _win_rates(
 
     assert config.reference is not None
     if prompts is not None:
-        data = data.select(np.isin(data.prompt, sorted(prompts)))
+        data = data.select(_member(data.prompt, prompts))
     candidates, _, y = item_matrix(data, anchor, soft=config.reference.soft)
     if not candidates:
         return {}
@@ -140,6 +140,14 @@ def _win_rates(
     return out
 
 
+def _member(values, members: set[str]):
+    """``values[i] in members`` for an array of strings (``np.isin`` on object arrays sorts both:
+    0.6 s on a 30,000-judgment run's slices, this 0.03 s)."""
+    import numpy as np
+
+    return np.fromiter((v in members for v in values.tolist()), dtype=bool, count=len(values))
+
+
 def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, per_candidate: dict[str, list[str]], level: float) -> list[dict]:
     """One leaderboard per prompt category (issue #30 item 5), when the prompts name two or more:
     ``[{"slice", "prompts", "ranking": [{rank, candidate, win_rate…, rank_low, rank_high}]}]``, ranked
@@ -147,7 +155,7 @@ def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, per_candidat
     candidate walks the same prompts: the difficulty they share cancels in the order)."""
     import numpy as np
 
-    from ..poe import rank_intervals_from_draws
+    from ..poe.ranks import rank_interval_arrays
 
     by_category: dict[str, set[str]] = {}
     for prompt in dataset.prompts.values():
@@ -164,12 +172,11 @@ def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, per_candidat
         mean = [rates[c]["win_rate"] for c in names]
         sd = [100 * rates[c].pop("own_sd") for c in names]
         # 2,000 draws per category (4,000 for the overall board): a category adds little to `rank`'s time
-        intervals = rank_intervals_from_draws(np.random.default_rng(0).normal(mean, sd, size=(2000, len(names))), level=level)
+        _, lower, upper, _ = rank_interval_arrays(np.random.default_rng(0).normal(mean, sd, size=(2000, len(names))), level)
         ranking = [
-            {"rank": k + 1, "candidate": c, **rates[c], "rank_low": int(intervals.lower[k]), "rank_high": int(intervals.upper[k])}
-            for k, c in enumerate(names)
+            {"rank": k + 1, "candidate": c, **rates[c], "rank_low": int(lower[k]), "rank_high": int(upper[k])} for k, c in enumerate(names)
         ]
-        judged = len(set(data.prompt[np.isin(data.prompt, sorted(prompts)) & (data.anchor == anchor)].tolist()))
+        judged = len(set(data.prompt[_member(data.prompt, prompts) & (data.anchor == anchor)].tolist()))
         out.append({"slice": name, "prompts": judged, "ranking": ranking})
     return out
 

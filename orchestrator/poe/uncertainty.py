@@ -11,6 +11,7 @@ from torch import Tensor
 
 from .laplace import Posterior
 from .metrics import pair_metric
+from .ranks import rank_interval_arrays
 
 __all__ = [
     "entropy",
@@ -74,7 +75,7 @@ class RankIntervals:
     """Credible level of the interval, e.g. 0.95."""
     rank_probs: Tensor | None
     """``(N, N)``: ``rank_probs[i, r]`` = P(candidate i has rank r+1); None from
-    :data:`RANK_PROBS_MAX_N` candidates (the matrix alone would need ``8 N²`` bytes)."""
+    :data:`~orchestrator.poe.ranks.RANK_PROBS_MAX_N` candidates (the matrix alone would need ``8 N²`` bytes)."""
 
 
 def rank_intervals(
@@ -105,62 +106,18 @@ def rank_intervals(
 
 def rank_intervals_from_draws(draws: Tensor | np.ndarray, *, level: float = 0.95) -> RankIntervals:
     """Rank credible intervals from posterior draws of the scores ``(S, N)`` (rank 1 = highest):
-    mean rank, shortest intervals holding ``level`` of each candidate's rank mass, rank probabilities.
-    Serves the Laplace posterior, the simplex model's MCMC draws and RAEE's normal approximation."""
-    draws = draws.to(torch.float64) if isinstance(draws, Tensor) else torch.tensor(np.asarray(draws, dtype=np.float64))
-    n_samples, n = draws.shape
-    ranks = torch.argsort(torch.argsort(-draws, dim=1), dim=1) + 1
-    if n >= RANK_PROBS_MAX_N:
-        lower, upper = _shortest_sample_intervals(ranks, level)
-        return RankIntervals(ranks.to(torch.float64).mean(0), lower, upper, level, None)
-    rank_probs = torch.zeros(n, n, dtype=torch.float64)
-    rank_probs.scatter_add_(1, (ranks - 1).T, torch.ones(n, n_samples, dtype=torch.float64))
-    rank_probs /= n_samples
-    lower, upper = _shortest_intervals(rank_probs, level)
-    return RankIntervals(ranks.to(torch.float64).mean(0), lower, upper, level, rank_probs)
-
-
-RANK_PROBS_MAX_N = 4000
-"""From this many candidates rank intervals come from each candidate's sampled ranks directly."""
-
-
-def _shortest_sample_intervals(ranks: Tensor, level: float) -> tuple[Tensor, Tensor]:
-    """Shortest interval holding ``⌈level·S⌉`` of each candidate's ``S`` sampled ranks (the
-    sample version of :func:`_shortest_intervals`, ``O(N S log S)``)."""
-    n_samples = ranks.shape[0]
-    keep = min(n_samples, math.ceil(level * n_samples - 1e-9))
-    ordered = torch.sort(ranks, dim=0).values  # (S, N)
-    widths = ordered[keep - 1 :] - ordered[: n_samples - keep + 1]
-    start = torch.argmin(widths, dim=0)
-    cols = torch.arange(ranks.shape[1])
-    return ordered[start, cols], ordered[start + keep - 1, cols]
-
-
-def _shortest_intervals(rank_probs: Tensor, level: float) -> tuple[Tensor, Tensor]:
-    """For each candidate the shortest run of consecutive ranks holding ``level`` of its mass
-    (the most massive one among equally short runs).
-
-    Ranks are discrete, so a central interval (quantiles at ½(1−level) and ½(1+level)) keeps
-    both tails below ½(1−level) and over-covers badly when the mass sits on few ranks (98–99%
-    for a nominal 95% in our simulations); the shortest interval is narrower and covers
-    96–97% (``tests/test_laplace.py``).
-    """
-    n = rank_probs.shape[0]
-    cum = torch.cat([torch.zeros(n, 1, dtype=rank_probs.dtype), rank_probs.cumsum(1)], dim=1)
-    lower = torch.zeros(n, dtype=torch.long)
-    upper = torch.zeros(n, dtype=torch.long)
-    todo = torch.arange(n)
-    target = level - 1e-9
-    for width in range(1, n + 1):
-        mass = cum[todo, width:] - cum[todo, : n - width + 1]  # windows of `width` ranks
-        best_mass, start = mass.max(dim=1)
-        done = best_mass >= target
-        lower[todo[done]] = start[done] + 1
-        upper[todo[done]] = start[done] + width
-        todo = todo[~done]
-        if todo.numel() == 0:
-            break
-    return lower, upper
+    mean rank, shortest intervals holding ``level`` of each candidate's rank mass, rank probabilities
+    (:func:`orchestrator.poe.ranks.rank_interval_arrays`, as tensors). Serves the Laplace
+    posterior, the simplex model's MCMC draws and RAEE's normal approximation."""
+    values = draws.detach().to(torch.float64).cpu().numpy() if isinstance(draws, Tensor) else np.asarray(draws, dtype=np.float64)
+    mean_rank, lower, upper, rank_probs = rank_interval_arrays(values, level)
+    return RankIntervals(
+        torch.from_numpy(mean_rank),
+        torch.from_numpy(lower),
+        torch.from_numpy(upper),
+        level,
+        None if rank_probs is None else torch.from_numpy(rank_probs),
+    )
 
 
 def ranking_order(mean: Tensor, names: list[str]) -> list[int]:

@@ -32,7 +32,7 @@ belongs to (issue #30 item 5: per-category leaderboards from one run).
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr, stdtrit  # not scipy.stats: reading a leaderboard imports this (0.6 s)
 
 __all__ = [
     "WIDTH_WEIGHT",
@@ -133,13 +133,11 @@ def win_rate_intervals(y: np.ndarray, populations: np.ndarray, pool: int, *, lev
     ``pool`` prompts in all): its own variance ``σ_m² / n_m · (1 − n_m / P_m)`` plus
     :func:`prompt_sampling_variance`, with Student's t on ``n_m − 1`` degrees of freedom (a few
     prompts make σ_m itself uncertain). The own sd alone is what differences carry."""
-    from scipy.stats import t as student
-
     estimate, sigma, n = leaderboard_state(y)
     shared = prompt_sampling_variance(y, pool)
     populations = np.maximum(np.asarray(populations, dtype=float), n)
     own = sigma**2 / np.maximum(n, 1) * np.clip(1.0 - n / np.maximum(populations, 1.0), 0.0, 1.0)
-    half = student.ppf((1 + level) / 2, np.maximum(n - 1, 1)) * np.sqrt(own + shared)
+    half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + shared)
     return estimate, half, np.sqrt(own), n
 
 
@@ -157,8 +155,8 @@ def allocation_gains(
     now, after = variance(n), variance(n + 1.0)
     gap = np.abs(estimate[:, None] - estimate[None, :])
     tiny = 1e-12
-    misorder_now = norm.cdf(-gap / np.sqrt(now[:, None] + now[None, :] + tiny))
-    misorder_after = norm.cdf(-gap / np.sqrt(after[:, None] + now[None, :] + tiny))
+    misorder_now = ndtr(-gap / np.sqrt(now[:, None] + now[None, :] + tiny))
+    misorder_after = ndtr(-gap / np.sqrt(after[:, None] + now[None, :] + tiny))
     pairs = misorder_now - misorder_after
     np.fill_diagonal(pairs, 0.0)
     gains = pairs.sum(1) + width_weight * (np.sqrt(now) - np.sqrt(after))

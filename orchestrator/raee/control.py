@@ -38,8 +38,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
-from scipy.stats import norm
+from scipy.special import expit, ndtri
 
 __all__ = ["SLOPE_SD", "LengthControl", "candidate_flags", "length_controlled", "length_feature", "prompt_difficulty"]
 
@@ -173,7 +172,7 @@ def length_controlled(
     moved, _ = _newton(x, target, weight, precision, np.array([0.0, effect + effect_se, 0.0]), b)
     sensitivity = 100 * (weight * expit(np.einsum("mpk,mk->mp", controlled_x, moved))).sum(1) / counts - controlled
     se = np.sqrt(variance + sensitivity**2)
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(ndtri(0.5 + level / 2))
     raw = 100 * target.sum(1) / counts
     return LengthControl(
         win_rate=np.where(n > 0, raw, np.nan),

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta as beta_dist
+from scipy.special import betaincinv
 
 __all__ = [
     "GAMMA",
@@ -108,8 +108,8 @@ def raee_arrays(
         raise ValueError("no judgments against the reference")
     a, b = total + 0.5, n - total + 0.5
     p_bar = a / (a + b)
-    p_low = beta_dist.ppf((1 - level) / 2, a, b)
-    p_high = beta_dist.ppf((1 + level) / 2, a, b)
+    p_low = betaincinv(a, b, (1 - level) / 2)
+    p_high = betaincinv(a, b, (1 + level) / 2)
     se_raw = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
     se = se_raw.copy()
     if population is not None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import t as student
+from scipy.special import stdtrit
 
 from .estimates import outcomes
 from .records import ReferenceJudgments
@@ -69,7 +69,7 @@ def ppi_mean(f: np.ndarray, y: np.ndarray, *, level: float = 0.95) -> PpiEstimat
     spread = max(float(np.var(rectifier, ddof=1)), (1 - weight) ** 2 * smoothed * (1 - smoothed))
     variance = spread / n + (weight**2 * float(np.var(f_u, ddof=1)) / n_u if n_u > 1 else 0.0)
     se = float(np.sqrt(max(variance, 0.0)))
-    z = float(student.ppf(0.5 + level / 2, n - 1))  # Student's t on the n labels: few labels, wider
+    z = float(stdtrit(n - 1, 0.5 + level / 2))  # Student's t on the n labels: few labels, wider
     return PpiEstimate(estimate, se, max(0.0, estimate - z * se), min(1.0, estimate + z * se), weight, n, n_u)
 
 

@@ -26,7 +26,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from ..errors import OrchestratorError
 from .estimates import GAMMA, cohen_kappa, icc3k, outcomes, pooled_variance, raee_arrays, spread_se
@@ -220,7 +220,7 @@ def _judge_rows(it: _Items, kappa: dict[str, float | None], *, soft: bool, level
 def _pooled_rows(it: _Items, rows: list[RaeeRow], strong: dict[tuple[int, int], float], *, level: float, pool_all: bool) -> list[RaeeRow]:
     """Per (anchor, candidate) the mean Elo gap over the strong judges (every judge with
     ``pool_all``, ρ_k from their between-judge correlation, Lemma 1) with variance Eq. 9."""
-    z = float(norm.ppf((1 + level) / 2))
+    z = float(ndtri((1 + level) / 2))
     n_a, n_j, _, _ = it.shape
     by_anchor_cand: dict[tuple[str, str], list[RaeeRow]] = {}
     for row in rows:
