@@ -132,6 +132,7 @@ def fit_raee(
     loaded: tuple[ReferenceJudgments, dict] | None = None,
     read_texts: bool = True,
     human: HumanLabels | None = None,
+    store: RunStore | None = None,
 ) -> RaeeReport:
     """RAEE report of a run file or log (see :func:`orchestrator.raee.report.raee_report`).
 
@@ -142,12 +143,13 @@ def fit_raee(
     candidates, and with ``options.control`` length-controlled win rates
     (:func:`orchestrator.offline.length_control.apply_controls`); ``read_texts=False`` skips a
     run's texts when neither is asked (``rank`` flags candidates itself). ``human``: people's labels,
-    which add each candidate's people's win rate (:func:`with_people`).
+    which add each candidate's people's win rate (:func:`with_people`). ``store``: the run file
+    already open (its judgments and texts are read from it, not opened again).
     """
     from .length_control import FLAG_SHIFT, apply_controls, response_texts, run_texts
 
     options.check(log=log, responses=responses)
-    data, info = loaded if loaded is not None else load_reference_judgments(source, log=log)
+    data, info = loaded if loaded is not None else load_reference_judgments(source, log=log, store=None if log else store)
     if len(data) == 0:
         what = "judgment log" if log else "run"
         raise OrchestratorError(
@@ -172,7 +174,7 @@ def fit_raee(
     chosen = data if not judges else data.select(np.isin(data.judge, judges))
     flag_shift = FLAG_SHIFT if options.flag_shift is None else options.flag_shift
     if responses is not None or (not log and (read_texts or "length" in options.control)):
-        texts = response_texts(responses) if responses is not None else run_texts(source)
+        texts = response_texts(responses) if responses is not None else run_texts(source, store)
         report = apply_controls(
             report,
             chosen,

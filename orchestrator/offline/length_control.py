@@ -6,6 +6,7 @@ into the report's rows, ``judge_biases``, ``flags`` and ``warnings``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from ..errors import OrchestratorError
 from ..raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
 from ..raee.control import candidate_flags, length_controlled
 from ..records.log import load_responses
+
+if TYPE_CHECKING:
+    from ..store import RunStore
 
 __all__ = ["CONTROLS", "FLAG_SHIFT", "apply_controls", "extreme_shift", "format_length_control", "response_texts", "run_texts"]
 
@@ -33,14 +37,17 @@ def response_texts(path: str | Path) -> dict[tuple[str, str], str]:
     return {(row.prompt_id, row.candidate): row.text for _, row in load_responses(path)}
 
 
-def run_texts(source: str | Path) -> dict[tuple[str, str], str]:
-    """``(prompt_id, candidate) → text`` of a run's stored dataset, the anchors' texts included."""
+def run_texts(source: str | Path, store: RunStore | None = None) -> dict[tuple[str, str], str]:
+    """``(prompt_id, candidate) → text`` of a run's stored dataset, the anchors' texts included
+    (``store``: the run file already open)."""
     from ..records.config import RunConfig
     from ..store import open_run
 
-    with open_run(source, write=False) as store:
-        dataset = store.dataset()
-        config = RunConfig.from_stored(store.config)
+    if store is None:
+        with open_run(source, write=False) as opened:
+            return run_texts(source, opened)
+    dataset = store.dataset()
+    config = RunConfig.from_stored(store.config)
     texts = {(p, c): r.text for p, by in dataset.responses.items() for c, r in by.items()}
     if config.reference is not None and config.reference.anchor == "dataset":
         from ..run.planners.reference import DATASET_ANCHOR

@@ -11,7 +11,7 @@ from ..records.dataset import Dataset
 from ..run.planners import reference_items
 from ..store import JudgmentRecord, RunStore, open_run
 
-__all__ = ["ranking", "status"]
+__all__ = ["ranking", "ranking_in", "status"]
 
 
 def _campaign_group(
@@ -239,8 +239,14 @@ def ranking(path: str | Path, *, level: float = 0.95, fits: tuple[list, list] | 
     ``fits``: the groups and posteriors of :func:`poe_fits` when the caller has them already
     (``status`` fits once for both)."""
     with open_run(path, write=False) as store:
-        result = _ranking(path, store, level=level, fits=fits)
-        result["flags"] = _flags(store.dataset())  # cached: the dataset is read once
+        return ranking_in(path, store, level=level, fits=fits)
+
+
+def ranking_in(path: str | Path, store: RunStore, *, level: float = 0.95, fits: tuple[list, list] | None = None) -> dict:
+    """:func:`ranking` of the run file ``path`` already open as ``store`` (read once for
+    ``status`` and the report)."""
+    result = _ranking(path, store, level=level, fits=fits)
+    result["flags"] = _flags(store.dataset())  # cached: the dataset is read once
     return result
 
 
@@ -365,8 +371,8 @@ def status(path: str | Path) -> dict:
         from ..store.labels import label_progress
 
         people = label_progress(store.db.conn)
+        rank = ranking_in(path, store, fits=fits)  # the same open store: the run file is read once
     b = config.budget
-    rank = ranking(path, fits=fits)
     groups = rank["groups"]
     summary = {
         "run": str(path),

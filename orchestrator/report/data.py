@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..offline.results import poe_fits
-from ..offline.results import ranking as run_ranking
+from ..offline.results import poe_fits, ranking_in
 from ..poe import neighbour_status
 from ..records.config import RunConfig
 from ..records.dataset import Dataset
@@ -45,6 +44,8 @@ class ReportData:
     ``entropy``, ``max_adjacent_reorder`` (from the round's record)."""
     judges: dict[str, dict] = field(default_factory=dict)
     """Per judge: calls, failures, first-shown share, calibration (when the data has truth)."""
+    raee_text: str | None = None
+    """Reference campaigns: the full RAEE report as ``orchestrator fit raee`` prints it."""
     neighbours: dict[str, int] | None = None
     """PoE runs: neighbour pairs of every ranking by the stopping rule's reading (``resolved``: the
     order is settled, P(d > 0) ≥ 1 − ``max_error``, or P(misordered by more than δ) is below
@@ -193,16 +194,20 @@ def _length_preference(data: ReportData, pairwise: list[JudgmentRecord], truth: 
 def collect(path: str | Path) -> ReportData:
     """Everything the report shows, from the run file at ``path`` (read-only)."""
     path = Path(path)
-    with open_run(path, write=False) as store:
+    with open_run(path, write=False) as store:  # the run file is opened and read once
         run = dict(store.run)
         config = RunConfig.from_stored(store.config)
         dataset = store.dataset()
         judgments = list(store.judgments(ok_only=False, full=True))
         rounds = store.rounds()
-    ok = [r for r in judgments if r.status == "ok"]
-    poe_run = config.reference is None and config.absolute is None
-    fits = poe_fits(config, dataset, ok) if poe_run and ok else None  # one final fit for the ranking and the neighbours
-    data = ReportData(path, run, config, dataset, run_ranking(path, fits=fits), judgments, rounds)
+        ok = [r for r in judgments if r.status == "ok"]
+        poe_run = config.reference is None and config.absolute is None
+        fits = poe_fits(config, dataset, ok) if poe_run and ok else None  # one final fit for the ranking and the neighbours
+        data = ReportData(path, run, config, dataset, ranking_in(path, store, fits=fits), judgments, rounds)
+        if config.reference is not None and any(r.kind == "reference" for r in ok):
+            from ..offline.fit_raee import RaeeOptions, fit_raee, format_raee
+
+            data.raee_text = format_raee(fit_raee(path, RaeeOptions(soft=config.reference.soft), store=store))
     per_round: dict[int, list[JudgmentRecord]] = defaultdict(list)
     for r in judgments:
         per_round[r.round].append(r)

@@ -159,11 +159,8 @@ def _campaign_section(data: ReportData) -> str:
     """Reference campaigns: the full RAEE report (per judge and pooled rows, judge screening, anchor
     diagnostics); absolute campaigns: how to fit the simplex model on the run."""
     config = data.config
-    if config.reference is not None and any(r.kind == "reference" and r.status == "ok" for r in data.judgments):
-        from ..offline.fit_raee import RaeeOptions, fit_raee, format_raee
-
-        text = format_raee(fit_raee(data.path, RaeeOptions(soft=config.reference.soft)))
-        return f"<section id='raee'><h2>RAEE: reference-anchored Elo</h2><pre>{escape(text)}</pre></section>"
+    if data.raee_text is not None:
+        return f"<section id='raee'><h2>RAEE: reference-anchored Elo</h2><pre>{escape(data.raee_text)}</pre></section>"
     if config.absolute is not None:
         levels = len(next(iter(r.probs[0] for r in data.judgments if r.probs), {})) or 5
         return (
