@@ -187,7 +187,7 @@ def fit_raee(
     if "self" in options.control:
         from .self_control import apply_self_control, run_families
 
-        families = dict(options.families) or ({} if log else run_families(source))
+        families = dict(options.families) or ({} if log else run_families(source, store))
         report = apply_self_control(report, chosen, families, soft=options.soft, flag_shift=flag_shift)
     return report
 

@@ -11,14 +11,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import OrchestratorError
-from ..raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
+from ..raee import JudgeBias, RaeeReport, RaeeRow, ReferenceJudgments, item_matrix
 from ..raee.control import candidate_flags, length_controlled
 from ..records.log import load_responses
 
 if TYPE_CHECKING:
     from ..store import RunStore
 
-__all__ = ["CONTROLS", "FLAG_SHIFT", "apply_controls", "extreme_shift", "format_length_control", "response_texts", "run_texts"]
+__all__ = [
+    "CONTROLS",
+    "FLAG_SHIFT",
+    "apply_controls",
+    "controlled_report",
+    "extreme_shift",
+    "format_length_control",
+    "response_texts",
+    "run_texts",
+]
 
 CONTROLS = ("length", "self")
 FLAG_SHIFT = 10.0
@@ -141,6 +150,14 @@ def apply_controls(
     for candidate, reasons in shifts.items():
         flags.setdefault(candidate, []).extend(reasons)
     warnings = list(report.warnings) + [f"{c} flagged: {'; '.join(r)}" for c, r in sorted(flags.items())]
+    return controlled_report(report, rows, biases, flags, warnings)
+
+
+def controlled_report(
+    report: RaeeReport, rows: dict[tuple[str, str, str], RaeeRow], biases: list[JudgeBias], flags: dict[str, list[str]], warnings: list[str]
+) -> RaeeReport:
+    """``report`` with a control's rows (by ``(anchor, judge, candidate)``, kept in the report's
+    order), judge biases, flags and warnings (the length and the self control both end here)."""
     return report.model_copy(
         update={
             "rows": [rows[(r.anchor, r.judge, r.candidate)] for r in report.rows],

@@ -7,6 +7,7 @@ reference campaign, and the win rates it would give without it (issue #33). Fami
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import expit, logit
@@ -15,7 +16,10 @@ from scipy.stats import norm
 from ..errors import OrchestratorError
 from ..raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
 from ..raee.self_preference import logit_win_rates, self_preference
-from .length_control import FLAG_SHIFT, extreme_shift
+from .length_control import FLAG_SHIFT, controlled_report, extreme_shift
+
+if TYPE_CHECKING:
+    from ..store import RunStore
 
 __all__ = ["apply_self_control", "parse_families", "run_families"]
 
@@ -31,13 +35,15 @@ def parse_families(items: list[str] | tuple[str, ...] | None) -> dict[str, str]:
     return families
 
 
-def run_families(source: str | Path) -> dict[str, str]:
-    """A run's ``model.families`` (empty when it declares none)."""
+def run_families(source: str | Path, store: RunStore | None = None) -> dict[str, str]:
+    """A run's ``model.families`` (empty when it declares none; ``store``: the run file already open)."""
     from ..records.config import RunConfig
     from ..store import open_run
 
-    with open_run(source, write=False) as store:
-        return dict(RunConfig.from_stored(store.config).model.families)
+    if store is None:
+        with open_run(source, write=False) as opened:
+            return run_families(source, opened)
+    return dict(RunConfig.from_stored(store.config).model.families)
 
 
 def _input_logits(rows, anchor: str, judge: str, candidates: list[str], y: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -139,11 +145,4 @@ def apply_self_control(
                     )
                     flags.setdefault(candidate, []).append(reason)
                     warnings.append(f"{candidate} flagged: {reason}")
-    return report.model_copy(
-        update={
-            "rows": [rows[(r.anchor, r.judge, r.candidate)] for r in report.rows],
-            "judge_biases": biases,
-            "flags": flags,
-            "warnings": warnings,
-        }
-    )
+    return controlled_report(report, rows, biases, flags, warnings)

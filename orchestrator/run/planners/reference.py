@@ -208,7 +208,9 @@ class ReferencePlanner:
             est = self.estimates(cutoff)
             if open_ and est and set(open_) <= set(est) and self._separated(est, open_):
                 return "every candidate's Elo interval is separated from its neighbours'"
-        values = allocation_gains(estimate, sigma, depth, population) + ref.slice_weight * self._slice_gains(table, left)
+        values = allocation_gains(estimate, sigma, depth, population)
+        if ref.slice_weight:
+            values = values + ref.slice_weight * self._slice_gains(table, left)
         gains = {c: float(values[k]) for k, c in enumerate(self.candidates)}
         for c in sorted(open_, key=lambda c: (-gains[c], done[c], seeded_hash(ctx.seed, round_no, c)))[: ctx.config.selection.batch]:
             units.append(unit(left[c][0], c))
