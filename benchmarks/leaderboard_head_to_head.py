@@ -2,7 +2,7 @@
 with known truth, since logs of one anchor cannot replay it.
 
 A leaderboard of M candidates against one anchor on P prompts, shaped like AlpacaEval 2.0: the
-candidates' abilities are the logits of AlpacaEval's 39 full-data win rates (or ``--models`` drawn
+candidates' abilities are the logits of the official win rates of AlpacaEval's leaderboard.csv (37 models) (or ``--models`` drawn
 like them), each answer's quality on a prompt is its candidate's ability plus a per-answer effect
 (sd ``--answer-sd``), the anchor's answers have their own (sd ``--anchor-sd``: the prompt's
 difficulty, shared by every candidate), and a judge's soft verdict between two answers is the
@@ -49,7 +49,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpacaeval"
 
 
 def abilities(models: int, rng: np.random.Generator) -> np.ndarray:
-    """Logits of AlpacaEval's full-data win rates (39 models), or ``models`` drawn from them."""
+    """Logits of AlpacaEval's full-data win rates (the 37 rows of leaderboard.csv), or ``models`` drawn from them."""
     rates = []
     board = DATA / "leaderboard.csv"
     if board.exists():
@@ -160,7 +160,7 @@ def head_to_head(world: World, order: np.ndarray, budget: int, anchor_share: flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--models", type=int, default=0, help="0: AlpacaEval's 39 win rates as the abilities")
+    ap.add_argument("--models", type=int, default=0, help="0: the 37 win rates of leaderboard.csv as the abilities")
     ap.add_argument("--prompts", type=int, default=805)
     ap.add_argument("--answer-sd", type=float, default=1.5)
     ap.add_argument("--anchor-sd", type=float, default=1.0)
