@@ -144,7 +144,7 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
     while the run file is created); after each kill the run is resumed. Returns what the campaign
     must show, next to an uninterrupted run of the same config."""
     rng = random.Random(seed)
-    common = dict(prompts=data[0], responses=data[1], max_calls=max_calls, batch=4, concurrency=4)
+    common = dict(prompts=data[0], responses=data[1], max_calls=max_calls, batch=4, concurrency=4, budget_extra=STOP_AT_BUDGET)
     reference, _ = api.start(write_config(tmp_path, server.url, name="reference", **common))
     victim = tmp_path / "runs" / "victim.sqlite"
     command = ["run", str(write_config(tmp_path, server.url, name="victim", **common))]
@@ -247,6 +247,12 @@ def write_judge(folder: Path, name: str, **fields) -> Path:
     }
     (folder / f"{name}.toml").write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in profile.items()))
     return folder
+
+
+STOP_AT_BUDGET = '[stopping]\nrule = "budget"\n'
+"""`budget_extra` for a run that must spend its whole budget: the quality-following test judge's
+probabilities are exact, so its precision is read as high and the stopping rule would end the run
+first (issue #36's precision estimate)."""
 
 
 def write_config(

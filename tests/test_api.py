@@ -3,7 +3,7 @@
 import json
 
 import orchestrator as orc
-from judgekit import quality_behaviour, write_config, write_dataset
+from judgekit import STOP_AT_BUDGET, quality_behaviour, write_config, write_dataset
 from orchestrator.judging.testserver import FakeOpenAIServer
 
 
@@ -28,7 +28,9 @@ def test_public_names_are_the_cli_commands():
 def test_start_rank_export_replay_through_the_api(tmp_path):
     prompts, responses = write_dataset(tmp_path / "d", prompts=2, candidates=5)
     with FakeOpenAIServer(quality_behaviour) as server:
-        config = write_config(tmp_path, server.url, name="api", prompts=prompts, responses=responses, max_calls=24)
+        config = write_config(
+            tmp_path, server.url, name="api", prompts=prompts, responses=responses, max_calls=24, budget_extra=STOP_AT_BUDGET
+        )
         estimate = orc.dry_run(config)
         assert estimate["max_calls"] == 24 and server.requests == []
         path, reason = orc.start(config)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from judgekit import quality_behaviour, write_config, write_dataset
+from judgekit import STOP_AT_BUDGET, quality_behaviour, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.client import get_profile
 from orchestrator.judging.testserver import BILLABLE, FakeOpenAIServer, FaultPlan
@@ -41,7 +41,15 @@ def test_three_endpoints_one_slow_one_dying_nothing_lost_or_paid_twice(tmp_path,
     try:
         monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(_profile(tmp_path / "judges", servers)))
         config = write_config(
-            tmp_path, None, judges='["pool-openai"]', prompts=data[0], responses=data[1], max_calls=60, batch=6, concurrency=6
+            tmp_path,
+            None,
+            judges='["pool-openai"]',
+            prompts=data[0],
+            responses=data[1],
+            max_calls=60,
+            batch=6,
+            concurrency=6,
+            budget_extra=STOP_AT_BUDGET,
         )
         path, reason = api.start(config)
     finally:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from judgekit import quality_behaviour, run_cli, write_config, write_dataset
+from judgekit import STOP_AT_BUDGET, quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.cli import main
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -33,7 +33,7 @@ def _run(tmp_path, server, data, **kwargs):
 
 
 def test_run_commits_every_judgment_with_its_logprobs_and_ranks(tmp_path, server, data):
-    path, reason = _run(tmp_path, server, data, max_calls=60)
+    path, reason = _run(tmp_path, server, data, max_calls=60, budget_extra=STOP_AT_BUDGET)
     assert reason.startswith("budget: max_calls (60 of 60")
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

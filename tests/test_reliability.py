@@ -8,7 +8,16 @@ import sqlite3
 import childkit
 import pytest
 
-from judgekit import campaign_summary, committed_judgments, crash_campaign, quality_behaviour, write_config, write_dataset, write_judge
+from judgekit import (
+    STOP_AT_BUDGET,
+    campaign_summary,
+    committed_judgments,
+    crash_campaign,
+    quality_behaviour,
+    write_config,
+    write_dataset,
+    write_judge,
+)
 from orchestrator import api
 from orchestrator.judging.testserver import FAULT_KINDS, FakeOpenAIServer, FaultPlan
 
@@ -38,7 +47,7 @@ def test_fault_campaign_every_request_ends_nothing_lost_nothing_paid_twice(tmp_p
             batch=8,
             max_calls=160,
             concurrency=8,
-            budget_extra="max_usd = 0.5\n",
+            budget_extra="max_usd = 0.5\n" + STOP_AT_BUDGET,
             extra="max_attempts = 8",
         )
         path, reason = api.start(config)
@@ -326,7 +335,17 @@ def test_a_second_resume_is_refused_and_two_runs_at_once_work(tmp_path):
     data = write_dataset(tmp_path / "d", prompts=3, candidates=5)
     with FakeOpenAIServer(quality_behaviour, delay_s=0.3) as server:  # 40 calls, 2 at a time: the runs last ~6 s
         configs = [
-            write_config(tmp_path, server.url, name=n, prompts=data[0], responses=data[1], max_calls=40, batch=2, concurrency=2)
+            write_config(
+                tmp_path,
+                server.url,
+                name=n,
+                prompts=data[0],
+                responses=data[1],
+                max_calls=40,
+                batch=2,
+                concurrency=2,
+                budget_extra=STOP_AT_BUDGET,
+            )
             for n in ("one", "two")
         ]
         first = childkit.popen(["run", str(configs[0])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -356,7 +375,15 @@ def _start_run(tmp_path, server, name, *, prompts, candidates, max_calls, batch)
 
     data = write_dataset(tmp_path / "d", prompts=prompts, candidates=candidates)
     config = write_config(
-        tmp_path, server.url, name=name, prompts=data[0], responses=data[1], max_calls=max_calls, batch=batch, concurrency=4
+        tmp_path,
+        server.url,
+        name=name,
+        prompts=data[0],
+        responses=data[1],
+        max_calls=max_calls,
+        batch=batch,
+        concurrency=4,
+        budget_extra=STOP_AT_BUDGET,
     )
     proc = childkit.popen(["run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return proc, tmp_path / "runs" / f"{name}.sqlite"

@@ -100,8 +100,11 @@ def test_reliability_fit_is_the_same_sparse_and_dense():
     _, obs = _simulated(120, 800, seed=3, judges=2)
     dense = fit_with_reliability(obs, PoEConfig(judge_sharpness=True, judge_precision=True, posterior="dense"))
     sparse = fit_with_reliability(obs, PoEConfig(judge_sharpness=True, judge_precision=True, posterior="sparse"))
-    assert torch.allclose(dense.mean, sparse.mean, atol=1e-7)
-    assert torch.allclose(dense.judges["precision"], sparse.judges["precision"], rtol=1e-8)
+    # the sparse fit estimates the leverage in κ from its 32 draws (dense: exact), so the two agree
+    # to that estimate's noise
+    assert torch.allclose(dense.mean, sparse.mean, atol=1e-4)
+    assert torch.allclose(dense.judges["precision"], sparse.judges["precision"], rtol=0.02)
+    assert float((dense.judges["precision"] - 1).abs().min()) > 0.5
 
 
 def test_everything_downstream_reads_a_sparse_posterior():

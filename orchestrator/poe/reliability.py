@@ -9,13 +9,33 @@ probabilities scatter tells less. Quasi-likelihood (McCullagh & Nelder, *General
 §9) measures this by the dispersion of the Pearson residuals of judge ``j``'s judgments at the fit,
 
 .. math:: r_k = \\frac{p_k − π_k}{\\sqrt{π_k (1 − π_k)}}, \\qquad
-          φ_j = \\frac{\\sum_{k ∈ j} r_k^2 + ν}{n_j + ν}, \\qquad κ_j = \\min(1/φ_j, κ_{max}),
+          R_j = \\sum_{k ∈ j} r_k^2, \\qquad m_j = \\sum_{k ∈ j} (1 − h_k)^2,
 
 with ``π_k`` the expert's predicted probability at the fitted ``d_k`` (sharpness and position
-bias included) and ``ν`` pseudo-judgments of the Bernoulli dispersion ``φ = 1`` as a prior, so a
-judge with few judgments keeps ``κ ≈ 1``. The posterior is refitted once with every comparison's
-log-density weighted by its judge's ``κ_j`` (an empirical-Bayes plug-in: the Laplace covariance
-then shrinks by ``1/κ_j`` for that judge's information, as a quasi-likelihood's does).
+bias included) and ``h_k = w_k c_k \\operatorname{Var}(d_k)`` the comparison's leverage (its
+weight times its expected curvature times the fitted difference's posterior variance: the diagonal
+of the hat matrix ``S``). A residual's expected square is ``φ ((1 − h_k)^2 + Σ_{l≠k} S_{kl}^2)``
+(the residual degrees of freedom of a penalised fit, Buja, Hastie & Tibshirani 1989); ``m_j`` leaves
+out the off-diagonal terms, which need the whole ``S``. ``R_j ≈ φ_j χ²_{m_j}``, and ``log φ_j``
+gets a weak normal prior around a coin's dispersion (sd :data:`PRECISION_PRIOR_SD`), so
+
+.. math:: \\log φ_j = \\arg\\min_u \\; \\frac{m_j}{2} u + \\frac{R_j}{2} e^{−u} + \\frac{u^2}{2 s^2},
+          \\qquad κ_j = \\min(1/φ_j, κ_{max}),
+
+and a judge with no judgments keeps ``κ = 1``. Why these two corrections (issue #36): the first
+version read ``φ_j = (R_j + ν)/(n_j + ν)`` with ν = 4 pseudo-judgments at φ = 1, on residuals of
+the unweighted fit. For a judge whose probabilities are far more reproducible than a coin's the
+pseudo-judgments were the whole estimate (``κ ≈ (n + 4)/4``: 3.4 after 20 calls of the embedded
+1.5B judge, whose residuals say ≈ 285), and the rank intervals spanned 11 of 16 ranks after 120
+calls where the judge's ranking from the other 120 pairs agreed at Spearman 0.91; without the
+leverage a fit that passes close to few judgments reads its small residuals as a precise judge
+(on coin flips from the model, 16 candidates and 24 judgments, the mean φ is 0.59 without it and
+0.97 with it).
+
+The posterior is refitted with every comparison's log-density weighted by its judge's ``κ_j``,
+and ``κ`` read again at the weighted fit (whose residuals, unlike the unweighted fit's, are not
+inflated by the prior's pull on a precise judge's scores), up to :data:`PRECISION_REFITS` times
+(an empirical-Bayes plug-in: the Laplace covariance then shrinks by ``1/κ_j`` for that judge's information, as a quasi-likelihood's does).
 Together with the sharpness ``t_j`` of :mod:`.objective` (which scales a judge's logits and sends a
 random judge's weight to zero) this is the per-judge reliability of a panel.
 """
@@ -28,20 +48,33 @@ import math
 import torch
 from torch import Tensor
 
+from .experts import Expert, expected_curvature
 from .graded import fit_cuts, graded_log_probabilities, graded_rows
-from .laplace import Posterior, fit_laplace
+from .laplace import Posterior, fit_laplace, pair_variances
 from .objective import NegLogPosterior, Observations, PoEConfig
 
-__all__ = ["PRECISION_PRIOR_WEIGHT", "MAX_PRECISION", "judge_precision", "fit_with_reliability"]
+__all__ = [
+    "PRECISION_PRIOR_SD",
+    "MAX_PRECISION",
+    "PRECISION_REFITS",
+    "judge_precision",
+    "fit_with_reliability",
+    "leverage",
+    "log_dispersion",
+]
 
-PRECISION_PRIOR_WEIGHT = 4.0
-"""ν: pseudo-judgments at the Bernoulli dispersion φ = 1."""
-MAX_PRECISION = 50.0
-"""κ_max: a judge is worth at most this many Bernoulli trials per judgment."""
+PRECISION_PRIOR_SD = 3.0
+"""s: prior sd of ``log φ`` around a coin's dispersion 0 (±2 s covers φ from 0.0025 to 400)."""
+MAX_PRECISION = 1000.0
+"""κ_max: a judge is worth at most this many Bernoulli trials per judgment (a guard against a
+judge whose probabilities equal the model's: the embedded 1.5B judge's residuals say ≈ 285)."""
+PRECISION_REFITS = 2
+"""Times κ is read again at the weighted fit and the posterior refitted (fewer when κ moves by
+under 5%)."""
 
 
 def judge_precision(
-    obs: Observations, posterior: Posterior, config: PoEConfig, *, prior_weight: float = PRECISION_PRIOR_WEIGHT, cap: float = MAX_PRECISION
+    obs: Observations, posterior: Posterior, config: PoEConfig, *, prior_sd: float = PRECISION_PRIOR_SD, cap: float = MAX_PRECISION
 ) -> Tensor:
     """``(J,)`` precision κ_j of every judge at the fitted ``posterior`` (module docstring)."""
     J = obs.n_judges
@@ -65,8 +98,34 @@ def judge_precision(
         variance[rows] = (probs[:, 0] + probs[:, 1] + 0.25 * probs[:, 2] - mean**2).clamp_min(1e-6)
     r2 = (obs.prob - pi) ** 2 / variance
     zeros = torch.zeros(J, dtype=torch.float64)
-    phi = (zeros.index_add(0, judge, r2) + prior_weight) / (zeros.index_add(0, judge, torch.ones_like(r2)) + prior_weight)
-    return (1.0 / phi).clamp(max=cap)
+    dof = (1.0 - leverage(obs, posterior, config.expert, d)) ** 2
+    log_phi = log_dispersion(zeros.index_add(0, judge, r2), zeros.index_add(0, judge, dof), prior_sd)
+    return torch.exp(-log_phi).clamp(max=cap)
+
+
+def log_dispersion(residual_sum: Tensor, dof: Tensor, prior_sd: float) -> Tensor:
+    """``argmin_u (m/2) u + (R/2) e^{−u} + u²/(2 s²)`` per judge (module docstring): the mode of
+    ``log φ`` given ``R ≈ φ χ²_m`` and ``log φ ~ N(0, s²)``; convex, by Newton from the plain ratio."""
+    u = torch.log((residual_sum + 1e-12) / (dof + 1e-12)).clamp(-12.0, 12.0)
+    for _ in range(50):
+        grad = dof / 2 - residual_sum / 2 * torch.exp(-u) + u / prior_sd**2
+        hess = residual_sum / 2 * torch.exp(-u) + 1 / prior_sd**2
+        step = grad / hess
+        u = u - step.clamp(-2.0, 2.0)
+        if float(step.abs().max()) < 1e-10:
+            break
+    return u
+
+
+def leverage(obs: Observations, posterior: Posterior, expert: Expert, d: Tensor) -> Tensor:
+    """``(K,)`` each comparison's leverage ``h_k = w_k c_k Var(s_i − s_j)`` at the fit (module
+    docstring), in [0, 0.99]; a sparse posterior estimates the variances from its draws, and a fit
+    without them (an intermediate sparse fit) counts none."""
+    if posterior.cov is None and posterior.sparse is None:
+        return torch.zeros_like(d)
+    variance = pair_variances(posterior, obs.first, obs.second)
+    weight = obs.weight if obs.weight is not None else 1.0
+    return (weight * expected_curvature(expert, d.detach()) * variance).clamp(0.0, 0.99)
 
 
 def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Posterior | None = None) -> Posterior:
@@ -76,7 +135,9 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
     2. each judge's precision κ_j at that fit (module docstring);
     3. the fit again, comparisons weighted by κ_j, started from the plain one — and, for a panel
        (two judges or more), with each judge's sharpness ``t_j`` fitted in the Laplace step,
-       started at its least-squares estimate ``t̂_j = Σ x logit p / Σ x²``.
+       started at its least-squares estimate ``t̂_j = Σ x logit p / Σ x²``;
+    4. κ_j read again at that weighted fit and the fit repeated from it, up to
+       :data:`PRECISION_REFITS` times, until κ moves by under 5%.
 
     A single judge's sharpness is not fitted: it only trades the scores' scale against the prior's
     and cost 10 Newton steps from a cold start where the plain model takes 4
@@ -124,6 +185,13 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
                 plain_objective.abs_control_index : plain_objective.abs_control_index + width
             ]
         post = fit_laplace(obs, final_config, warm_start=start)
+    for _ in range(PRECISION_REFITS if config.judge_precision else 0):
+        again = judge_precision(obs, post, final_config)
+        if torch.allclose(again, kappa, rtol=0.05):
+            break
+        kappa = again
+        obs = dataclasses.replace(obs, weight=kappa[judge])
+        post = fit_laplace(obs, final_config, warm_start=post)
     judges = {**post.judges, "precision": kappa} if config.judge_precision else post.judges
     return _with_cuts(obs, dataclasses.replace(post, judges=judges))
 
