@@ -109,7 +109,7 @@ def adaptive(
     seen = np.zeros_like(answered)
     for m, k in enumerate(n):
         seen[m, ranks[m][:k]] = True
-    est, half, _, _ = win_rate_intervals(np.where(seen, y, np.nan), population, y.shape[1])  # the product's interval (`rank`)
+    est, half, _, _, _ = win_rate_intervals(np.where(seen, y, np.nan), population, y.shape[1])  # the product's interval (`rank`)
     return est, half / 1.96, n
 
 

@@ -201,17 +201,32 @@ def test_labels_imported_from_csv_are_stored_once_with_their_source(judged_run, 
     people = tmp_path / "people.csv"
     people.write_text("prompt_id,candidate,score,first,second,winner,annotator\np0,M0,4,,,,ana\np0,M1,2,,,,ana\np1,,,M0,M2,tie,ben\n")
     assert run_cli(["label", str(path), "--import", str(people)]) == 0
-    assert "stored 3 labels from" in capsys.readouterr().err
+    assert "3 labels added, 0 replaced" in capsys.readouterr().err
     assert run_cli(["label", str(path), "--import", str(people)]) == 0  # again: nothing new
     again = capsys.readouterr().err
-    assert "stored 0 labels" in again and "(3 were there already)" in again
+    assert "0 labels added, 0 replaced" in again and "3 unchanged" in again
     rows = sqlite3.connect(path).execute("select kind, annotator, source from human_labels order by rowid").fetchall()
     assert rows == [("absolute", "ana", "import:people.csv")] * 2 + [("pairwise", "ben", "import:people.csv")]
+    # a corrected file: ana's score of M1 and ben's verdict change, one label is new (issue #54)
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text(
+        "prompt_id,candidate,score,first,second,winner,annotator\np0,M0,4,,,,ana\np0,M1,5,,,,ana\np1,,,M2,M0,M2,ben\np1,M0,3,,,,ana\n"
+    )
+    assert run_cli(["label", str(path), "--import", str(fixed)]) == 0
+    assert "1 labels added, 2 replaced" in (err := capsys.readouterr().err) and "1 unchanged" in err, err
+    db = sqlite3.connect(path)
+    assert db.execute("select score from human_labels where candidate = 'M1' and annotator = 'ana'").fetchall() == [(5.0,)]
+    assert db.execute("select winner from human_labels where annotator = 'ben'").fetchall() == [("M2",)]
+    history = db.execute("select candidate, score, winner, source, replaced_by from human_labels_history order by rowid").fetchall()
+    assert history == [
+        ("M1", 2.0, None, "import:people.csv", "import:fixed.csv"),
+        (None, None, "tie", "import:people.csv", "import:fixed.csv"),
+    ]
     typo = tmp_path / "typo.csv"
     typo.write_text("prompt_id,candidate,score\np0,M3,1\np0,M9,5\n")
     assert run_cli(["label", str(path), "--import", str(typo)]) == 2
     assert "'M9' has no answer to prompt 'p0'" in capsys.readouterr().err
-    assert sqlite3.connect(path).execute("select count(*) from human_labels").fetchone() == (3,)  # all or none
+    assert sqlite3.connect(path).execute("select count(*) from human_labels").fetchone() == (4,)  # all or none
     assert run_cli(["judges", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["judges"][0]["compared"] >= 1
 
@@ -249,7 +264,7 @@ def test_a_reference_campaign_is_labelled_against_its_anchor_and_fit_raee_uses_t
     db.commit()
     db.close()
     assert run_cli(["label", str(copy), "--import", str(exported)]) == 0
-    assert "stored 12 labels" in capsys.readouterr().err
+    assert "12 labels added" in capsys.readouterr().err
 
 
 def test_a_run_asks_people_between_rounds_and_the_page_offers_those_items_first(tmp_path, capsys):

@@ -69,9 +69,10 @@ def test_a_judges_taste_for_its_family_is_recovered_and_taken_out_of_its_win_rat
 def test_without_a_neutral_judge_the_taste_cannot_be_told_from_quality(tmp_path, capsys):
     outcomes, _, families, _ = simulate_family_leaderboard(candidates=6, prompts=60, seed=1)
     log = _write_log(tmp_path / "log.jsonl", outcomes, judges={"judge-x", "judge-y"})
+    families = {k: v for k, v in families.items() if k != "judge-z"}  # the neutral judge is not in this log
     assert run_cli(["fit", "raee", "--log", str(log), "--soft", "--control", "self", *_family_flags(families)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "cannot be told from its family's quality" in err and len(err.splitlines()) == 1
+    assert "a judge of a candidate's family and a judge of none" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
@@ -82,8 +83,17 @@ def test_without_a_neutral_judge_the_taste_cannot_be_told_from_quality(tmp_path,
         (["--family", "judge-x=x", "--family", "c0=x"], "no family for judge 'judge-y'"),
         (
             ["--family", "judge-x=x", "--family", "judge-y=y", "--family", "judge-z=z"],
-            "no candidate under anchor 'base' is of a judge's family",
+            "--control self: no candidate has a family in --family",
         ),
+        (
+            ["--family", "judge-x=x", "--family", "judge-y=y", "--family", "judge-z=z", "--family", "c1=w"],
+            "a judge of a candidate's family and a judge of none",
+        ),
+        (
+            ["--family", "judge-x=x", "--family", "judge-y=y", "--family", "judge-z=z", "--family", "c9=x"],
+            "--family: 'c9' is neither a judge nor a candidate here",
+        ),
+        (["--family", "c0=x", "--family", "c0=y"], "--family: 'c0' is given two families ('x' and 'y')"),
         (["--family", "=x"], "--family '=x': expected NAME=FAMILY"),
     ],
 )

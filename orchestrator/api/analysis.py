@@ -53,7 +53,7 @@ def replay(
     from ..offline.human_labels import load_human_labels
     from ..offline.replay import ReplaySettings, replay_files
     from ..offline.replay_people import people_rankings
-    from ..offline.self_control import parse_families
+    from ..records.families import parse_families
 
     settings = ReplaySettings(
         strategy=strategy,
@@ -95,10 +95,12 @@ def judges(
 ) -> dict:
     """The judges of a run or a log against people's labels (``orchestrator judges --json``):
     :func:`orchestrator.offline.judge_board.judge_board`. Without ``human``, a run file's own labels
-    (``orchestrator label``)."""
-    import tempfile
+    (``orchestrator label``). A run file is read in one snapshot (judgments, texts and labels of one
+    moment, even beside a live run). Labels of no judged answer are refused in one line.
 
-    from ..offline.human_labels import load_human_labels, run_labels
+    Raises:
+        OrchestratorError: bad options or files, no labels, or labels of no judged answer."""
+    from ..offline.human_labels import as_labels, load_human_labels, refuse_unmatched
     from ..offline.judge_board import judge_board
     from ..offline.length_control import response_texts, run_texts
     from ..records.log import load_log
@@ -110,24 +112,29 @@ def judges(
         labels = load_human_labels(human)
     elif is_log:
         raise OrchestratorError("--human LABELS.jsonl is needed with --log (a run file may hold labels of its own)")
-    else:
-        labels = run_labels(source)
-        if not labels.absolute and not labels.pairwise:
-            raise OrchestratorError(
-                f"{source} holds no human labels: give --human LABELS.jsonl, or collect some with `orchestrator label {source}`"
-            )
     if is_log:
         records = [r for _, r in load_log(source)]
         texts = response_texts(responses) if responses is not None else {}
     else:
-        from ..offline.export import export
+        from ..offline.export import log_records
+        from ..store import open_run
+        from ..store.labels import stored_labels
 
-        with tempfile.TemporaryDirectory() as tmp:
-            export(source, "jsonl", Path(tmp) / "judgments.jsonl")
-            records = [r for _, r in load_log(Path(tmp) / "judgments.jsonl")]
-        texts = response_texts(responses) if responses is not None else run_texts(source)
+        with open_run(source, write=False) as store:
+            records = log_records(store)
+            texts = response_texts(responses) if responses is not None else run_texts(source, store)
+            if human is None:
+                labels = as_labels(stored_labels(store.db.conn))
+                if not labels.absolute and not labels.pairwise:
+                    raise OrchestratorError(
+                        f"{source} holds no human labels: give --human LABELS.jsonl, or collect some with `orchestrator label {source}`"
+                    )
+    answers = {(r.prompt_id, c) for r in records for c in r.candidates}
+    unmatched = refuse_unmatched(labels, answers, human if human is not None else source, f"judged in {source}")
     lengths = {key: len(text) for key, text in texts.items()}
-    return judge_board(records, labels, lengths=lengths, margin=margin, draws=draws)
+    board = judge_board(records, labels, lengths=lengths, margin=margin, draws=draws)
+    board["unmatched_labels"] = unmatched
+    return board
 
 
 def _source(run: str | Path | None, log: str | Path | None) -> tuple[Path, bool]:
@@ -161,7 +168,7 @@ def fit_raee(
     from ..offline.fit_raee import RaeeOptions
     from ..offline.fit_raee import fit_raee as fit
     from ..offline.human_labels import HumanLabels, load_human_labels, run_labels
-    from ..offline.self_control import parse_families
+    from ..records.families import parse_families
 
     source, is_log = _source(run, log)
     options = RaeeOptions(
@@ -182,7 +189,7 @@ def fit_raee(
     else:  # a run file's own labels (orchestrator label), when it has some
         stored = None if is_log else run_labels(source)
         labels = stored if stored is not None and (stored.absolute or stored.pairwise) else None
-    return fit(source, options, log=is_log, responses=responses, human=labels)
+    return fit(source, options, log=is_log, responses=responses, human=labels, human_source=human if human is not None else source)
 
 
 def fit_simplex(

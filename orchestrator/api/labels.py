@@ -39,10 +39,11 @@ def export_labels(run: str | Path, *, out: str | Path = "-") -> int:
         return write_labels(labels, fh)
 
 
-def import_labels(run: str | Path, path: str | Path) -> tuple[int, int]:
+def import_labels(run: str | Path, path: str | Path) -> dict[str, int]:
     """``orchestrator label RUN --import FILE``: people's labels from a JSONL or CSV file
     (docs/human-labels.md) into the run file, with their provenance (``import:FILE``); all or none.
-    ``(new, already stored)``.
+    A label for an item and annotator the file holds already with another verdict replaces it (the
+    old one is kept in the ``human_labels_history`` table). ``{"added", "replaced", "unchanged"}``.
 
     Raises:
         OrchestratorError: a bad file (naming its line), or a label of a prompt or candidate the run
@@ -72,7 +73,6 @@ def import_labels(run: str | Path, path: str | Path) -> tuple[int, int]:
             raise OrchestratorError(f"{path}: {missing[0]!r} has no answer to prompt {label.prompt_id!r} in {run}; nothing was stored")
     store = LabelStore(Path(run))
     try:
-        added = store.add_many(rows, f"import:{Path(path).name}")
+        return store.add_many(rows, f"import:{Path(path).name}")
     finally:
         store.close()
-    return added, len(rows) - added

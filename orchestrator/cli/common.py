@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import OrchestratorError
@@ -57,10 +57,29 @@ def _plain_help_types() -> None:
 
 
 _plain_help_types()
+
+
 # Names, texts and messages shown come from users and judges: never read them as rich markup or
 # emoji codes ("[bold]", "[/]" or ":smile:" in a candidate's name are shown as written).
-err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
-out_console = Console(markup=False, emoji=False, highlight=False)
+class _Console(Console):
+    """A console that wraps and truncates only on a terminal: off one (a log, CI, a pipe) rich
+    would cut lines at 80 columns, splitting a printed command over two lines and shortening
+    names in tables (issue #51), so there every line is printed whole."""
+
+    LOG_WIDTH = 100_000
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal or self._width is not None else ConsoleDimensions(self.LOG_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+err_console = _Console(stderr=True, markup=False, emoji=False, highlight=False)
+out_console = _Console(markup=False, emoji=False, highlight=False)
 
 
 def existing(what: str):

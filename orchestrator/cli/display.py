@@ -161,7 +161,8 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
 
 def slice_table(part: dict, level: str) -> Table:
     """One prompt category's leaderboard (``slices`` of a reference campaign's group)."""
-    table = Table(title=f"category {part['slice']} · {part['prompts']} prompts judged")
+    small = " — too few prompts for a category board (fewer than 5): read its ranks as unknown" if part.get("small") else ""
+    table = Table(title=f"category {part['slice']} · {part['prompts']} prompts judged{small}")
     for name in ("rank", "candidate", f"win rate % ({level})", "prompts", f"{level} rank interval"):
         table.add_column(name, justify="left" if name == "candidate" else "right", no_wrap=name.startswith("win"))
     for r in part["ranking"]:

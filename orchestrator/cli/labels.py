@@ -36,8 +36,12 @@ def label_cmd(
     if export is not None and import_file is not None:
         raise OrchestratorError("--import and --export go one at a time")
     if import_file is not None:
-        added, already = api.import_labels(run, import_file)
-        err_console.print(f"stored {added} labels from {import_file} in {run}" + (f" ({already} were there already)" if already else ""))
+        counts = api.import_labels(run, import_file)
+        err_console.print(
+            f"{import_file} into {run}: {counts['added']} labels added, {counts['replaced']} replaced "
+            f"(the old verdicts kept in table human_labels_history), {counts['unchanged']} unchanged",
+            soft_wrap=True,
+        )
         return
     if export is not None:
         written = api.export_labels(run, out=export)

@@ -10,10 +10,11 @@ from pathlib import Path
 from ..errors import OrchestratorError
 from ..outputs import open_output
 from ..records.config import RunConfig
+from ..records.log import LogRecord
 from ..run.planners import reference_items
-from ..store import JudgmentRecord, open_run
+from ..store import JudgmentRecord, RunStore, open_run
 
-__all__ = ["EXPORT_FORMATS", "export"]
+__all__ = ["EXPORT_FORMATS", "export", "log_records"]
 
 EXPORT_FORMATS = ("jsonl", "csv", "parquet")
 
@@ -80,6 +81,14 @@ def _flat(row: JudgmentRecord) -> dict:
     as_json = {"probs", "capped", "unresolved"}
     flat = {c: (json.dumps(getattr(row, c)) if c in as_json else getattr(row, c)) for c in CSV_COLUMNS if hasattr(row, c)}
     return {**flat, "candidate_a": row.candidates[0], "candidate_b": row.candidates[1] if len(row.candidates) > 1 else None}
+
+
+def log_records(store: RunStore) -> list[LogRecord]:
+    """The run's judgments as the judgment log's records (what its JSONL export reads back as), from
+    the open run file's snapshot."""
+    config = RunConfig.from_stored(store.config)
+    anchor = reference_items(store.dataset(), config.reference.anchor, config.seed)[0] if config.reference is not None else None
+    return [LogRecord.model_validate(_log_line(row, anchor)) for row in store.judgments(full=True)]
 
 
 def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False) -> int:

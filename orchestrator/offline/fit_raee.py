@@ -133,6 +133,7 @@ def fit_raee(
     read_texts: bool = True,
     human: HumanLabels | None = None,
     store: RunStore | None = None,
+    human_source: str | Path = "the labels",
 ) -> RaeeReport:
     """RAEE report of a run file or log (see :func:`orchestrator.raee.report.raee_report`).
 
@@ -143,7 +144,8 @@ def fit_raee(
     candidates, and with ``options.control`` length-controlled win rates
     (:func:`orchestrator.offline.length_control.apply_controls`); ``read_texts=False`` skips a
     run's texts when neither is asked (``rank`` flags candidates itself). ``human``: people's labels,
-    which add each candidate's people's win rate (:func:`with_people`). ``store``: the run file
+    which add each candidate's people's win rate (:func:`with_people`); labels of no judged answer
+    are refused in one line, naming ``human_source``. ``store``: the run file
     already open (its judgments and texts are read from it, not opened again).
     """
     from .length_control import FLAG_SHIFT, apply_controls, response_texts, run_texts
@@ -170,6 +172,10 @@ def fit_raee(
         candidates=info["candidates"],
     )
     if human is not None:
+        from .human_labels import refuse_unmatched
+
+        answers = {*zip(data.prompt.tolist(), data.candidate.tolist()), *zip(data.prompt.tolist(), data.anchor.tolist())}
+        refuse_unmatched(human, answers, human_source, f"judged in {source}")
         report = with_people(report, data if not judges else data.select(np.isin(data.judge, judges)), human, soft=options.soft)
     chosen = data if not judges else data.select(np.isin(data.judge, judges))
     flag_shift = FLAG_SHIFT if options.flag_shift is None else options.flag_shift
@@ -188,7 +194,9 @@ def fit_raee(
         from .self_control import apply_self_control, run_families
 
         families = dict(options.families) or ({} if log else run_families(source, store))
-        report = apply_self_control(report, chosen, families, soft=options.soft, flag_shift=flag_shift)
+        report = apply_self_control(
+            report, chosen, families, soft=options.soft, flag_shift=flag_shift, source="flags" if options.families else "config"
+        )
     return report
 
 

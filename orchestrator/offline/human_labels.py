@@ -26,7 +26,16 @@ from ..records.importers import csv_rows
 from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
 from ..records.log import validate_jsonl, validation_message
 
-__all__ = ["AbsoluteLabel", "HumanLabels", "PairwiseLabel", "as_labels", "load_human_labels", "run_labels", "write_labels"]
+__all__ = [
+    "AbsoluteLabel",
+    "HumanLabels",
+    "PairwiseLabel",
+    "as_labels",
+    "load_human_labels",
+    "refuse_unmatched",
+    "run_labels",
+    "write_labels",
+]
 
 
 class _Row(BaseModel):
@@ -126,6 +135,37 @@ def load_human_labels(path: str | Path) -> HumanLabels:
     return labels
 
 
+def _answers(label: AbsoluteLabel | PairwiseLabel) -> list[tuple[str, str]]:
+    return (
+        [(label.prompt_id, label.candidate)]
+        if isinstance(label, AbsoluteLabel)
+        else [(label.prompt_id, label.first), (label.prompt_id, label.second)]
+    )
+
+
+def refuse_unmatched(labels: HumanLabels, answers: set[tuple[str, str]], source: str | Path, where: str = "judged here") -> int:
+    """How many labels name an answer outside ``answers`` (``(prompt_id, candidate)`` pairs the
+    command has judgments of); none matching is refused in one line (issue #54: a prompt-id typo
+    gave the judges board a table of dashes and exit 0), as every command that reads labels does.
+
+    Raises:
+        OrchestratorError: no label is of answers in ``answers``."""
+    rows = [*labels.absolute, *labels.pairwise]
+    unmatched = [label for label in rows if not all(a in answers for a in _answers(label))]
+    if rows and len(unmatched) == len(rows):
+        prompt, candidate = next(a for a in _answers(rows[0]) if a not in answers)
+        prompts = {p for p, _ in answers}
+        why = (
+            f"prompt {prompt!r} is not {where}"
+            if prompt not in prompts
+            else f"candidate {candidate!r} has no answer to prompt {prompt!r} {where}"
+        )
+        raise OrchestratorError(
+            f"{source}: none of its {len(rows)} labels is of answers {where} (first: {why}); check the prompt ids and candidate names"
+        )
+    return len(unmatched)
+
+
 def run_labels(path: str | Path) -> HumanLabels:
     """The labels stored in a run file (``orchestrator label``), read without writing to the file.
 
@@ -133,10 +173,10 @@ def run_labels(path: str | Path) -> HumanLabels:
         OrchestratorError: not a run file this version reads (one line, as every command on a run)."""
     from ..store import check_run_file
     from ..store.labels import stored_labels
-    from ..store.locks import readonly
+    from ..store.locks import snapshot_reader
 
     check_run_file(Path(path))
-    conn = readonly(Path(path))
+    conn = snapshot_reader(Path(path))
     try:
         return as_labels(stored_labels(conn))
     finally:

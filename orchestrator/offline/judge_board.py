@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from ..records.log import LogRecord
+from ..errors import OrchestratorError
+from ..records.log import GRADES, LogRecord, grade_vector, prob_first
 from .human_labels import HumanLabels
 
 __all__ = ["judge_board", "format_judge_board"]
@@ -33,9 +34,18 @@ BINS = 10
 
 
 def _p_first(probs: dict[str, float]) -> float:
-    a, b, tie = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
-    total = a + b + tie
-    return 0.5 if total <= 0 else (a + tie / 2) / total
+    """P(first shown better) of a comparison, each verdict kind read with its own meaning: A/B with
+    an optional tie C, or graded five-way verdicts (A≫B and A>B win, A=B is half of one; issue #54:
+    graded verdicts were read as ties). Any other kind fails loudly, never as a tie.
+
+    Raises:
+        OrchestratorError: options that are neither A/B(/C) nor :data:`GRADES`."""
+    if grade_vector(probs) is None and not ({"A", "B"} <= set(probs) and set(probs) <= {"A", "B", "C"}):
+        raise OrchestratorError(
+            f"a comparison's options {sorted(probs)} are neither A/B (C a tie) nor graded ({', '.join(GRADES)}): "
+            "the judges board cannot read this verdict kind"
+        )
+    return prob_first(probs) if sum(probs.values()) > 0 else 0.5
 
 
 def _expected_score(probs: dict[str, float]) -> float | None:
@@ -245,7 +255,9 @@ def judge_board(
         for name, values in metrics.items():
             entry[name], entry[f"{name}_low"], entry[f"{name}_high"] = stat(values)
         cost = sum(r.cost_usd for r in mine)
-        entry["usd_per_1000"] = round(1000 * cost / len(mine), 6) if mine and cost > 0 else None
+        # a price the log states, $0 included (a local model); None only where the log says nothing
+        priced = any("cost_usd" in r.model_fields_set for r in mine)
+        entry["usd_per_1000"] = round(1000 * cost / len(mine), 6) if mine and priced else None
         tokens = sum(r.prompt_tokens + r.completion_tokens for r in mine)
         entry["tokens_per_1000"] = round(1000 * tokens / len(mine)) if mine and tokens > 0 else None
         rows.append(entry)
@@ -270,7 +282,7 @@ def _recommend(rows: list[dict], margin: float) -> dict | None:
     near = [r for r in scored if r["agreement"] >= best - margin]
     priced = [r for r in near if r["usd_per_1000"] is not None]
     if priced:
-        pick = min(priced, key=lambda r: r["usd_per_1000"])
+        pick = min(priced, key=lambda r: (r["usd_per_1000"], -r["agreement"]))
         return {"judge": pick["judge"], "reason": f"cheapest within {margin:g} of the best agreement ({best:.3f})"}
     pick = max(near, key=lambda r: r["agreement"])
     return {"judge": pick["judge"], "reason": "the best agreement (the log has no prices to compare)"}
@@ -300,6 +312,8 @@ def format_judge_board(board: dict) -> str:
         for r in board["judges"]:
             if r.get("prefers_longer") is not None:
                 lines.append(f"  {r['judge']}: {cell(r, 'prefers_longer')} vs {r['humans_prefer_longer']:.3f}")
+    if board.get("unmatched_labels"):
+        lines.append(f"{board['unmatched_labels']} label(s) are of answers no judge here judged and were not used")
     ceiling = board["human_ceiling"]
     lines.append(
         "human ceiling (an annotator vs the majority of the others): "

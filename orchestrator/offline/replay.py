@@ -320,16 +320,13 @@ def replay_files(
         raise OrchestratorError("--responses and --truth go together (give both, or neither to only rank)")
     records = load_log(log)
     if "self" in settings.control and settings.families:  # (without families: ReplaySettings.checked says so)
-        from ..poe.covariates import self_control_problem
+        from ..records.families import family_problem
 
-        judges = sorted({r.judge for _, r in records if judge is None or r.judge == judge})
-        families = dict(settings.families)
-        missing = [j for j in judges if j not in families]
-        if missing:
-            raise OrchestratorError(f"--control self: no family for judge {missing[0]!r} (--family NAME=FAMILY)")
-        problem = self_control_problem(judges, families)
+        chosen = [r for _, r in records if judge is None or r.judge == judge]
+        judges = sorted({r.judge for r in chosen})
+        problem = family_problem(dict(settings.families), judges, {c for r in chosen for c in r.candidates}, where="--family")
         if problem:
-            raise OrchestratorError(f"--control self {problem}")
+            raise OrchestratorError(problem)
     if responses is None:
         seen = dict.fromkeys((r.prompt_id, c) for _, r in records for c in r.candidates)
         rows = [(0, ResponseRow(prompt_id=p, candidate=c, human={NO_TRUTH: 0.0})) for p, c in seen]

@@ -8,177 +8,10 @@ from typing import Any
 
 from ..records.config import RunConfig
 from ..records.dataset import Dataset
-from ..run.planners import reference_items
 from ..store import JudgmentRecord, RunStore, open_run
+from .campaign_boards import campaign_group, reference_ranking
 
 __all__ = ["ranking", "ranking_in", "status"]
-
-
-def _campaign_group(
-    title: str,
-    n: int,
-    names: list[str],
-    score: dict[str, float],
-    draws,
-    sd: dict[str, float],
-    dataset: Dataset,
-    truth: str | None,
-    level: float,
-) -> dict:
-    """One ranking entry of a campaign (reference or absolute): candidates by score, shortest
-    ``level`` rank intervals from score draws ``(S, N)`` (columns in ``names`` order), truth."""
-    import numpy as np
-
-    from ..poe.ranks import rank_interval_arrays  # numpy only: reading a leaderboard needs no torch
-
-    _, lower, upper, _ = rank_interval_arrays(np.asarray(draws), level)
-    entries = []
-    for k, c in enumerate(names):
-        row: dict[str, Any] = {
-            "rank": k + 1,
-            "candidate": c,
-            "score": round(score[c], 3),
-            "sd": round(sd[c], 3),
-            "rank_low": int(lower[k]),
-            "rank_high": int(upper[k]),
-        }
-        if truth:
-            scores = [v for by in dataset.responses.values() if c in by for v in [by[c].human.get(truth)] if v is not None]
-            row["truth"] = round(sum(scores) / len(scores), 6) if scores else None
-        entries.append(row)
-    entry: dict[str, Any] = {"group": title, "comparisons": n, "entropy": None, "max_adjacent_reorder": None, "ranking": entries}
-    values = [r.get("truth") for r in entries]
-    if truth and len(entries) > 2 and None not in values and len(set(values)) > 1:
-        from scipy.stats import spearmanr
-
-        entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in entries], values).statistic), 4)
-    return entry
-
-
-def _reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, level: float, store: RunStore) -> dict:
-    """A reference campaign's ranking: RAEE Elo gaps (pooled over strong judges, else the mean over
-    judges) with rank intervals from independent normal draws on the Elo scale, using the raw
-    (superpopulation) SE."""
-    import numpy as np
-
-    from ..raee import known, leaderboard
-    from .fit_raee import RaeeOptions, fit_raee, load_reference_judgments
-
-    loaded = load_reference_judgments(path, log=False, store=store)
-    data = loaded[0]
-    if len(data) == 0:
-        return {"run": str(path), "scope": "reference", "level": level, "groups": []}
-    report = fit_raee(path, RaeeOptions(soft=config.reference.soft if config.reference else False), loaded=loaded, read_texts=False)
-    out = []
-    for anchor in dict.fromkeys(r.anchor for r in report.rows):
-        board = leaderboard(report.rows, anchor)
-        names = sorted(board, key=lambda c: (-board[c], c))
-        se: dict[str, float] = {}
-        for c in names:
-            # the superpopulation SE: with every prompt of the pool judged the FPC one is 0
-            rows = [r for r in report.rows if r.anchor == anchor and r.candidate == c and r.se_elo_raw is not None]
-            pooled = [r for r in rows if r.judge == "pooled"]
-            # unscreened judges may agree perfectly: Eq. (9) with ρ = 1, no 1/J shrinkage
-            se[c] = known(pooled[0].se_elo_raw) if pooled else float(np.sqrt(np.mean([known(r.se_elo_raw) ** 2 for r in rows])))
-        draws = np.random.default_rng(0).normal([board[c] for c in names], [se[c] for c in names], size=(4000, len(names)))
-        group = _campaign_group(
-            f"anchor {anchor}", int(np.sum(data.anchor == anchor)), names, board, draws, se, dataset, config.data.truth, level
-        )
-        _add_win_rates(group, data, anchor, config, dataset, level)
-        out.append(group)
-    return {"run": str(path), "scope": "reference", "level": level, "groups": out}
-
-
-def _add_win_rates(group: dict, data, anchor: str, config: RunConfig, dataset: Dataset, level: float) -> None:
-    """Per row: the win rate against the anchor in percent with its ``level`` interval and the number
-    of prompts judged (:func:`_win_rates`); with prompt categories, the same per category
-    (``group["slices"]``, :func:`_slices`)."""
-    assert config.reference is not None
-    per_candidate = reference_items(dataset, config.reference.anchor, config.seed)[3]
-    rates = _win_rates(data, anchor, config, per_candidate, level)
-    for row in group["ranking"]:
-        row.update({key: value for key, value in rates.get(row["candidate"], {}).items() if key != "own_sd"})
-    slices = _slices(data, anchor, config, dataset, per_candidate, level)
-    if slices:
-        group["slices"] = slices
-
-
-def _win_rates(
-    data, anchor: str, config: RunConfig, per_candidate: dict[str, list[str]], level: float, prompts: set[str] | None = None
-) -> dict[str, dict]:
-    """Candidate → ``{win_rate, win_rate_low, win_rate_high, prompts}``: the win rate against the
-    anchor in percent (soft or argmax outcomes as the campaign fits them; prompt-difficulty
-    corrected, the plain mean when every prompt is judged — the official AlpacaEval figure), its
-    ``level`` interval over the candidate's prompts (those in ``prompts`` when given: a slice;
-    :func:`~orchestrator.raee.allocation.win_rate_intervals`), and the number of prompts judged."""
-    import numpy as np
-
-    from ..raee import item_matrix
-    from ..raee.allocation import win_rate_intervals
-
-    assert config.reference is not None
-    if prompts is not None:
-        data = data.select(_member(data.prompt, prompts))
-    candidates, _, y = item_matrix(data, anchor, soft=config.reference.soft)
-    if not candidates:
-        return {}
-    pools = [[p for p in per_candidate.get(c, []) if prompts is None or p in prompts] for c in candidates]
-    pool = max(len(set().union(*pools)), y.shape[1])
-    estimate, half, own_sd, n = win_rate_intervals(y, np.array([len(p) for p in pools]), pool, level=level)
-    out: dict[str, dict] = {}
-    for k, candidate in enumerate(candidates):
-        if n[k] == 0:
-            continue
-        rate = float(estimate[k])
-        out[candidate] = {
-            "win_rate": round(100 * rate, 3),
-            "win_rate_low": round(100 * max(rate - half[k], 0.0), 3),
-            "win_rate_high": round(100 * min(rate + half[k], 1.0), 3),
-            "prompts": int(n[k]),
-            "own_sd": float(own_sd[k]),  # (for rank intervals: the shared part cancels in differences)
-        }
-    return out
-
-
-def _member(values, members: set[str]):
-    """``values[i] in members`` for an array of strings (``np.isin`` on object arrays sorts both:
-    0.6 s on a 30,000-judgment run's slices, this 0.03 s)."""
-    import numpy as np
-
-    return np.fromiter((v in members for v in values.tolist()), dtype=bool, count=len(values))
-
-
-def _slices(data, anchor: str, config: RunConfig, dataset: Dataset, per_candidate: dict[str, list[str]], level: float) -> list[dict]:
-    """One leaderboard per prompt category (issue #30 item 5), when the prompts name two or more:
-    ``[{"slice", "prompts", "ranking": [{rank, candidate, win_rate…, rank_low, rank_high}]}]``, ranked
-    by win rate, with rank intervals from normal draws of each win rate with its own sd (every
-    candidate walks the same prompts: the difficulty they share cancels in the order)."""
-    import numpy as np
-
-    from ..poe.ranks import rank_interval_arrays
-
-    by_category: dict[str, set[str]] = {}
-    for prompt in dataset.prompts.values():
-        if prompt.category is not None:
-            by_category.setdefault(prompt.category, set()).add(prompt.id)
-    if len(by_category) < 2:
-        return []
-    out = []
-    for name, prompts in sorted(by_category.items()):
-        rates = _win_rates(data, anchor, config, per_candidate, level, prompts)
-        if not rates:
-            continue
-        names = sorted(rates, key=lambda c: (-rates[c]["win_rate"], c))
-        mean = [rates[c]["win_rate"] for c in names]
-        sd = [100 * rates[c].pop("own_sd") for c in names]
-        # 2,000 draws per category (4,000 for the overall board): a category adds little to `rank`'s time
-        _, lower, upper, _ = rank_interval_arrays(np.random.default_rng(0).normal(mean, sd, size=(2000, len(names))), level)
-        ranking = [
-            {"rank": k + 1, "candidate": c, **rates[c], "rank_low": int(lower[k]), "rank_high": int(upper[k])} for k, c in enumerate(names)
-        ]
-        judged = len(set(data.prompt[_member(data.prompt, prompts) & (data.anchor == anchor)].tolist()))
-        out.append({"slice": name, "prompts": judged, "ranking": ranking})
-    return out
 
 
 def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, templates: dict, level: float) -> dict:
@@ -207,7 +40,7 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     names = [data.candidates[k] for k in order]
     score = {data.candidates[k]: float(mean[k]) for k in order}
     sd = {data.candidates[k]: float(boot[:, k].std()) for k in order}
-    group = _campaign_group(
+    group = campaign_group(
         f"mean score 1–{levels} (bootstrap; judge quality: `orchestrator fit simplex RUN --levels {levels}`)",
         len(records),
         names,
@@ -264,7 +97,7 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     config = RunConfig.from_stored(store.config)
     dataset = store.dataset()
     if config.reference is not None:
-        return _reference_ranking(path, config, dataset, level, store)
+        return reference_ranking(path, config, dataset, level, store)
     judgments = list(store.judgments()) if config.absolute is None else []
     templates = store.templates()
     if config.absolute is not None:

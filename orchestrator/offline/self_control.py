@@ -21,18 +21,7 @@ from .length_control import FLAG_SHIFT, controlled_report, extreme_shift
 if TYPE_CHECKING:
     from ..store import RunStore
 
-__all__ = ["apply_self_control", "parse_families", "run_families"]
-
-
-def parse_families(items: list[str] | tuple[str, ...] | None) -> dict[str, str]:
-    """``["gpt-4o=openai", …]`` → ``{"gpt-4o": "openai", …}`` (one line on a malformed entry)."""
-    families: dict[str, str] = {}
-    for item in items or ():
-        name, sep, family = item.partition("=")
-        if not sep or not name.strip() or not family.strip():
-            raise OrchestratorError(f"--family {item!r}: expected NAME=FAMILY (a judge's or a candidate's name and its model family)")
-        families[name.strip()] = family.strip()
-    return families
+__all__ = ["apply_self_control", "run_families"]
 
 
 def run_families(source: str | Path, store: RunStore | None = None) -> dict[str, str]:
@@ -63,7 +52,13 @@ def _input_logits(rows, anchor: str, judge: str, candidates: list[str], y: np.nd
 
 
 def apply_self_control(
-    report: RaeeReport, data: ReferenceJudgments, families: dict[str, str], *, soft: bool, flag_shift: float = FLAG_SHIFT
+    report: RaeeReport,
+    data: ReferenceJudgments,
+    families: dict[str, str],
+    *,
+    soft: bool,
+    flag_shift: float = FLAG_SHIFT,
+    source: str = "flags",
 ) -> RaeeReport:
     """The report with each judge's self-preference (``judge_biases``, bias ``self``) and every
     per-judge row's ``win_rate_controlled`` (interval): what the judge would say without its taste
@@ -73,6 +68,16 @@ def apply_self_control(
         OrchestratorError: a judge without a declared family, no candidate of any judge's family,
             or a self-preference that cannot be told from the family's quality.
     """
+    from ..records.families import family_problem
+
+    problem = family_problem(
+        families,
+        list(dict.fromkeys(data.judge.tolist())),
+        {*data.candidate.tolist(), *data.anchor.tolist()},
+        where="--family" if source == "flags" else "model.families",
+    )
+    if problem:
+        raise OrchestratorError(problem)
     z = float(norm.ppf(0.5 + report.level / 2))
     rows = {(r.anchor, r.judge, r.candidate): r for r in report.rows}
     biases = list(report.judge_biases)

@@ -21,7 +21,6 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
-    "self_control_problem",
     "answer_covariates",
     "CONTROLS",
     "COVARIATES",
@@ -90,21 +89,6 @@ def answer_covariates(
     family = families.get(judge)
     own = float(family is not None and families.get(candidate) == family)
     return tuple(own if name == "self" else value for name, value in zip(names, text))
-
-
-def self_control_problem(judges: Sequence[str], families: dict[str, str], where: str = "among the families") -> str | None:
-    """Why the ``self`` control cannot be fitted for these judges (None: it can): a judge's taste
-    for its own family is told from that family's quality only beside a judge without the taste,
-    so it needs a judge of a candidate's family and a judge of none."""
-    candidate_families = {f for name, f in families.items() if name not in judges}
-    own = [j for j in judges if families.get(j) in candidate_families]
-    neutral = [j for j in judges if families.get(j) not in candidate_families]
-    if own and neutral:
-        return None
-    return (
-        f"needs, {where}, a judge of a candidate's family and a judge of none "
-        "(a judge's taste for its own family is told from that family's quality only by a judge without the taste)"
-    )
 
 
 def self_covariate(judge: str, first: str, second: str, families: dict[str, str]) -> float:

@@ -127,18 +127,24 @@ def prompt_sampling_variance(y: np.ndarray, population: int, *, sweeps: int = 20
     return spread / count * (1.0 - count / population)
 
 
-def win_rate_intervals(y: np.ndarray, populations: np.ndarray, pool: int, *, level: float = 0.95) -> tuple[np.ndarray, ...]:
-    """``(ŵ, half-width, own sd, n)`` per candidate: :func:`leaderboard_state`'s win rates with a
+def win_rate_intervals(
+    y: np.ndarray, populations: np.ndarray, pool: int, *, level: float = 0.95, sigma_floor: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
+    """``(ŵ, half-width, own sd, n, σ)`` per candidate: :func:`leaderboard_state`'s win rates with a
     ``level`` interval for the win rate over the candidate's whole pool (``populations[m]`` prompts;
     ``pool`` prompts in all): its own variance ``σ_m² / n_m · (1 − n_m / P_m)`` plus
     :func:`prompt_sampling_variance`, with Student's t on ``n_m − 1`` degrees of freedom (a few
-    prompts make σ_m itself uncertain). The own sd alone is what differences carry."""
+    prompts make σ_m itself uncertain). The own sd alone is what differences carry. ``sigma_floor``:
+    a lower bound on σ_m known from more data (a slice's few prompts cannot estimate it: with one or
+    two prompts the two-way fit leaves no residual, and σ would read as 0; issue #54)."""
     estimate, sigma, n = leaderboard_state(y)
+    if sigma_floor is not None:
+        sigma = np.maximum(sigma, sigma_floor)
     shared = prompt_sampling_variance(y, pool)
     populations = np.maximum(np.asarray(populations, dtype=float), n)
     own = sigma**2 / np.maximum(n, 1) * np.clip(1.0 - n / np.maximum(populations, 1.0), 0.0, 1.0)
     half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + shared)
-    return estimate, half, np.sqrt(own), n
+    return estimate, half, np.sqrt(own), n, sigma
 
 
 def allocation_gains(

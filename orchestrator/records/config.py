@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import OrchestratorError
 from .choices import parse_expert_name, parse_strategy
 from .datafiles import load_toml_model
+from .families import family_problem
+from .log import check_identifier
 
 __all__ = [
     "RunConfig",
@@ -81,7 +83,7 @@ class JudgingConfig(_Section):
     def _unique(cls, judges: list[str]) -> list[str]:
         if len(set(judges)) != len(judges):
             raise ValueError("judges are listed twice")
-        return judges
+        return [check_identifier(judge) for judge in judges]
 
 
 class ModelConfig(_Section):
@@ -298,12 +300,21 @@ class RunConfig(_Section):
                 f'model.control = {text} needs data.scope = "global" (a candidate\'s length and style vary across prompts there; '
                 "within one prompt they cannot be told from quality)"
             )
+        if self.model.families and "self" not in self.model.control:
+            raise ValueError(
+                'model.families is for model.control = ["self"] (a judge\'s preference for its model family); add it or drop the families'
+            )
         if "self" in self.model.control:
-            from ..poe.covariates import self_control_problem
-
-            problem = self_control_problem(self.judging.judges, self.model.families, where="in model.families")
+            problem = family_problem(
+                self.model.families,
+                self.judging.judges,
+                None,
+                where="model.families",
+                control='model.control = ["self"]',
+                every_judge=False,
+            )
             if problem:
-                raise ValueError(f'model.control = ["self"] {problem}')
+                raise ValueError(problem)
         return self
 
     @property

@@ -37,10 +37,16 @@ MAX_ID_CHARS = 512
 """Longest prompt id, candidate or judge name."""
 
 
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Unicode's bidirectional formatting characters: in a name they reorder what is displayed around
+them, so ``"evil\u202egnp.exe"`` can show as another name (issue #54)."""
+
+
 def check_identifier(value: str) -> str:
-    """A prompt id, candidate or judge name: not blank, at most ``MAX_ID_CHARS`` characters, no
-    control characters (they would be invisible in tables and could make two names look alike or
-    collide in keys)."""
+    """A prompt id, candidate, judge or annotator name: not blank, at most ``MAX_ID_CHARS``
+    characters, no control characters (they would be invisible in tables and could make two names
+    look alike or collide in keys) and no bidirectional formatting characters (a name could display
+    as another)."""
     if not value.strip():
         raise ValueError("is empty")
     if len(value) > MAX_ID_CHARS:
@@ -48,6 +54,11 @@ def check_identifier(value: str) -> str:
     bad = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
     if bad is not None:
         raise ValueError(f"{value!r} contains the control character {bad!r}; names must be printable")
+    bidi = next((ch for ch in value if ch in BIDI_CONTROLS), None)
+    if bidi is not None:
+        raise ValueError(
+            f"{value!r} contains the bidirectional control U+{ord(bidi):04X}, which can make a name display as another; remove it"
+        )
     return value
 
 

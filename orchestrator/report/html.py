@@ -122,7 +122,8 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
             ]
             parts.append(_table(headers, table_rows))
         for part in g.get("slices", []):  # per prompt category (reference campaigns)
-            parts.append(f"<h4>category {escape(part['slice'])} <span class='muted'>({part['prompts']} prompts judged)</span></h4>")
+            small = "; too few for a category board: read its ranks as unknown" if part.get("small") else ""
+            parts.append(f"<h4>category {escape(part['slice'])} <span class='muted'>({part['prompts']} prompts judged{small})</span></h4>")
             parts.append(
                 _table(
                     ["rank", "candidate", "win rate %", "95% interval", "prompts", "95% rank interval"],

@@ -60,6 +60,19 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
             raise OrchestratorError(
                 f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human score {config.data.truth!r}"
             )
+    if "self" in config.model.control:  # the names the config could not check without the data (issue #54)
+        from ..records.families import family_problem
+
+        problem = family_problem(
+            config.model.families,
+            config.judging.judges,
+            {c for by in dataset.responses.values() for c in by},
+            where="model.families",
+            control='model.control = ["self"]',
+            every_judge=False,
+        )
+        if problem:
+            raise OrchestratorError(problem)
     from .planners import planner_for  # after the data checks: the planners import torch
 
     planner = planner_for(config)

@@ -36,7 +36,7 @@ import sqlite_utils
 from ..errors import OrchestratorError
 from ..records.dataset import Dataset
 from ..records.templates import Template
-from .locks import RunLock, creation_lock, readonly
+from .locks import RunLock, creation_lock, readonly, snapshot_reader
 from .rows import JudgmentRecord, PlannedRequest
 from .run_store import RunStore, Spend, connect
 from .schema import create_schema
@@ -183,7 +183,10 @@ def _migrate(store: RunStore) -> None:
 
 
 def open_run(path: str | Path, *, write: bool = True) -> RunStore:
-    """Open an existing run file; ``write`` takes the run's lock (one writer at a time).
+    """Open an existing run file; ``write`` takes the run's lock (one writer at a time). A reader
+    (``write=False``) sees one snapshot of the file for as long as it is open (one read
+    transaction, :func:`~orchestrator.store.locks.snapshot_reader`): a run committing judgments
+    beside it can never make it fail or mix two states; close it to see newer commits.
 
     Raises:
         OrchestratorError: missing file, not a run file, a newer schema, another process holds it,
@@ -193,7 +196,7 @@ def open_run(path: str | Path, *, write: bool = True) -> RunStore:
     check_run_file(path)
     lock = RunLock(path) if write else None
     try:
-        store = RunStore(path, connect(path) if write else sqlite_utils.Database(readonly(path)), lock)
+        store = RunStore(path, connect(path) if write else sqlite_utils.Database(snapshot_reader(path)), lock)
         if write:
             _migrate(store)
         if store.dataset().fingerprint() != store.run["dataset_fingerprint"]:

@@ -13,7 +13,10 @@ An item is asked once (primary key); the labelling page offers these first, in t
 
 A label is committed in its own transaction, ``INSERT OR IGNORE`` on the key: a verdict sent twice
 (a double click, a page reloaded after the server restarted) is stored once, and a label written
-before a kill -9 is in the file when the server comes back.
+before a kill -9 is in the file when the server comes back. An imported label is data with an
+identity (issue #54): a file's label for an item and annotator already stored with another verdict
+replaces it, and the replaced row is kept in ``human_labels_history`` (its columns, then
+``replaced_at`` and ``replaced_by``, the new row's source).
 """
 
 from __future__ import annotations
@@ -34,6 +37,15 @@ _CREATE = f"""create table if not exists [{TABLE}] (
     item text not null, annotator text not null, kind text not null, prompt_id text not null,
     candidate text, first text, second text, score real, winner text, created_at real not null,
     source text not null, primary key (item, annotator))"""
+
+HISTORY = "human_labels_history"
+
+_CREATE_HISTORY = f"""create table if not exists [{HISTORY}] (
+    item text not null, annotator text not null, kind text not null, prompt_id text not null,
+    candidate text, first text, second text, score real, winner text, created_at real not null,
+    source text not null, replaced_at real not null, replaced_by text not null)"""
+
+_COLUMNS = "item, annotator, kind, prompt_id, candidate, first, second, score, winner, created_at, source"
 
 REQUESTS = "label_requests"
 
@@ -93,28 +105,54 @@ class LabelStore:
             self.db.conn.close()
             raise OrchestratorError(f"{path}: cannot store labels in the run file ({exc})") from None
 
-    def add_many(self, labels: list[Label], source: str) -> int:
-        """Store labels in one transaction (all or none); the number new to the file."""
+    def add_many(self, labels: list[Label], source: str) -> dict[str, int]:
+        """Store a file's labels in one transaction (all or none): a label for an item and annotator
+        already stored with another verdict replaces it (the old row goes to the history table).
+        ``{"added", "replaced", "unchanged"}``."""
+        counts = {"added": 0, "replaced": 0, "unchanged": 0}
         self.db.conn.execute("begin immediate")
         try:
-            added = sum(self.add(label, source) for label in labels)
+            self.db.conn.execute(_CREATE_HISTORY)
+            for label in labels:
+                counts[self._put(label, source)] += 1
         except BaseException:
             self.db.conn.execute("rollback")
             raise
         self.db.conn.execute("commit")
-        return added
+        return counts
 
-    def add(self, label: Label, source: str = "page") -> bool:
-        """Store one label; False when this annotator labelled the item already (nothing changes)."""
+    @staticmethod
+    def _row(label: Label, source: str) -> list:
         if isinstance(label, AbsoluteLabel):
             fields = ["absolute", label.prompt_id, label.candidate, None, None, label.score, None]
         else:
             fields = ["pairwise", label.prompt_id, None, label.first, label.second, None, label.winner]
-        row = [label_item(label), label.annotator, *fields, time.time(), source]
+        return [label_item(label), label.annotator, *fields, time.time(), source]
+
+    def _put(self, label: Label, source: str) -> str:
+        """Insert, or replace a different verdict (inside the caller's transaction)."""
+        row = self._row(label, source)
+        item, annotator = row[0], row[1]
+        old = self.db.conn.execute(f"select score, winner from [{TABLE}] where item = ? and annotator = ?", [item, annotator]).fetchone()
+        if old is None:
+            self.db.conn.execute(f"insert into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})", row)
+            return "added"
+        if tuple(old) == (row[7], row[8]):  # the item names the prompt and the answers; the order shown is no verdict
+            return "unchanged"
+        self.db.conn.execute(
+            f"insert into [{HISTORY}] ({_COLUMNS}, replaced_at, replaced_by) select {_COLUMNS}, ?, ? from [{TABLE}] "
+            "where item = ? and annotator = ?",
+            [row[9], source, item, annotator],
+        )
+        self.db.conn.execute(f"delete from [{TABLE}] where item = ? and annotator = ?", [item, annotator])
+        self.db.conn.execute(f"insert into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})", row)
+        return "replaced"
+
+    def add(self, label: Label, source: str = "page") -> bool:
+        """Store one label; False when this annotator labelled the item already (nothing changes:
+        the page never offers an item twice, and a verdict sent twice is stored once)."""
         cursor = self.db.conn.execute(
-            f"insert or ignore into [{TABLE}] (item, annotator, kind, prompt_id, candidate, first, second, score, winner, created_at, source) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
+            f"insert or ignore into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})", self._row(label, source)
         )
         return cursor.rowcount == 1
 

@@ -12,7 +12,7 @@ from filelock import FileLock, Timeout
 
 from ..errors import OrchestratorError
 
-__all__ = ["RunLock", "creation_lock", "readonly"]
+__all__ = ["RunLock", "creation_lock", "readonly", "snapshot_reader"]
 
 
 class RunLock:
@@ -68,3 +68,18 @@ def readonly(path: Path) -> sqlite3.Connection:
             raise
         conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30.0)
         return conn
+
+
+def snapshot_reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection inside one read transaction, begun and pinned at once: every query on
+    it sees the file as it was at that moment (WAL keeps that snapshot readable while a writer
+    commits), so two reads of a run never disagree (issue #54: ``status`` polled beside a live run
+    read the requests and the judgments at two different commits). Closing it ends the snapshot."""
+    conn = readonly(path)
+    try:
+        conn.execute("BEGIN")
+        conn.execute("select count(*) from sqlite_master").fetchone()  # the snapshot starts at the first read
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -103,6 +103,9 @@ class LabelSession:
         item = self.by_id.get(item_id) if isinstance(item_id, str) else None
         if item is None:
             raise OrchestratorError("unknown item")
+        if not isinstance(verdict, str):  # a list or an object is no verdict (and is not hashable)
+            kinds = {list: "an array", dict: "an object", bool: "true or false", int: "a number", float: "a number"}
+            raise OrchestratorError(f"a verdict is a string, got {kinds.get(type(verdict), 'null')}")
         label: AbsoluteLabel | PairwiseLabel
         if item.kind == "pairwise":
             shown = self._shown(item)
