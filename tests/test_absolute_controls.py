@@ -75,7 +75,7 @@ def test_a_global_run_scoring_every_answer_first_shows_the_absolute_judgments_le
     # the test judge scores the hidden quality, whatever the length: both weights near 0
     assert "length_absolute" in judge and abs(judge["length_absolute"]) < 3 * judge["length_absolute_sd"] + 0.5
     assert "length" in judge
-    assert run_cli(["rank", str(path)]) == 0
-    assert "(absol" in capsys.readouterr().out  # the judges table's "length β (absolute)" column, wrapped at 80 columns
+    assert run_cli(["rank", str(path), "--details"]) == 0
+    assert "(absol" in capsys.readouterr().out  # the judges table's "length β (absolute)" column (rank --details)
     html = write_report(path, tmp_path / "abs.html").read_text()  # type: ignore[union-attr]
     assert f"absolute {judge['length_absolute']:+.3f} ± {judge['length_absolute_sd']:.3f}" in html

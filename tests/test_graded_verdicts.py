@@ -135,7 +135,7 @@ def test_a_judge_answering_from_a_graded_model_is_read_back(tmp_path, capsys, mo
     scores = {row["candidate"]: row["score"] for row in group["ranking"]}
     assert spearmanr([scores[f"M{c}"] for c in range(6)], range(6)).statistic == 1.0
     monkeypatch.setattr(out_console, "width", 200)  # (the console's width was fixed at import)
-    assert run_cli(["rank", str(path)]) == 0
+    assert run_cli(["rank", str(path), "--details"]) == 0
     assert f"{judge['tie_cut']:.2f} / {judge['strong_cut']:.2f}" in capsys.readouterr().out
 
 

@@ -62,7 +62,7 @@ def test_a_global_run_with_length_control_shows_each_judges_length_effect(tmp_pa
     (judge,) = group["judges"]
     # the test judge has no length taste: β is estimated near 0
     assert "length" in judge and abs(judge["length"]) < 3 * judge["length_sd"] + 0.5
-    assert run_cli(["rank", str(path)]) == 0
+    assert run_cli(["rank", str(path), "--details"]) == 0
     assert "length β" in capsys.readouterr().out
     from orchestrator.report import write_report
 
@@ -192,5 +192,5 @@ def test_a_panel_run_with_self_preference_control_shows_each_judges_effect(tmp_p
     groups = json.loads(capsys.readouterr().out)["groups"]
     judged = [g for g in groups if g["judged"]]
     assert judged and all({"self", "self_sd"} <= set(j) for g in judged for j in g["judges"])
-    assert run_cli(["rank", str(path)]) == 0
+    assert run_cli(["rank", str(path), "--details"]) == 0
     assert "self β" in capsys.readouterr().out

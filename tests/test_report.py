@@ -46,7 +46,7 @@ def test_the_summary_says_what_was_found_what_is_uncertain_and_what_it_cost(fini
     _, path = finished_run
     data = collect(path)
     text = summary_text(data)
-    assert "leads" in text and "neighbouring pairs" in text and "are resolved" in text and "judge calls" in text
+    assert "leads" in text and "neighbouring pairs" in text and "are settled" in text and "judge calls" in text
     n = data.neighbours
     assert n["total"] == 10 and n["resolved"] + n["tied"] + n["uncertain"] == 10 and n["resolved"] >= 5
     assert "Spearman with the reference scores" in text

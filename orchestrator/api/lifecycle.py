@@ -142,9 +142,13 @@ def summary(run: str | Path) -> tuple[str, Any]:
     return summary_text(data), data
 
 
-def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False) -> int:
-    """Write the run's judgments (``jsonl``: the judgment log ``replay`` reads; ``csv``; ``parquet``)
-    to ``out`` (``-`` = standard output); the number of judgments written."""
+def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False, with_text: bool = False) -> int:
+    """Write the run's judgments (``jsonl``: the judgment log ``replay`` reads; ``csv``/``parquet``:
+    tidy, one row per judgment with ``first``, ``second``, ``winner`` or ``score`` and a column per
+    option, the judge's words with ``with_text``) to ``out`` (``-`` = standard output); the number
+    of judgments written."""
     from ..offline.export import export as export_log
 
-    return export_log(run, fmt, out, include_failed=include_failed)
+    if with_text and fmt == "jsonl":
+        raise OrchestratorError("--with-text is for --format csv or parquet (the JSONL log always holds the judge's words)")
+    return export_log(run, fmt, out, include_failed=include_failed, with_text=with_text)

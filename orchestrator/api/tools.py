@@ -46,8 +46,13 @@ def init(
 ) -> Path:
     """``orchestrator init``: a commented starter config for a dataset, checked against it; the
     path written (:func:`orchestrator.records.starter.write_starter`)."""
+    from ..judging.profiles import get_profile
     from ..records.starter import StarterOptions, write_starter
 
+    try:
+        answers_prefill = get_profile(judge).answers_prefill  # a template the judge answers (issue #51)
+    except OrchestratorError:
+        answers_prefill = True  # a profile written later: the dry run checks it
     options = StarterOptions(
         prompts=Path(prompts),
         responses=Path(responses),
@@ -61,6 +66,7 @@ def init(
         max_calls=max_calls,
         anchor=anchor,
         truth=truth,
+        answers_prefill=answers_prefill,
     )
     return write_starter(options)
 

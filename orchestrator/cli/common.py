@@ -68,6 +68,10 @@ class _Console(Console):
 
     LOG_WIDTH = 100_000
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._width = kwargs.get("width")  # not $COLUMNS frozen at import: a terminal's width is read when printing
+
     @property
     def size(self) -> ConsoleDimensions:
         size = super().size

@@ -90,12 +90,18 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
     )
 
 
-def print_ranking(report: dict, limit_groups: int | None = None) -> None:
+def print_ranking(report: dict, limit_groups: int | None = None, details: bool = False) -> None:
+    """``rank``'s text: plain words first — who leads and how sure, which neighbours are still
+    open, whether each judge can be trusted (issue #51) — and the model's internals (log-strength
+    scores, posterior entropy, sharpness, precision, position bias) only with ``details``."""
     groups = report["groups"]
+    for warning in report.get("warnings", []):  # first: what the judge can and cannot tell (issue #51)
+        out_console.print(f"warning: {warning}", soft_wrap=True)
     for entry in groups[:limit_groups]:
         poe = entry["entropy"] is not None
         title = (
-            f"{entry['group']} · {entry['comparisons']} comparisons · max neighbour reorder probability {entry['max_adjacent_reorder']}"
+            f"{entry['group']} · {entry['comparisons']} comparisons"
+            + (f" · max neighbour reorder probability {entry['max_adjacent_reorder']}" if details else "")
             if poe
             else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)"
         )
@@ -108,23 +114,24 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
         columns: tuple[tuple[str, str], ...]
         if has_rate:  # a leaderboard: the win rate people read first, the Elo gap beside it
             columns = (("win rate % (" + level + ")", "right"), ("prompts", "right"), ("Elo", "right"))
-        else:
+        elif details or not poe:
             columns = (("score", "right"), ("± sd vs mean" if poe else "± sd", "right"))
+        else:
+            columns = ()
         for name, justify in (
             (("rank", "right"), ("candidate", "left"))
-            + columns
             + ((f"{level} rank interval", "center"),)
+            + columns
             + ((("truth", "right"),) if has_truth else ())
         ):
             table.add_column(name, justify=justify, overflow="fold", no_wrap=name.startswith("win"))  # type: ignore[arg-type]
         for r in entry["ranking"]:
-            cells = [str(r["rank"]), r["candidate"]]
+            cells = [str(r["rank"]), r["candidate"], f"{r['rank_low']}–{r['rank_high']}"]
             if has_rate:
                 rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})" if "win_rate" in r else ""
                 cells += [rate, str(r.get("prompts", "")), f"{r['score']:+.0f}"]
-            else:
+            elif columns:
                 cells += [f"{r['score']:+.3f}", f"{r['sd']:.3f}"]
-            cells.append(f"{r['rank_low']}–{r['rank_high']}")
             if has_truth:
                 cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
             table.add_row(*cells)
@@ -137,22 +144,32 @@ def print_ranking(report: dict, limit_groups: int | None = None) -> None:
             )
         for part in entry.get("slices", []):
             out_console.print(slice_table(part, level))
-        if poe:
+        if poe and details:
             out_console.print(
                 "score: log-strength (a difference d gives P(win) = σ(d)); sd vs mean: its uncertainty against the field's mean; "
-                f"posterior entropy {entry['entropy']} nats (lower = more certain)",
+                f"posterior entropy {entry['entropy']} nats (lower = more certain); docs/judges.md explains each figure",
                 soft_wrap=True,
             )
+        if poe:
+            out_console.print(f"rank interval: the ranks each candidate holds with {level} probability", soft_wrap=True)
         if entry.get("ties"):
-            out_console.print("practical ties (within δ, order not known): " + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]))
+            out_console.print(
+                "too close to call (order not known, and the gap is small either way): "
+                + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]),
+                soft_wrap=True,
+            )
         if entry.get("close"):
-            out_console.print("ordered, but the gap is below δ: " + "; ".join(" > ".join(pair) for pair in entry["close"]))
+            out_console.print(
+                "in this order, but only just (the gap is small): " + "; ".join(" > ".join(pair) for pair in entry["close"]), soft_wrap=True
+            )
         if entry.get("people"):
             out_console.print(people_table(entry["group"], entry["people"], level))
-        if len(entry.get("judges") or []) > 1 or any(
-            k in j for k in ("precision", "length", "bold", "self", "tie_cut") for j in entry.get("judges") or []
-        ):
-            out_console.print(judges_table(entry["judges"]))
+        judges = entry.get("judges") or []
+        if details and judges:
+            out_console.print(judges_table(judges))
+        elif judges:
+            for line in judge_lines(judges, report.get("information", {})):
+                out_console.print(line, soft_wrap=True)
     if limit_groups is not None and len(groups) > limit_groups:
         out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
     for candidate, reasons in sorted(report.get("flags", {}).items()):
@@ -191,6 +208,29 @@ def people_table(group: str, people: dict, level: str) -> Table:
     return table
 
 
+def judge_lines(judges: list[dict], information: dict[str, dict]) -> list[str]:
+    """One plain line per judge: how far it sides with the ranking, how often the first-shown
+    answer wins, whether its verdicts carry information (``rank --details``: the figures)."""
+    lines = []
+    for j in judges:
+        parts = [f"judge {j['judge']}: {j['judgments']} judgments"]
+        if j.get("agreement") is not None:
+            parts.append(f"sides with the ranking fitted to all judgments on {j['agreement']:.0%} of its verdicts (50%: a coin)")
+        test = information.get(j["judge"]) or {}
+        if test.get("first_share") is not None:
+            parts.append(f"the first-shown answer wins {test['first_share']:.0%} of them (50%: no position bias)")
+        share = test.get("first_share")
+        if test.get("p_value") is not None:
+            if test["p_value"] >= 0.05:
+                parts.append("no detectable information about the answers")
+            elif share is not None and not 0.05 < share < 0.95:
+                parts.append("its verdicts follow the answers in how sure it is, not in which one it picks")
+            else:
+                parts.append("its verdicts follow the answers")
+        lines.append("; ".join(parts))
+    return lines
+
+
 def judges_table(judges: list[dict]) -> Table:
     """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, length and
     style effects β (with ``model.control``; absolute scores have their own), graded verdicts' cut-points, agreement with the panel."""
@@ -204,7 +244,7 @@ def judges_table(judges: list[dict]) -> Table:
         ("judge", "judgments", "sharpness t (95%)", "precision κ", "position bias Δ")
         + tuple(f"{c.removesuffix('_absolute')} β (absolute)" if c.endswith("_absolute") else f"{c} β" for c in controls)
         + (("graded cuts c1 / c2",) if graded else ())
-        + ("agreement",)
+        + ("agrees with the ranking",)
     )
     for name in names:
         table.add_column(name, justify="left" if name == "judge" else "right")

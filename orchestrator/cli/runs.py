@@ -67,7 +67,14 @@ def run_cmd(
             failed = [row for row in smoke if "answer" not in row]
             if failed:
                 first = failed[0]
-                raise OrchestratorError(f"judge {first['judge']!r} did not answer template {first['template']!r}: {first['error']}")
+                advice = ""
+                if "no answer option" in str(first["error"]) or "unparsed" in str(first["error"]):
+                    advice = (
+                        f"; its first words are not one of the template's options: give it a template that asks for the bare letter "
+                        f"({first['template']}-noprefill where one exists, e.g. generic-pairwise-noprefill, in judging.pairwise_template "
+                        "or reference.template; docs/own-data.md, 'A judge without a prefill')"
+                    )
+                raise OrchestratorError(f"judge {first['judge']!r} did not answer template {first['template']!r}: {first['error']}{advice}")
         return
     display, on_event = run_display(cfg.budget.max_calls)
     try:
@@ -248,6 +255,8 @@ def status_cmd(
         rows.append((f"top of {group[:40]}", " > ".join(top)))
     for k, v in rows:
         table.add_row(k, v)
+    for warning in summary.get("warnings", []):
+        out_console.print(f"warning: {warning}", soft_wrap=True)
     out_console.print(table)
 
 
@@ -257,6 +266,11 @@ def rank_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     show_all: bool = typer.Option(False, "--all", help="Every group (default: the first 5)."),
     level: float = typer.Option(0.95, "--level", help="Rank interval level.", parser=_finite("--level")),
+    details: bool = typer.Option(
+        False,
+        "--details",
+        help="The model's figures too: scores (log-strength), entropy, each judge's sharpness, precision, position bias.",
+    ),
 ) -> None:
     """The ranking with rank intervals (PoE posterior on every committed judgment)."""
     from .. import api
@@ -267,7 +281,7 @@ def rank_cmd(
     if as_json:
         print(json.dumps(report))
         return
-    print_ranking(report, limit_groups=None if show_all else 5)
+    print_ranking(report, limit_groups=None if show_all else 5, details=details)
 
 
 @app.command("export")
@@ -276,9 +290,11 @@ def export_cmd(
     fmt: str = typer.Option("jsonl", "--format", help="jsonl (judgment log for replay) | csv | parquet"),
     out: Path = typer.Option(..., "--out", help="Output file; - writes to standard output (jsonl, csv)."),
     include_failed: bool = typer.Option(False, "--include-failed", help="csv/parquet: also the permanent failures."),
+    with_text: bool = typer.Option(False, "--with-text", help="csv/parquet: add the judge's own words (column text)."),
 ) -> None:
-    """Export the judgments: JSONL judgment log (what `orchestrator replay` reads), CSV or Parquet."""
+    """Export the judgments: JSONL judgment log (what `orchestrator replay` reads), or tidy CSV / Parquet
+    (one row per judgment: prompt_id, first, second, winner or score, a prob_ column per option, the judge)."""
     from .. import api
 
-    n = api.export(run, out=out, fmt=fmt, include_failed=include_failed)
+    n = api.export(run, out=out, fmt=fmt, include_failed=include_failed, with_text=with_text)
     err_console.print(f"wrote {n} judgments to {out}")

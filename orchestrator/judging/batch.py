@@ -10,6 +10,7 @@ same code as a live answer, at ``batch_price_factor`` of the price.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class BatchClient:
                 parsed = _result_line(line)
                 if parsed is not None and parsed[0] not in out:  # an answer is never replaced by a later line
                     out[parsed[0]] = parsed[1]
+        await _flush_litellm_logging()
         return out
 
     async def judgment(self, request: JudgeRequest, outcome: dict[str, Any] | str, latency_s: float) -> Judgment:
@@ -186,3 +188,15 @@ def _result_line(line: str) -> tuple[str, dict[str, Any] | str] | None:
     error = row.get("error") or (body.get("error") if isinstance(body, dict) else None) or {}
     message = error.get("message") if isinstance(error, dict) else str(error)
     return row["custom_id"], f"{response.get('status_code') or 'error'}: {message or 'no answer'}"
+
+
+async def _flush_litellm_logging(timeout_s: float = 10.0) -> None:
+    """Let litellm's logging worker finish what a batch retrieval queued (its own cost accounting
+    reads the output file) inside this event loop: left for later, the task is cut off when the
+    run's loop closes and Python warns that a coroutine was never awaited (issue #51)."""
+    try:
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+        await asyncio.wait_for(GLOBAL_LOGGING_WORKER.flush(), timeout_s)
+    except Exception:  # noqa: BLE001 - litellm's bookkeeping never fails a run
+        pass

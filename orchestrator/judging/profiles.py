@@ -41,6 +41,10 @@ class JudgeProfile(BaseModel):
     """Provider cap on returned alternatives per position."""
     prefill: bool = False
     """Whether an assistant prefix is continued (llama.cpp yes, OpenAI no)."""
+    answers_prefill: bool = True
+    """Whether the model answers a template's prefix (``Response ``) with an option: an
+    instruction-tuned model does; a base model (``gemma270m``) continues it with other text
+    ("Response 1:"), so ``orchestrator init`` gives it the ``generic-*-noprefill`` templates."""
     samples: int = Field(default=1, ge=1, le=64)
     """Without logprobs: verdicts sampled this many times to estimate the distribution."""
     embedded: str | None = None

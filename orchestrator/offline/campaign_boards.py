@@ -88,7 +88,23 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
         )
         _add_win_rates(group, data, anchor, config, dataset, level)
         out.append(group)
-    return {"run": str(path), "scope": "reference", "level": level, "groups": out}
+    from .information import information_warnings, judge_information
+
+    # P(first shown better): the candidate's win probability when it was shown first (swapped: the anchor second)
+    swapped = data.swapped if data.swapped is not None else np.zeros(len(data), dtype=bool)
+    wins = (data.win + 0.5 * data.tie) / np.maximum(data.win + data.tie + data.loss, 1e-12)
+
+    def comparisons():
+        for judge, anchor, candidate, anchor_second, p in zip(
+            data.judge.tolist(), data.anchor.tolist(), data.candidate.tolist(), swapped.tolist(), wins.tolist()
+        ):
+            shown = [(anchor, "candidate", candidate), (anchor, "anchor", anchor)]
+            first, second = shown if anchor_second else shown[::-1]
+            yield judge, first, second, p if anchor_second else 1.0 - p
+
+    tests = judge_information(comparisons())
+    warnings, leader = information_warnings(tests)
+    return {"run": str(path), "scope": "reference", "level": level, "groups": out, "warnings": warnings, "leader": leader}
 
 
 def _add_win_rates(group: dict, data, anchor: str, config: RunConfig, dataset: Dataset, level: float) -> None:

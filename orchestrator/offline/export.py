@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 from ..errors import OrchestratorError
@@ -55,16 +56,15 @@ CSV_COLUMNS = [
     "judge",
     "template",
     "prompt_id",
-    "candidate_a",
-    "candidate_b",
+    "first",
+    "second",
+    "winner",
+    "score",
+    "p_first",
     "repeat",
     "status",
-    "p_first",
-    "probs",
     "method",
     "capped",
-    "unresolved",
-    "text",
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
@@ -74,13 +74,51 @@ CSV_COLUMNS = [
     "error",
     "cached",
 ]
+"""The tidy export's fixed columns (issue #51): one row per judgment, the shown answers, the verdict
+(``winner``: the name of the answer the judge prefers, ``tie``; ``score``: an absolute judgment's
+expected level), then one ``prob_OPTION`` column per option any judgment has (``prob_A``,
+``prob_B``, ``prob_C`` for a tie, ``prob_A>>B`` … for graded verdicts, ``prob_1`` … for scores);
+the judge's own words in ``text`` only with ``with_text``. No cell holds JSON."""
 
 
-def _flat(row: JudgmentRecord) -> dict:
-    """One CSV/Parquet row: scalar columns, the JSON ones (probs, capped, unresolved) as JSON text."""
-    as_json = {"probs", "capped", "unresolved"}
-    flat = {c: (json.dumps(getattr(row, c)) if c in as_json else getattr(row, c)) for c in CSV_COLUMNS if hasattr(row, c)}
-    return {**flat, "candidate_a": row.candidates[0], "candidate_b": row.candidates[1] if len(row.candidates) > 1 else None}
+def _winner(row: JudgmentRecord) -> str | None:
+    if row.kind not in ("pairwise", "reference") or row.p_first is None or len(row.candidates) != 2:
+        return None
+    return row.candidates[0] if row.p_first > 0.5 else row.candidates[1] if row.p_first < 0.5 else "tie"
+
+
+def _score(row: JudgmentRecord) -> float | None:
+    if row.kind != "absolute" or not row.probs:
+        return None
+    levels = {float(k): v for k, v in row.probs[0].items()}
+    total = sum(levels.values())
+    return round(sum(k * v for k, v in levels.items()) / total, 6) if total > 0 else None
+
+
+def _flat(row: JudgmentRecord, options: list[str], with_text: bool) -> dict:
+    """One CSV/Parquet row: scalar cells only (the option probabilities of the first read position
+    as columns, ``capped`` true where any was capped)."""
+    flat = {c: getattr(row, c) for c in CSV_COLUMNS if hasattr(row, c)}
+    probs = row.probs[0] if row.probs else {}
+    flat.update(
+        first=row.candidates[0],
+        second=row.candidates[1] if len(row.candidates) > 1 else None,
+        winner=_winner(row),
+        score=_score(row),
+        capped=bool(any(row.capped)),
+        **{f"prob_{o}": probs.get(o) for o in options},
+    )
+    if with_text:
+        flat["text"] = row.text
+    return flat
+
+
+def _options(rows: list[JudgmentRecord]) -> list[str]:
+    """Every option any judgment has, in a reading order: A, B, C, the graded verdicts, then levels."""
+    seen = {o for row in rows for o in (row.probs[0] if row.probs else {})}
+    fixed = [o for o in ("A", "B", "C", "A>>B", "A>B", "A=B", "B>A", "B>>A") if o in seen]
+    rest = sorted(seen - set(fixed), key=lambda o: (float(o), o) if o.lstrip("-").replace(".", "", 1).isdigit() else (math.inf, o))
+    return fixed + rest
 
 
 def log_records(store: RunStore) -> list[LogRecord]:
@@ -91,9 +129,10 @@ def log_records(store: RunStore) -> list[LogRecord]:
     return [LogRecord.model_validate(_log_line(row, anchor)) for row in store.judgments(full=True)]
 
 
-def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False) -> int:
+def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool = False, with_text: bool = False) -> int:
     """Write the run's judgments: ``jsonl`` (the judgment log ``orchestrator replay`` reads), ``csv`` or
-    ``parquet`` (one row per judgment, option probabilities as JSON). Returns the number of rows."""
+    ``parquet`` (tidy: one row per judgment, :data:`CSV_COLUMNS` then a column per option; the
+    judge's words with ``with_text``). Returns the number of rows."""
     if fmt not in EXPORT_FORMATS:
         raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     with open_run(path, write=False) as store:
@@ -112,12 +151,15 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
             for row in rows:
                 if row.status == "ok":
                     fh.write(json.dumps(_log_line(row, anchor)) + "\n")
-        elif fmt == "csv":
-            writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(_flat(row))
         else:
-            table = pa.Table.from_pylist([_flat(r) for r in rows]) if rows else pa.table({c: [] for c in CSV_COLUMNS})
-            pq.write_table(table, fh)
+            options = _options(rows)
+            columns = CSV_COLUMNS + [f"prob_{o}" for o in options] + (["text"] if with_text else [])
+            flat = [_flat(r, options, with_text) for r in rows]
+            if fmt == "csv":
+                writer = csv.DictWriter(fh, fieldnames=columns)
+                writer.writeheader()
+                writer.writerows(flat)
+            else:
+                table = pa.Table.from_pylist(flat) if rows else pa.table({c: [] for c in columns})
+                pq.write_table(table, fh)
     return len(rows)

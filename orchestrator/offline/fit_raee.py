@@ -117,6 +117,8 @@ class RaeeOptions:
             raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
         if self.flag_shift is not None and not self.flag_shift > 0:
             raise OrchestratorError(f"--flag-shift must be positive (got {self.flag_shift:g})")
+        if self.abstain_sd is not None and not self.abstain_sd >= 0:  # an SD is never negative: it would drop every item
+            raise OrchestratorError(f"--abstain-sd must be at least 0 (got {self.abstain_sd:g})")
         if self.population is not None and self.population < 1:
             raise OrchestratorError(f"--population must be at least 1 (got {self.population})")
         if not 0 < self.level < 1:

@@ -157,7 +157,24 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
                 entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in rows], values).statistic), 4)
         out.append(entry)
     _add_people(store, config.data.scope, groups, posteriors, out, level)
-    return {"run": str(path), "scope": config.data.scope, "level": level, "groups": out}
+    from .information import information_warnings, judge_information
+
+    tests = judge_information(
+        (row.judge, (group.key, row.candidates[0]), (group.key, row.candidates[1]), row.p_first)
+        for group, rows_of_group in zip(groups, split_by_group(groups, judgments))
+        for row in rows_of_group
+        if row.p_first is not None and len(row.candidates) == 2
+    )
+    warnings, leader = information_warnings(tests)
+    return {
+        "run": str(path),
+        "scope": config.data.scope,
+        "level": level,
+        "groups": out,
+        "warnings": warnings,
+        "leader": leader,
+        "information": {j: {"judgments": t.judgments, "p_value": t.p_value, "first_share": t.first_share} for j, t in tests.items()},
+    }
 
 
 def _add_people(store: RunStore, scope: str, groups: list, posteriors: list, entries: list[dict], level: float) -> None:
@@ -220,7 +237,9 @@ def status(path: str | Path) -> dict:
         "groups": len(groups),
         "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if poe and groups else None,
         "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
-        "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]},
+        # no leader where no judge carries information (issue #51): the warnings say why
+        "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]} if rank.get("leader", True) else {},
+        "warnings": rank.get("warnings", []),
         "forecast": forecast,
         "deployments": deployments,
         "people": people,

@@ -305,7 +305,10 @@ def _mid_region(rows: list[RaeeRow], anchors: np.ndarray, warnings: list[str]) -
     """Mid-region coverage per anchor (App. E.1): the share of p̄ in [0.2, 0.8]."""
     mid_region: dict[str, float] = {}
     for anchor in anchors:
-        p_bars = np.array([r.p_bar for r in rows if r.anchor == anchor and r.judge not in ("pooled", "-")])
+        p_bars = np.array([r.p_bar for r in rows if r.anchor == anchor and r.judge not in ("pooled", "-") and r.p_bar is not None])
+        if p_bars.size == 0:  # every item left out (abstention): nothing to measure, said once
+            warnings.append(f"anchor {anchor}: no candidate has a win rate left (every item was dropped); nothing is estimated")
+            continue
         mid_region[anchor] = float(np.mean((p_bars >= MID_REGION[0]) & (p_bars <= MID_REGION[1])))
         if mid_region[anchor] < MID_REGION_TARGET:
             warnings.append(

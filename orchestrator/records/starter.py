@@ -34,6 +34,9 @@ class StarterOptions:
     max_calls: int | None = None
     anchor: str | None = None
     truth: str | None = None
+    answers_prefill: bool = True
+    """Whether the judge answers a template's prefix with an option (its profile's
+    ``answers_prefill``): False picks the ``generic-*-noprefill`` templates."""
 
 
 def _toml(value: str) -> str:
@@ -58,7 +61,7 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
         f"# Starter config written by `orchestrator init` for {len(dataset.prompts)} prompts and {len(candidates)} candidates",
         f"# ({min(per_prompt)}–{max(per_prompt)} responses per prompt). Check it without spending anything:",
         f"#   orchestrator run {options.out.as_posix()} --dry-run --offline",
-        "# then run it; every field is described in docs/own-data.md and the README's Config section.",
+        "# then run it; every field is described in docs/own-data.md and docs/configuration.md.",
         f"name = {_toml(options.name)}",
         "seed = 0",
         "",
@@ -84,11 +87,14 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
         f"task = {_toml(options.task)}",
         f"criterion = {_toml(options.criterion)}",
     ]
+    suffix = "" if options.answers_prefill else "-noprefill"
+    pairwise, reference = f"generic-pairwise{suffix}", f"generic-reference{suffix}"
     if options.kind == "pairwise":
         pairs = sum(k * (k - 1) for k in per_prompt)  # every ordered pair of every prompt
         budget = options.max_calls or min(pairs, max(40, 6 * len(candidates) * max(1, math.ceil(math.log2(max(2, len(candidates)))))))
         lines += [
-            'pairwise_template = "generic-pairwise"   # prompts/generic-pairwise.toml: ${task} and ${criterion} filled from above',
+            f'pairwise_template = "{pairwise}"   # prompts/{pairwise}.toml: ${{task}} and ${{criterion}} filled from above'
+            + ("" if options.answers_prefill else f"; {options.judge} answers with a bare letter, not after a prefix"),
             "",
             "[model]",
             'debias = "home"                  # fit each judge\'s position bias (LLM judges often prefer the first answer shown)',
@@ -112,7 +118,7 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
                 if anchor == "dataset"
                 else "               # this candidate is the anchor every other one is compared with"
             ),
-            'template = "generic-reference"  # prompts/generic-reference.toml: A = the anchor, B = the candidate, C = a tie',
+            f'template = "{reference}"  # prompts/{reference}.toml: A = the anchor, B = the candidate, C = a tie',
             'allocation = "all"',
             "soft = true                      # win rates from the judge's probabilities",
             "both_orders = true               # ask anchor-first and anchor-second: cancels position bias",

@@ -51,6 +51,8 @@ class ReportData:
     order is settled, P(d > 0) ≥ 1 − ``max_error``, or P(misordered by more than δ) is below
     ``max_error``; ``ordered_within_delta``: of those, ordered pairs that are also practical ties;
     ``tied``: a practical tie, P(|d| < δ) > ½, whose order is not settled; ``uncertain``: the rest)."""
+    repeatability: str | None = None
+    """What asking the embedded judge a few requests again showed (issue #51; None: not checked)."""
 
 
 def _neighbours(data: ReportData, posteriors: list | None) -> dict[str, int] | None:
@@ -204,6 +206,10 @@ def collect(path: str | Path) -> ReportData:
         poe_run = config.reference is None and config.absolute is None
         fits = poe_fits(config, dataset, ok) if poe_run and ok else None  # one final fit for the ranking and the neighbours
         data = ReportData(path, run, config, dataset, ranking_in(path, store, fits=fits), judgments, rounds)
+        from ..run.repeatability import repeat_summary
+        from ..store.repeats import stored_repeats
+
+        data.repeatability = repeat_summary(stored_repeats(store.db.conn), data.ranking.get("groups"))
         if config.reference is not None and any(r.kind == "reference" for r in ok):
             from ..offline.fit_raee import RaeeOptions, fit_raee, format_raee
 

@@ -13,6 +13,7 @@ from typing import Any
 from . import svg
 from .assets import CSS, SCRIPT
 from .data import ReportData
+from .summary import summary_text
 
 __all__ = ["render", "summary_text"]
 
@@ -37,64 +38,6 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
         for row in rows
     )
     return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _count(n: int, one: str, many: str) -> str:
-    """``1 is``, ``3 are``: a number with its verb agreeing."""
-    return f"{n} {one if n == 1 else many}"
-
-
-def summary_text(data: ReportData) -> str:
-    """One paragraph (plain text): what the run found, what is still uncertain, what it spent."""
-    groups = [g for g in data.ranking.get("groups", []) if g.get("ranking")]
-    calls = len(data.judgments)
-    failed = sum(1 for r in data.judgments if r.status != "ok")
-    usd = sum(r.cost_usd for r in data.judgments)
-    tokens = sum(r.prompt_tokens + r.completion_tokens for r in data.judgments)
-    cached = sum(1 for r in data.judgments if getattr(r, "cached", False))
-    spent = (
-        f"It spent {calls} judge calls ({failed} failed"
-        + (f"; {cached} answered from the judgment cache at no cost" if cached else "")
-        + f"), {tokens:,} tokens"
-        + (f" and ${usd:.4f}" if usd else "")
-        + "."
-    )
-    reason = data.run.get("stop_reason") or ""
-    status = f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + "."
-    if not groups:
-        return f"{status} No ranking yet: no judgment has been committed. {spent}"
-    n_cands = sum(len(g["ranking"]) for g in groups)
-    first = groups[0]
-    top = first["ranking"][0]
-    lead = f"{len(groups)} rankings of {n_cands} responses in all" if len(groups) > 1 else f"{n_cands} candidates ranked"
-    where = f"In {first['group']}, " if len(groups) > 1 else ""
-    text = f"{status} {lead}. {where}{top['candidate']} leads (95% rank interval {top['rank_low']}–{top['rank_high']}). "
-    n = data.neighbours
-    if n is not None and n["total"]:
-        delta = data.config.stopping.tie_delta
-        sure = 1 - data.config.stopping.max_error
-        close = n.get("ordered_within_delta", 0)
-        text += (
-            f"Of {n['total']} neighbouring pairs, {_count(n['resolved'], 'is', 'are')} resolved (in order with probability "
-            f"≥ {sure:g}, or misordered by at most δ = {delta:g} score units)"
-            + (f", {close} of them ordered although the gap is below δ" if close else "")
-            + f"; {_count(n['tied'], 'is a practical tie', 'are practical ties')} (within δ, order not known) and "
-            f"{_count(n['uncertain'], 'is', 'are')} still uncertain. "
-        )
-    else:
-        separated = total = 0
-        for g in groups:
-            rows = g["ranking"]
-            for a, b in zip(rows, rows[1:]):
-                total += 1
-                separated += a["rank_high"] < b["rank_low"]
-        text += f"{separated} of {total} neighbouring pairs {'is' if separated == 1 else 'are'} separated (their 95% rank intervals do not overlap). "
-    rhos = [g["spearman_vs_truth"] for g in groups if g.get("spearman_vs_truth") is not None]
-    if rhos:
-        text += f"Spearman with the reference scores: {sum(rhos) / len(rhos):.2f} (mean over {len(rhos)} rankings). "
-    elif data.config.data.truth:
-        text += "Spearman with the reference scores: not computable (fewer than 3 candidates with scores, or all equal). "
-    return text + spent
 
 
 def _ranking_section(data: ReportData, limit: int = 12) -> str:

@@ -58,6 +58,7 @@ class RunEngine:
         pilot: int | None = None,
         known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None,
         people: JudgeProfile | None = None,
+        concurrency: int | None = None,
     ):
         """``answerable``: which requests a judge can answer at all, ``known_pairs``: the pairs
         they can answer where that is a known set (see :class:`PlanContext`);
@@ -66,8 +67,11 @@ class RunEngine:
         no round once this many calls are planned or spent — the run stops ``interrupted`` (resume
         goes on) with its forecast, so a user sees what the whole run would cost first; ``people``:
         the ``judging.people`` profile, asked items to label after each planned round
-        (:mod:`.labelling.asking`)."""
+        (:mod:`.labelling.asking`); ``concurrency``: calls in flight at once instead of the config's
+        (1 for embedded judges only: one llama.cpp slot answers in arrival order, and a fixed order
+        makes a run repeat exactly)."""
         self.store = store
+        self.concurrency = concurrency or config.dispatch.concurrency
         self.config = config
         self.judges = judges
         self.templates = templates
@@ -217,7 +221,7 @@ class RunEngine:
         # round while the current one is in flight (judges stay busy). Either way the plan depends
         # only on the log, not on timing, so a resumed run asks what an uninterrupted one would.
         depth = self.config.dispatch.pipeline_depth
-        semaphore = asyncio.Semaphore(self.config.dispatch.concurrency)
+        semaphore = asyncio.Semaphore(self.concurrency)
         in_flight: dict[int, asyncio.Task] = {}
         reason = ""
         failed = False

@@ -46,9 +46,13 @@ def _execute(
         opened = open_cache_or_bypass(cache, progress)
         if opened is not None:
             stack.callback(opened.close)
+        embedded: set[str] = set()
         if judges is None:  # live: litellm judges, embedded servers started (and stopped) here
-            parallel = min(config.dispatch.concurrency, 4)
-            judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, parallel=parallel, notify=say))
+            # one llama.cpp slot: two slots batch requests in arrival order, which is not bit-deterministic (two
+            # runs of one config differed by up to 0.027 in P(A) within 14 calls); one slot answers identical
+            # requests identically and was as fast on 2 cores (issue #51, benchmarks/RESULTS.md)
+            judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, parallel=1, notify=say))
+            embedded = {n for n, p in profiles.items() if p.embedded and not config.dispatch.api_base}
         else:
             local = {n for n, p in profiles.items() if is_local(p, config.dispatch.api_base)}
         # the engine (and torch) once the checks have passed: a bad input is refused fast
@@ -64,8 +68,21 @@ def _execute(
             progress=progress,
             pilot=pilot,
             people=people_profile(config),
+            # embedded judges only: one request at a time, in planned order — llama.cpp reuses the previous
+            # request's computation, so arrival order changes its answers slightly (issue #51)
+            concurrency=1 if embedded and embedded == set(profiles) else None,
         )
-        return asyncio.run(engine.run())
+        raw = judges
+
+        async def drive() -> str:
+            reason = await engine.run()
+            if embedded and store.run["status"] == "finished":  # is the judge itself repeatable? (issue #51)
+                from .repeatability import repeat_check
+
+                await repeat_check(store, raw, embedded, templates)
+            return reason
+
+        return asyncio.run(drive())
 
 
 def start(
