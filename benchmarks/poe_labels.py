@@ -20,11 +20,11 @@ import numpy as np
 
 from orchestrator.offline.log_groups import build_groups
 from orchestrator.offline.replay import replay_group
+from orchestrator.people.choice import offer_order, pairwise_items
 from orchestrator.poe import PoEConfig, rank_intervals
 from orchestrator.poe.human import people_scores
 from orchestrator.poe.uncertainty import rank_intervals_from_draws
 from orchestrator.records.log import load_log, load_responses
-from orchestrator.run.labelling.choice import offer_order, pairwise_items
 
 GPT35 = Path(__file__).resolve().parents[1] / "examples" / "summeval-gpt35"
 

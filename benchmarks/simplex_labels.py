@@ -9,7 +9,7 @@ For each aspect, the paper's three judges' 1–5 scores of 12 systems × 100 art
   in rounds over the systems);
 - 5% chosen by the judges' disagreement: the first items `orchestrator label --order disagreement`
   offers (the three judges' disagreement per minute of reading, in rounds over the systems;
-  `orchestrator/run/labelling/choice.py`).
+  `orchestrator/people/choice.py`).
 
 Reported: coverage of the expert ranks by the 95% rank intervals, their median width, Spearman with
 the expert ranking, R-hat of the ranking, seconds — for the fit's own ranking and, with labels, for
@@ -29,7 +29,7 @@ import numpy as np
 
 from orchestrator.offline.fit_simplex import load_absolute_judgments, people_beside, truth_scores
 from orchestrator.offline.human_labels import AbsoluteLabel, HumanLabels
-from orchestrator.run.labelling.choice import absolute_items, offer_order
+from orchestrator.people.choice import absolute_items, offer_order
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, label_grid
 from orchestrator.simplex import baselines as B
 

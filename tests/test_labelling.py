@@ -17,7 +17,7 @@ import pytest
 from judgekit import quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.run.labelling.choice import absolute_items, offer_order, pairwise_items
+from orchestrator.people.choice import absolute_items, offer_order, pairwise_items
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 

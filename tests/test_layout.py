@@ -9,11 +9,14 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "orchestrator"
 PURE = ("poe", "raee", "simplex")
 NOT_IN_PURE = (
     "orchestrator.judging",
     "orchestrator.run",
+    "orchestrator.people",
     "orchestrator.store",
     "orchestrator.cli",
     "orchestrator.api",
@@ -31,25 +34,30 @@ def _name(path: Path) -> str:
 MODULES = {_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def imports(path: Path) -> set[str]:
+def imports(path: Path, *, type_only: bool = False) -> set[str]:
     """Every module ``path`` imports at run time (absolute names; ``from pkg import mod`` names the
     submodule when there is one)."""
     name = _name(path)
-    return imports_in(path.read_text(), name if path.name == "__init__.py" else name.rpartition(".")[0])
+    return imports_in(path.read_text(), name if path.name == "__init__.py" else name.rpartition(".")[0], type_only=type_only)
 
 
-def imports_in(source: str, package: str) -> set[str]:
-    """The run-time imports of module text whose package is ``package``."""
+def imports_in(source: str, package: str, *, type_only: bool = False) -> set[str]:
+    """The run-time imports of module text whose package is ``package`` (``type_only``: those under
+    ``if TYPE_CHECKING:`` too)."""
     tree = ast.parse(source)
-    type_only = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for node in ast.walk(block)
-    }
+    skipped = (
+        set()
+        if type_only
+        else {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for node in ast.walk(block)
+        }
+    )
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in type_only:
+        if id(node) in skipped:
             continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
@@ -66,8 +74,11 @@ def imports_in(source: str, package: str) -> set[str]:
     return found
 
 
-def test_no_import_cycle_between_any_two_modules():
-    graph = {name: {m for m in imports(path) if m in MODULES and m != name} for name, path in MODULES.items()}
+@pytest.mark.parametrize("type_only", [False, True], ids=["run-time imports", "type-checking imports too"])
+def test_no_import_cycle_between_any_two_modules(type_only):
+    """No cycle among the modules, counting imports under ``if TYPE_CHECKING:`` too (issue #53: two
+    modules that name each other's types are one concern, or share a piece both can import)."""
+    graph = {name: {m for m in imports(path, type_only=type_only) if m in MODULES and m != name} for name, path in MODULES.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -112,14 +123,17 @@ LAYERS_BELOW = {
     # a layer: what it may not import (everything above it); poe/, simplex/, raee/ are checked above
     "offline": ABOVE,
     "run": ABOVE + ("orchestrator.offline",),
-    "judging": ABOVE + ("orchestrator.offline", "orchestrator.run"),
-    "store": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.judging"),
-    "records": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.judging", "orchestrator.store"),
+    # the people's side of a run (issue #53): the labelling page, its session, which items people are
+    # asked; the engine asks it, it reads judges, the store and records, never the engine
+    "people": ABOVE + ("orchestrator.offline", "orchestrator.run"),
+    "judging": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.people"),
+    "store": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.people", "orchestrator.judging"),
+    "records": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.people", "orchestrator.judging", "orchestrator.store"),
 }
 
 
 def test_every_layer_imports_only_the_layers_below_it():
-    """Issue #29 (docs/architecture.md): cli → api → offline → run → judging → store → records.
+    """Issue #29 (docs/architecture.md): cli → api → offline → run → people → judging → store → records.
     ``records/`` (config, datasets, templates, the judgment and log records) is under both
     ``judging/`` and ``store/``; the store maps records to SQL and knows no judge."""
     leaks = {

@@ -9,11 +9,11 @@ from ..errors import OrchestratorError
 
 
 def label_server(run: str | Path, *, annotator: str = "human", port: int = 0, order: str = "random"):
-    """``orchestrator label RUN``: a :class:`orchestrator.run.labelling.LabelServer` for the run's
+    """``orchestrator label RUN``: a :class:`orchestrator.people.LabelServer` for the run's
     judged items, offered in rounds over the candidates (or pairs), at random or where the judges
-    disagree most (``order``; :mod:`orchestrator.run.labelling.choice`). Not yet serving: use it as a
+    disagree most (``order``; :mod:`orchestrator.people.choice`). Not yet serving: use it as a
     context manager, or call ``serve_forever``."""
-    from ..run.labelling import LabelServer, LabelSession
+    from ..people import LabelServer, LabelSession
 
     if not 0 <= port <= 65535:
         raise OrchestratorError(f"--port must be in 0..65535 (got {port})")

@@ -32,7 +32,7 @@ class JudgeProfile(BaseModel):
     order: Literal["random", "disagreement"] = "random"
     """People: which items first, in rounds over the candidates or pairs — at random (unbiased for
     ``fit raee --human`` and the ``judges`` table; on SummEval it ranked better) or where the judges
-    disagree most per minute of reading (:mod:`orchestrator.run.labelling.choice`)."""
+    disagree most per minute of reading (:mod:`orchestrator.people.choice`)."""
     api_base: str | None = None
     api_key_env: str | None = None
     """Environment variable holding the API key (keys never live in profiles)."""

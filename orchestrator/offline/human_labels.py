@@ -150,7 +150,7 @@ def refuse_unmatched(labels: HumanLabels, answers: set[tuple[str, str]], source:
 
     Raises:
         OrchestratorError: no label is of answers in ``answers``."""
-    rows = [*labels.absolute, *labels.pairwise]
+    rows: list[AbsoluteLabel | PairwiseLabel] = [*labels.absolute, *labels.pairwise]
     unmatched = [label for label in rows if not all(a in answers for a in _answers(label))]
     if rows and len(unmatched) == len(rows):
         prompt, candidate = next(a for a in _answers(rows[0]) if a not in answers)

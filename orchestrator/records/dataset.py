@@ -21,7 +21,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..errors import OrchestratorError
 from .log import check_identifier, validate_jsonl
 
-__all__ = ["Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint", "MAX_TEXT_BYTES"]
+__all__ = ["DATASET_ANCHOR", "Dataset", "PromptRow", "ResponseText", "load_dataset", "load_prompts", "fingerprint", "MAX_TEXT_BYTES"]
+
+DATASET_ANCHOR = "reference"
+"""The anchor's name in the log when it is the dataset's reference text (a reference campaign with
+``anchor = "dataset"``; people label it under the same name)."""
 
 MAX_TEXT_BYTES = 1_000_000
 """Largest prompt, reference or response text (UTF-8 bytes): about 250k tokens, more than any

@@ -94,7 +94,7 @@ class RunEngine:
         self.planner = planner_for(config)(self.ctx)
         self.people = None
         if people is not None:
-            from .labelling.asking import PeopleAsker
+            from ..people.asking import PeopleAsker
 
             self.people = PeopleAsker(store.path, people, self.ctx.dataset, store.config, int(store.run["seed"]))
         self._possible = planner_for(config).possible_requests(config, self.ctx.dataset, len(profiles))

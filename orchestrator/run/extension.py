@@ -12,7 +12,7 @@ from ..records.config import BudgetConfig, RunConfig
 from ..records.dataset import Dataset
 from ..secrets import redact_json
 from ..store import Spend, open_run
-from ..store.snapshot import merge_snapshot
+from ..store.snapshot import extend_snapshot, merge_snapshot
 from .events import RunEvent
 from .service import resume
 
@@ -80,7 +80,7 @@ def extend(
         )
         before = store.spend().calls
         config = config.model_copy(update={"selection": selection, "budget": budget})
-        store.extend_dataset(Dataset(new_prompts, by_prompt), redact_json(config.to_json()))
+        extend_snapshot(store, Dataset(new_prompts, by_prompt), redact_json(config.to_json()))
         store.set_status(
             "interrupted", f"extended with {added_responses} responses ({', '.join(new_candidates) or 'new prompts'}); resume to continue"
         )

@@ -10,16 +10,13 @@ from typing import Any, Callable, Iterable
 
 from ..judging.client import JudgeProfile
 from ..records.config import RunConfig
-from ..records.dataset import Dataset, PromptRow
+from ..records.dataset import DATASET_ANCHOR, Dataset, PromptRow
 from ..records.judgments import request_key
 from ..records.templates import Template
 from ..store import PlannedRequest
 from .budget import worst_case
 
 __all__ = ["DATASET_ANCHOR", "PlanContext", "render_messages", "seeded_hash"]
-
-DATASET_ANCHOR = "reference"
-"""The anchor's name in the log when it is the dataset's reference text."""
 
 
 def render_messages(

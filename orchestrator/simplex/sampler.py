@@ -12,7 +12,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .data import ScoreData
-    from .inference import SimplexSettings
+    from .settings import SimplexSettings
 
 __all__ = ["Sampler", "jax_modules", "structure"]
 

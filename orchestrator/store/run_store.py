@@ -169,17 +169,6 @@ class RunStore:
         """Whether the snapshot has a column for prompt categories (run files from before them do not)."""
         return any(row["name"] == "category" for row in self.db.query("pragma table_info(prompts)"))
 
-    def extend_dataset(self, added: Dataset, config: dict[str, Any]) -> str:
-        """Add prompts and responses to the snapshot and store the run's new ``config`` in one
-        transaction (:func:`.snapshot.extend_snapshot`); returns the new fingerprint."""
-        from .snapshot import extend_snapshot
-
-        self._dataset = None  # the snapshot changes
-        try:
-            return extend_snapshot(self, added, config)
-        finally:
-            self._dataset = None
-
     # -- requests and judgments --------------------------------------------------------------
     def add_round(self, round_no: int, kind: str, selected: list, requests: list[PlannedRequest], info: dict) -> None:
         """Write a round's selection and its planned (pending) requests in one transaction."""

@@ -12,7 +12,7 @@ from ..errors import OrchestratorError
 from ..records.dataset import Dataset, PromptRow, ResponseText
 
 if TYPE_CHECKING:
-    from . import RunStore
+    from .run_store import RunStore
 
 __all__ = ["extend_snapshot", "merge_snapshot"]
 
@@ -26,6 +26,14 @@ def extend_snapshot(store: "RunStore", added: Dataset, config: dict[str, Any]) -
         OrchestratorError: a response already in the snapshot with another text, or a prompt
             id already there with another text (nothing is written then).
     """
+    store._dataset = None  # the snapshot changes: read it afresh, and again after
+    try:
+        return _extend(store, added, config)
+    finally:
+        store._dataset = None
+
+
+def _extend(store: "RunStore", added: Dataset, config: dict[str, Any]) -> str:
     current = store.dataset()
     prompts, responses, new_prompts, new_responses = merge_snapshot(current, added)
     fingerprint = Dataset(prompts, responses).fingerprint()

@@ -10,7 +10,7 @@ only the texts' lengths vary.
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -22,7 +22,27 @@ from ..requests import seeded_hash
 from .cost import absolute_values, judge_parameters, pairwise_values, request_cost, value_parameters
 
 if TYPE_CHECKING:
-    from .poe import PoEPlanner
+    from ...poe import PoEConfig
+    from ..requests import PlanContext
+
+
+class PanelHost(Protocol):
+    """What the panel's rounds read of the PoE planner that owns them (:class:`~.poe.PoEPlanner`
+    is one): its groups and their last fits' judges and cutoffs, its committed judgments, whether a
+    pair is asked in one order, its selection strategy and the judges a prompt's pair can ask. A
+    protocol here, so that the planner imports the panel and not the other way round (issue #53)."""
+
+    ctx: PlanContext
+    groups: list[Group]
+    ordered: bool
+    poe: PoEConfig
+    strategy: Any
+    _fit_cutoff: list[int | None]
+    _fit_judges: list[list[str]]
+    _judgments: list[list[JudgmentRecord]]
+
+    def _askable(self, prompt: str, a: str, b: str) -> list[str]: ...
+
 
 __all__ = ["PanelRounds", "DEFAULT_ABSOLUTE_VARIANCE"]
 
@@ -34,9 +54,9 @@ DEFAULT_ABSOLUTE_VARIANCE = 1.0
 
 
 class PanelRounds:
-    """Per-judge availability and the cost-aware choice of a round's units for a :class:`PoEPlanner`."""
+    """Per-judge availability and the cost-aware choice of a round's units for a PoE planner (:class:`PanelHost`)."""
 
-    def __init__(self, planner: PoEPlanner, mix_absolute: bool):
+    def __init__(self, planner: PanelHost, mix_absolute: bool):
         self.planner = planner
         self.ctx = planner.ctx
         self.mix_absolute = mix_absolute

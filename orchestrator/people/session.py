@@ -14,11 +14,11 @@ import hashlib
 import threading
 from pathlib import Path
 
-from ...errors import OrchestratorError
-from ...records.labels import AbsoluteLabel, PairwiseLabel
-from ...records.log import check_identifier
-from ...store import open_run
-from ...store.labels import LabelStore
+from ..errors import OrchestratorError
+from ..records.labels import AbsoluteLabel, PairwiseLabel
+from ..records.log import check_identifier
+from ..store import open_run
+from ..store.labels import LabelStore
 from .choice import LabelItem, item_texts, judged_items, offer_order
 
 __all__ = ["LabelSession"]

@@ -3,7 +3,7 @@ once more when it finishes (from every judgment), the run chooses the people pro
 items to label next and records them in the run file (``label_requests``,
 :mod:`orchestrator.store.labels`); the labelling page offers them first.
 
-The choice is :func:`orchestrator.run.labelling.choice.offer_order` over every item the judges
+The choice is :func:`orchestrator.people.choice.offer_order` over every item the judges
 have judged in the rounds the round was planned from — in rounds over the candidates (or pairs), at
 random or by the judges' disagreement per minute of reading (the profile's ``order``) — less what
 was asked or labelled already. The run never waits: people label at their pace, and everything
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ...judging.profiles import JudgeProfile
-from ...store.labels import LabelStore
+from ..judging.profiles import JudgeProfile
+from ..store.labels import LabelStore
 from .choice import LabelItem, item_texts, judged_items, offer_order
 
 __all__ = ["PeopleAsker", "choose_for_people"]

@@ -23,7 +23,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
-from ...errors import OrchestratorError
+from ..errors import OrchestratorError
 from .session import LabelSession
 
 __all__ = ["LabelServer"]

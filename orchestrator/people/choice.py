@@ -33,8 +33,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ...records.labels import item_key
-from ..requests import DATASET_ANCHOR
+from ..records.dataset import DATASET_ANCHOR
+from ..records.labels import item_key
 
 __all__ = [
     "DECISION_MINUTES",
