@@ -596,3 +596,76 @@ def test_reading_a_leaderboard_imports_neither_torch_nor_scipy_stats(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [2, False, False]
+
+
+def test_a_reference_campaign_of_one_candidate_against_the_prompts_references(tmp_path, capsys):
+    """The everyday "evaluate my model against the anchor" (issue #52): one response per prompt and
+    the prompts' reference texts as the anchor is a campaign, not "no prompt has 2 or more responses"."""
+    prompts, responses = write_dataset(tmp_path / "data", prompts=12, candidates=1, seed=1, reference=0.5)
+    with FakeOpenAIServer(reference_behaviour()) as server:
+        config = write_config(
+            tmp_path, server.url, name="one", prompts=prompts, responses=responses, max_calls=None, reference="soft = true\n"
+        )
+        path, _ = api.start(config)
+    (group,) = api.ranking(path)["groups"]
+    (row,) = group["ranking"]
+    assert row["candidate"] == "M0" and row["prompts"] == 12 and 0 < row["win_rate"] < 100
+    # by hand: the plain mean of the soft outcomes against the anchor (every prompt judged)
+    db = sqlite3.connect(path)
+    outcomes = [json.loads(p)[0] for (p,) in db.execute("select probs from judgments where status = 'ok'")]
+    db.close()
+    assert len(outcomes) == 12
+    assert row["win_rate"] == pytest.approx(100 * np.mean([o["B"] + 0.5 * o.get("C", 0.0) for o in outcomes]), abs=1e-3)
+    # a candidate as the anchor still needs a second response to compare
+    config.write_text(config.read_text().replace("soft = true", 'anchor = "M0"\nsoft = true').replace('name = "one"', 'name = "two"'))
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
+    assert "no prompt has 2 or more responses to compare" in capsys.readouterr().err
+
+
+def test_a_new_model_is_placed_on_an_existing_board_from_few_prompts(tmp_path, capsys):
+    """``[reference] board``: a board of 8 models judged on 40 prompts (a run file); a new model judged
+    on 24 of the prompts is placed on it — its win rate over the board's 40 prompts with an interval
+    that holds its full-data win rate (measured by judging it on all 40), and its rank among the
+    board's models (issue #52)."""
+    base = [0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.6]
+    prompts, responses = write_dataset(tmp_path / "data", prompts=40, candidates=9, seed=4, reference=0.5, base=base, spread=0.5)
+    rows = [json.loads(line) for line in responses.read_text().splitlines()]
+    board_responses, new_responses = tmp_path / "board.jsonl", tmp_path / "new.jsonl"
+    board_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] != "M8"))
+    new_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] == "M8"))
+    with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
+        board_config = write_config(
+            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
+        )
+        board, _ = api.start(board_config)
+        full_config = write_config(
+            tmp_path, server.url, name="full", prompts=prompts, responses=new_responses, max_calls=None, reference="soft = true\n"
+        )
+        full, _ = api.start(full_config)
+        config = write_config(
+            tmp_path,
+            server.url,
+            name="placed",
+            prompts=prompts,
+            responses=new_responses,
+            max_calls=24,
+            reference=f'soft = true\nboard = "{board.name}"\n',
+        )
+        config.write_text(config.read_text().replace(f'board = "{board.name}"', f'board = "runs/{board.name}"'))
+        placed, _ = api.start(config)
+    (truth,) = api.ranking(full)["groups"][0]["ranking"]
+    (group,) = api.ranking(placed)["groups"]
+    (row,) = group["ranking"]
+    assert group["board"]["models"] == 8 and group["board"]["prompts"] == 40
+    assert row["placed_on_board"] and row["prompts"] == 24
+    assert row["win_rate_low"] <= truth["win_rate"] <= row["win_rate_high"], json.dumps(row) + f" truth {truth['win_rate']}"
+    board_rates = sorted(group["board"]["leaderboard"].values(), reverse=True)
+    true_rank = 1 + sum(rate > truth["win_rate"] for rate in board_rates)
+    assert row["board_rank_low"] <= true_rank <= row["board_rank_high"]
+    assert run_cli(["rank", str(placed)]) == 0
+    out = capsys.readouterr().out
+    assert "placed on the board" in out and f"M8: {row['win_rate']:.1f}%" in out
+    # a board that is not one: one line before anything is written
+    config.write_text(config.read_text().replace(f'board = "runs/{board.name}"', 'board = "nowhere.sqlite"').replace('"placed"', '"again"'))
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
+    assert "reference.board" in capsys.readouterr().err and not (tmp_path / "runs" / "again.sqlite").exists()

@@ -15,6 +15,12 @@ def load_config(config: str | Path | Any, runs_dir: str | Path | None = None):
     from ..records.config import load_config as load
 
     cfg = config if isinstance(config, RunConfig) else load(config)
+    if cfg.reference is not None and cfg.reference.board is not None:  # one line now, not at `rank` (issue #52)
+        from ..offline.board_placement import load_board
+        from ..records.dataset import DATASET_ANCHOR
+
+        anchor = DATASET_ANCHOR if cfg.reference.anchor == "dataset" else cfg.reference.anchor
+        load_board(cfg.reference.board, anchor, soft=cfg.reference.soft)
     return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
 
 

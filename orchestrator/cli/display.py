@@ -142,6 +142,22 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
                 "prompt is judged); Elo and rank intervals: on prompts like these (the superpopulation)",
                 soft_wrap=True,
             )
+        if entry.get("board"):
+            board = entry["board"]
+            out_console.print(
+                f"placed on the board {board['path']} ({board['models']} models, {board['prompts']} prompts): "
+                "win rates over the board's prompts, from the prompts each was judged on",
+                soft_wrap=True,
+            )
+            for r in entry["ranking"]:
+                if r.get("placed_on_board"):
+                    out_console.print(
+                        f"  {r['candidate']}: {r['win_rate']:.1f}% ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f}) from "
+                        f"{r['prompts']} prompts; rank {r['board_rank_low']}–{r['board_rank_high']} among the board's "
+                        f"{board['models']} models"
+                        + ("" if r.get("in_range", True) else " (beyond the board's range: its prompts predict it poorly)"),
+                        soft_wrap=True,
+                    )
         for part in entry.get("slices", []):
             out_console.print(slice_table(part, level))
         if poe and details:

@@ -87,6 +87,8 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
             f"anchor {anchor}", int(np.sum(data.anchor == anchor)), names, board, draws, se, dataset, config.data.truth, level
         )
         _add_win_rates(group, data, anchor, config, dataset, level)
+        if config.reference is not None and config.reference.board is not None:
+            _place_on_board(group, config.reference.board, anchor, data, config.reference.soft, level)
         out.append(group)
     from .information import information_warnings, judge_information
 
@@ -227,3 +229,16 @@ def _slices(
         judged = len(set(data.prompt[_member(data.prompt, prompts) & (data.anchor == anchor)].tolist()))
         out.append({"slice": name, "prompts": judged, "small": judged < SLICE_MIN_PROMPTS, "ranking": ranking})
     return out
+
+
+def _place_on_board(group: dict, board: Path, anchor: str, data, soft: bool, level: float) -> None:
+    """``[reference] board`` (issue #52): each candidate's win rate over the board's prompts from
+    the prompts it was judged on and its rank interval among the board's models replace the run's
+    own figures; ``group["board"]`` says what the board is."""
+    from .board_placement import placements
+
+    summary, placed = placements(board, anchor, data, soft=soft, level=level)
+    group["board"] = summary
+    for row in group["ranking"]:
+        if row["candidate"] in placed:
+            row.update(placed[row["candidate"]], placed_on_board=True)

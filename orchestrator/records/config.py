@@ -247,6 +247,13 @@ class ReferenceConfig(_Section):
     Elo interval is separated from its neighbours'."""
     soft: bool = False
     """Adaptive allocation ranks by soft outcomes P(win) + ½P(tie) instead of the argmax."""
+    board: Path | None = None
+    """An existing board this run's candidates are placed on (issue #52): a run file or a judgment
+    log (``.jsonl``) of reference judgments against the same anchor, its models judged on the same
+    prompts. ``rank`` then gives each candidate of this run its win rate over the board's prompts
+    from the prompts it was judged on (the board's 2PL model as a control variate,
+    :mod:`orchestrator.raee.board`), its interval, and its rank interval among the board's models.
+    Relative to the config file."""
     slice_weight: float = Field(default=1.0, ge=0, le=100)
     """``adaptive`` with prompt categories: weight of the per-category leaderboards beside the
     overall one when choosing who gets the next prompt (each candidate's next prompt belongs to one
@@ -371,4 +378,7 @@ def load_config(path: str | Path) -> RunConfig:
             "responses": config.data.responses if config.data.responses.is_absolute() else base / config.data.responses,
         }
     )
-    return config.model_copy(update={"data": data, "name": config.name or path.stem})
+    update: dict = {"data": data, "name": config.name or path.stem}
+    if config.reference is not None and config.reference.board is not None and not config.reference.board.is_absolute():
+        update["reference"] = config.reference.model_copy(update={"board": base / config.reference.board})
+    return config.model_copy(update=update)

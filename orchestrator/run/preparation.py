@@ -53,7 +53,10 @@ EXAMPLE_PARAMETERS = {"task": '"answer questions about cooking"', "criterion": '
 def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     """Load and check everything a run needs before anything is written or sent (``run --dry-run``
     runs exactly these checks and :func:`check_new_run`)."""
-    dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses))
+    # against the prompts' reference texts one response per prompt is a comparison: a campaign of one
+    # candidate ("evaluate my model against the anchor", issue #52) needs no second one
+    alone = config.reference is not None and config.reference.anchor == "dataset"
+    dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses, min_candidates=1 if alone else 2))
     if config.data.truth is not None:
         missing = [(p, c) for p, by in dataset.responses.items() for c, r in by.items() if r.human.get(config.data.truth) is None]
         if missing:

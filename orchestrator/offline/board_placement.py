@@ -1,0 +1,82 @@
+"""A new model placed on an existing board (issue #52, ``[reference] board = "PATH"``): the board's
+reference judgments (a run file or a judgment log, same anchor) fit the 2PL prompt model of
+:mod:`orchestrator.raee.board`; each candidate of the run is placed from the prompts it was judged
+on — its win rate over the board's prompts with an interval, and its rank interval among the
+board's models (their full-data win rates)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import OrchestratorError
+from ..raee import ReferenceJudgments
+from ..raee.board import Board, fit_board, place
+from ..raee.tables import item_matrix
+
+__all__ = ["MIN_BOARD_MODELS", "load_board", "placements"]
+
+MIN_BOARD_MODELS = 3
+"""A board needs this many models for its prompts' difficulty and discrimination to mean anything."""
+
+
+def load_board(path: str | Path, anchor: str, *, soft: bool) -> tuple[list[str], list[str], np.ndarray]:
+    """``(models, prompts, y)`` of the board at ``path`` under ``anchor`` (a ``.jsonl`` judgment log,
+    else a run file).
+
+    Raises:
+        OrchestratorError: one line: no such file, not a run file or log, no judgment against
+            ``anchor``, fewer than :data:`MIN_BOARD_MODELS` models."""
+    from .fit_raee import load_reference_judgments
+
+    path = Path(path)
+    if not path.is_file():
+        raise OrchestratorError(f"reference.board: {path}: no such file (a run file or a judgment log of the board)")
+    data, _ = load_reference_judgments(path, log=path.suffix.lower() in (".jsonl", ".json"))
+    models, prompts, y = item_matrix(data, anchor, soft=soft)
+    if not models:
+        anchors = sorted({str(a) for a in data.anchor.tolist()})
+        raise OrchestratorError(
+            f"reference.board: {path} has no judgments against the anchor {anchor!r} "
+            f"(its anchors: {', '.join(anchors) or 'none'}); a board is placed on against the same anchor"
+        )
+    if len(models) < MIN_BOARD_MODELS:
+        raise OrchestratorError(f"reference.board: {path} has {len(models)} model(s) against {anchor!r}; a board needs {MIN_BOARD_MODELS}")
+    return models, prompts, y
+
+
+def placements(path: str | Path, anchor: str, data: ReferenceJudgments, *, soft: bool, level: float = 0.95) -> tuple[dict, dict[str, dict]]:
+    """The board's summary and, per candidate of ``data`` (this run's judgments) judged on at least
+    one of the board's prompts, its placement: ``win_rate``, ``win_rate_low``, ``win_rate_high``
+    (percent, over the board's prompts), ``prompts`` (judged), ``board_rank_low``/``board_rank_high``
+    (its rank among the board's other models and itself), ``in_range`` and ``slope``."""
+    models, prompts, y = load_board(path, anchor, soft=soft)
+    board: Board = fit_board(models, y)
+    candidates, own_prompts, own = item_matrix(data, anchor, soft=soft)
+    column = {p: k for k, p in enumerate(prompts)}
+    placed: dict[str, dict] = {}
+    for m, candidate in enumerate(candidates):
+        pairs = [(column[p], float(own[m, j])) for j, p in enumerate(own_prompts) if p in column and not np.isnan(own[m, j])]
+        if not pairs:
+            continue
+        where = np.array([k for k, _ in pairs])
+        result = place(board, where, np.array([v for _, v in pairs]), level=level)
+        others = np.array([rate for name, rate in zip(models, board.win_rate) if name != candidate])
+        placed[candidate] = {
+            "win_rate": round(100 * result.win_rate, 3),
+            "win_rate_low": round(100 * result.low, 3),
+            "win_rate_high": round(100 * result.high, 3),
+            "prompts": result.n,
+            "board_rank_low": int(1 + np.sum(others > result.high)),
+            "board_rank_high": int(1 + np.sum(others > result.low)),
+            "in_range": result.in_range,
+            "slope": round(result.slope, 4),
+        }
+    summary = {
+        "path": str(path),
+        "models": len(models),
+        "prompts": len(prompts),
+        "leaderboard": {name: round(100 * float(rate), 3) for name, rate in sorted(zip(models, board.win_rate), key=lambda x: -x[1])},
+    }
+    return summary, placed
