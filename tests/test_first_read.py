@@ -167,7 +167,8 @@ def test_output_off_a_terminal_is_never_wrapped(runs, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("embedded-judge")
+@pytest.mark.embedded_judge
+@pytest.mark.timeout(3600)
 def test_init_writes_a_config_its_judge_answers(tmp_path):
     """`init --judge gemma270m` (a base model that does not answer after a prefix) picks the
     template that asks for the bare letter; its dry run's smoke call then parses (a real llama.cpp)."""

@@ -268,7 +268,7 @@ def _live(command: str) -> bool:
     "command",
     # the live embedded-judge commands on one worker, one after another: three llama.cpp's on two
     # cores would each take three times as long (issue #54 item 7)
-    [pytest.param(c, marks=pytest.mark.xdist_group("embedded-judge")) if _live(runnable(c)) else c for c in COMMANDS],
+    [pytest.param(c, marks=pytest.mark.embedded_judge) if _live(runnable(c)) else c for c in COMMANDS],
     ids=[c[:60] for c in COMMANDS],
 )
 def test_every_readme_command_runs_as_written(workdir, command):
