@@ -103,29 +103,10 @@ def test_a_judge_that_cost_nothing_is_the_cheapest(tmp_path, capsys):
     rows = []
     for prompt, winner in PEOPLE_PREFER.items():
         p = 0.9 if winner == "m1" else 0.1
-        rows.append(
-            {
-                "kind": "pairwise",
-                "judge": "local",
-                "prompt_id": prompt,
-                "candidates": ["m1", "m2"],
-                "probs": {"A": p, "B": 1 - p},
-                "cost_usd": 0.0,
-            }
-        )
-        rows.append(
-            {
-                "kind": "pairwise",
-                "judge": "paid",
-                "prompt_id": prompt,
-                "candidates": ["m1", "m2"],
-                "probs": {"A": p, "B": 1 - p},
-                "cost_usd": 0.002,
-            }
-        )
-        rows.append(
-            {"kind": "pairwise", "judge": "unpriced", "prompt_id": prompt, "candidates": ["m1", "m2"], "probs": {"A": p, "B": 1 - p}}
-        )
+        for judge, cost in (("local", {"cost_usd": 0.0}), ("paid", {"cost_usd": 0.002}), ("unpriced", {})):
+            rows.append(
+                {"kind": "pairwise", "judge": judge, "prompt_id": prompt, "candidates": ["m1", "m2"], "probs": {"A": p, "B": 1 - p}, **cost}
+            )
     log, labels = _write(tmp_path / "log.jsonl", rows), _labels(tmp_path / "labels.jsonl")
     assert run_cli(["judges", "--log", str(log), "--human", str(labels), "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
