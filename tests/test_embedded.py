@@ -115,6 +115,13 @@ concurrency = 2
     ranking = api.ranking(path)["groups"][0]["ranking"]
     assert len(ranking) == 16 and sorted(r["rank"] for r in ranking) == list(range(1, 17))
     assert api.status(path)["state"] == "finished"
+    # the run ended by asking three of its requests again (issue #51), and says what it saw
+    repeats = db.execute("select key, judge, p_first, p_again from judge_repeats").fetchall()
+    keys = [k for (k,) in db.execute("select key from judgments where status = 'ok' order by round, key")]
+    assert len(repeats) == 3 and {r[1] for r in repeats} == {"gemma270m"} and sorted(r[0] for r in repeats) == sorted(keys[-3:])
+    committed = dict(db.execute("select key, p_first from judgments"))
+    assert all(abs(committed[key] - p) < 1e-9 for key, _, p, _ in repeats)
+    assert "Asked 3 of its requests again" in api.summary(path)[0]
 
 
 def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):

@@ -204,3 +204,17 @@ def test_init_writes_a_config_its_judge_answers(tmp_path):
         [sys.executable, "-m", "orchestrator", "run", str(out), "--dry-run"], capture_output=True, text=True, cwd=tmp_path
     )
     assert failed.returncode == 2 and "generic-pairwise-noprefill" in failed.stderr and "A judge without a prefill" in failed.stderr
+
+
+def test_the_repeatability_sentence_says_what_the_repeats_showed():
+    from orchestrator.run.repeatability import repeat_summary
+
+    assert repeat_summary([]) is None
+    same = repeat_summary([("k1", "j", 0.7, 0.7), ("k2", "j", 0.4, 0.4)])
+    assert same is not None and "answered exactly as before" in same
+    # neighbours 0.2 apart in score: σ(0.2) − ½ = 0.0498 in win probability
+    groups = [{"entropy": 1.0, "ranking": [{"candidate": "a", "score": 0.2}, {"candidate": "b", "score": 0.0}]}]
+    small = repeat_summary([("k", "j", 0.70, 0.72)], groups)
+    assert small is not None and "up to 0.020" in small and "cannot reorder" in small
+    large = repeat_summary([("k", "j", 0.70, 0.78)], groups)
+    assert large is not None and "a/b" in large and "could swap" in large

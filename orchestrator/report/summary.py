@@ -40,7 +40,7 @@ def summary_text(data: ReportData) -> str:
     where = f"In {first['group']}, " if len(groups) > 1 else ""
     warnings = " ".join(data.ranking.get("warnings", []))
     if not data.ranking.get("leader", True):  # no leader named from a judge that carries no information (issue #51)
-        return f"{warnings} {status} {spent}"
+        return f"{warnings} {status} " + (data.repeatability + " " if data.repeatability else "") + spent
     text = (
         warnings + " " if warnings else ""
     ) + f"{status} {lead}. {where}{top['candidate']} leads (95% rank interval {top['rank_low']}–{top['rank_high']}). "

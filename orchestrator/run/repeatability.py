@@ -23,15 +23,14 @@ REPEATS = 3
 
 
 async def repeat_check(store: RunStore, judges: dict[str, Judge], embedded: set[str], templates: dict[str, Template]) -> int:
-    """Ask up to :data:`REPEATS` committed comparisons of each ``embedded`` judge again (the raw
+    """Ask the last :data:`REPEATS` committed comparisons of each ``embedded`` judge again (the raw
     judge, not the cache) and store both answers; the number asked."""
     by_name = {t.name: t for t in templates.values()}
     chosen: dict[str, list] = {}
-    for request, record in store.answered():
+    for request, record in store.answered():  # oldest first: the last ones are this process's own answers
         if record.judge in embedded and record.p_first is not None and request.template in by_name:
-            picked = chosen.setdefault(record.judge, [])
-            if len(picked) < REPEATS:
-                picked.append((request, record))
+            chosen.setdefault(record.judge, []).append((request, record))
+    chosen = {judge: pairs[-REPEATS:] for judge, pairs in chosen.items()}  # (a resumed or extended run's older ones may come from a log)
     rows = []
     for judge, pairs in chosen.items():
         for request, record in pairs:
