@@ -4,6 +4,7 @@ rates that equal the plain means on complete data, and gains that never starve a
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from orchestrator.raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
 
@@ -130,3 +131,17 @@ def test_slice_gains_favour_a_candidate_whose_next_prompt_settles_an_undecided_c
     # the slice's own gains, from allocation_gains on its columns alone
     estimate, sigma, n = leaderboard_state(y[:, slices == 0])
     np.testing.assert_allclose(gains[0], allocation_gains(estimate, sigma, n, population[:, 0])[0])
+
+
+def test_the_stopping_claims_hold_together():
+    """Issue #52 item 2: the board's M − 1 neighbour claims each at 5% / (M − 1) (Bonferroni)."""
+    from scipy.stats import norm
+
+    from orchestrator.raee.allocation import claim_z, settled_leaderboard
+
+    assert claim_z(2) == pytest.approx(1.959964, abs=1e-5)
+    assert claim_z(20) == pytest.approx(norm.ppf(1 - 0.05 / 38), abs=1e-9) and 3.0 < claim_z(20) < 3.02
+    # two candidates 4 points apart, the sd of their difference 1.6 points: ordered per pair (z 1.96), not with 20 claims (z 3.0)
+    est, sigma, n, pop = np.array([0.54, 0.50]), np.array([0.05, 0.05]), np.array([20, 20]), np.array([1000, 1000])
+    assert settled_leaderboard(["a", "b"], est, sigma, n, pop, 0.01, z=1.96) == []
+    assert settled_leaderboard(["a", "b"], est, sigma, n, pop, 0.01, z=claim_z(20)) is None

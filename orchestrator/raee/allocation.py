@@ -32,11 +32,12 @@ belongs to (issue #30 item 5: per-category leaderboards from one run).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr, stdtrit  # not scipy.stats: reading a leaderboard imports this (0.6 s)
+from scipy.special import ndtr, ndtri, stdtrit  # not scipy.stats: reading a leaderboard imports this (0.6 s)
 
 __all__ = [
     "WIDTH_WEIGHT",
     "allocation_gains",
+    "claim_z",
     "leaderboard_state",
     "prompt_sampling_variance",
     "settled_leaderboard",
@@ -186,6 +187,14 @@ def slice_gains(
         chosen = next_slice == s
         gains[chosen] = values[chosen]
     return gains
+
+
+def claim_z(candidates: int, alpha: float = 0.05) -> float:
+    """The normal quantile that makes the stopping rule's claims about a board of ``candidates``
+    hold together (issue #52 item 2): each of its ``candidates − 1`` neighbour claims at level
+    ``α / (candidates − 1)`` (Bonferroni), so the chance that *any* claim is wrong is at most ``α``
+    at the look where the run stops (a user reads "the order is settled" as one statement)."""
+    return float(ndtri(1.0 - alpha / (2.0 * max(candidates - 1, 1))))
 
 
 def settled_leaderboard(

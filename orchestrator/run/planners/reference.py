@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import OrchestratorError
 from ...raee import outcomes, raee_arrays, reference_wtl
-from ...raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
+from ...raee.allocation import allocation_gains, claim_z, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
@@ -200,10 +200,15 @@ class ReferencePlanner:
         population = np.array([len(self.prompts[c]) for c in self.candidates], dtype=float)
         if ref.resolution is not None:
             # on what is committed (a prompt in flight tells nothing yet)
-            settled = settled_leaderboard(self.candidates, estimate, sigma, judged, population, ref.resolution / 100)
+            # the claims hold together: each of the M − 1 at 5% / (M − 1), so that any one is wrong with at most 5% (issue #52)
+            z = claim_z(len(self.candidates))
+            settled = settled_leaderboard(self.candidates, estimate, sigma, judged, population, ref.resolution / 100, z=z)
             if settled is not None:
                 ties = "; ".join(" ≈ ".join(pair) for pair in settled) or "none"
-                return f"every neighbour is ordered or within {ref.resolution:g} win-rate points (treated as tied: {ties})"
+                return (
+                    f"every neighbour is ordered or within {ref.resolution:g} win-rate points (treated as tied: {ties}); "
+                    f"the {len(self.candidates) - 1} claims hold together with 95% confidence"
+                )
         else:
             est = self.estimates(cutoff)
             if open_ and est and set(open_) <= set(est) and self._separated(est, open_):
