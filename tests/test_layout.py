@@ -212,3 +212,32 @@ def test_the_poe_package_loads_each_name_from_the_submodule_its_type_only_import
         assert "not_a_name" in str(error)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_every_goal_in_the_results_table_names_a_command_that_exists():
+    """Issue #53 item 4: each row of the goal table in benchmarks/RESULTS.md names the command that
+    produced its figure, and that command exists: a ``python benchmarks/NAME.py`` script, a test file
+    of the suite, a subcommand of ``orchestrator`` — a renamed script cannot leave a figure behind."""
+    import re
+
+    from typer.main import get_command
+
+    from orchestrator.cli import app
+
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    start = text.index("| goal (issue)")
+    rows = [line for line in text[start : text.index("\n\n", start)].splitlines()[2:] if line.startswith("|")]
+    commands = set(get_command(app).commands)  # type: ignore[attr-defined]
+    assert len(rows) >= 10
+    for line in rows:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert len(cells) == 5, line[:80]
+        command = cells[3]
+        scripts = re.findall(r"python (benchmarks/[\w]+\.py)", command)
+        tests = re.findall(r"(tests/test_[\w]+\.py)", command)
+        subcommands = re.findall(r"orchestrator ([a-z][a-z-]*)", command)
+        assert scripts or tests or subcommands or ".ci/run" in command, f"no command named: {line[:100]}"
+        for path in scripts + tests:
+            assert (ROOT / path).is_file(), f"{path} (named in RESULTS.md) does not exist"
+        for sub in subcommands:
+            assert sub in commands, f"`orchestrator {sub}` (named in RESULTS.md) is not a command"
