@@ -7,7 +7,9 @@ For each held-out model the board is every other model (the 2PL fit of
 with :func:`~orchestrator.raee.board.place`. Methods:
 
 - ``plain``: random prompts, the plain mean (what a user does without a board);
-- ``board``: random prompts, the regression estimator on the board's 2PL predictions (the default);
+- ``board``: random prompts, the product's estimator (:func:`~orchestrator.raee.board.place`: within
+  the board's range the cross-fitted residual-corrected 2PL prediction, outside it the regression
+  estimator on the predictions);
 - ``board-adaptive``: 25 random prompts, then the most informative prompt at the current ability
   while the model lies within the board's range, random otherwise; the same estimator.
 

@@ -1,0 +1,63 @@
+"""A board as prior knowledge (issue #52): the 2PL fit of a board and a new model placed on it,
+checked on a board simulated from a known 2PL model (pure functions, no files)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from orchestrator.raee.board import fit_board, informative_order, place
+
+
+def _world(seed: int = 0, models: int = 21, prompts: int = 400):
+    rng = np.random.default_rng(seed)
+    theta = np.sort(rng.normal(0, 1, models))
+    a, b = np.exp(rng.normal(0, 0.4, prompts)), rng.normal(1.5, 1.0, prompts)
+    p = expit(a[None, :] * (theta[:, None] - b[None, :]))
+    y = np.clip(p + rng.normal(0, 0.1, p.shape), 0, 1)  # soft outcomes around the model's probability
+    return theta, a, b, y
+
+
+def test_the_fit_recovers_the_abilities_and_the_prompts():
+    theta, a, b, y = _world()
+    board = fit_board([f"m{k}" for k in range(len(theta))], y)
+    assert np.corrcoef(board.theta, theta)[0, 1] > 0.99
+    assert np.corrcoef(-board.c / board.a, b)[0, 1] > 0.9  # difficulty
+    assert np.allclose(board.win_rate, y.mean(1))
+
+
+def test_a_new_model_is_placed_without_bias_and_its_interval_covers():
+    theta, a, b, y = _world()
+    held = 10  # in the middle of the board
+    board = fit_board([f"m{k}" for k in range(len(theta)) if k != held], np.delete(y, held, axis=0))
+    truth = y[held].mean()
+    errors, plain, covered = [], [], 0
+    for seed in range(40):
+        chosen = np.random.default_rng(seed).permutation(y.shape[1])[:60]
+        placed = place(board, chosen, y[held, chosen])
+        assert placed.in_range and placed.n == 60
+        errors.append(placed.win_rate - truth)
+        plain.append(placed.plain - truth)
+        covered += placed.low <= truth <= placed.high
+    assert abs(np.mean(errors)) < 0.01  # unbiased within a point
+    assert np.mean(np.abs(errors)) < np.mean(np.abs(plain))  # the board helps
+    assert covered >= 34  # 95% intervals: at least 85% of 40
+
+
+def test_a_model_stronger_than_the_board_falls_back_to_the_sample():
+    theta, a, b, y = _world()
+    board = fit_board([f"m{k}" for k in range(15)], y[:15])  # the 6 strongest left out
+    strongest = y[-1]
+    chosen = np.random.default_rng(1).permutation(y.shape[1])[:80]
+    placed = place(board, chosen, strongest[chosen])
+    assert not placed.in_range or placed.theta > board.theta.max() - 0.5
+    assert abs(placed.win_rate - strongest.mean()) < 0.06
+
+
+def test_the_most_informative_prompts_come_first():
+    theta, a, b, y = _world()
+    board = fit_board([f"m{k}" for k in range(len(theta))], y)
+    order = informative_order(board, 0.0, np.arange(y.shape[1]))
+    p = board.predicted(0.0)
+    information = board.a**2 * p * (1 - p)
+    assert information[order[0]] == information.max() and information[order[-1]] == information.min()
