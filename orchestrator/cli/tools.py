@@ -18,8 +18,12 @@ from .display import people_table
 @app.command()
 def replay(
     log: Path = typer.Argument(..., help="Judgment-log JSONL (one judgment per line).", callback=existing("file")),
-    responses: Optional[Path] = typer.Option(None, "--responses", help="responses.jsonl with human scores."),
-    truth: Optional[str] = typer.Option(None, "--truth", help="Field of 'human' holding the ground truth (omit both to only rank)."),
+    responses: Optional[Path] = typer.Option(
+        None, "--responses", help="responses.jsonl: human scores (with --truth) and the answers' texts (--control length/style)."
+    ),
+    truth: Optional[str] = typer.Option(
+        None, "--truth", help="Field of 'human' holding the ground truth (needs --responses; omit it to only rank)."
+    ),
     strategy: str = typer.Option(
         "lookahead", "--strategy", help="lookahead | reorder | variance | min_uncertainty | random | eps:<x> | diverse"
     ),

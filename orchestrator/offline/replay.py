@@ -316,8 +316,8 @@ def replay_files(
         parse_strategy(settings.strategy) if isinstance(settings.strategy, str) else None
     except ValueError as exc:
         raise OrchestratorError(str(exc)) from None
-    if (responses is None) != (truth is None):
-        raise OrchestratorError("--responses and --truth go together (give both, or neither to only rank)")
+    if truth is not None and responses is None:
+        raise OrchestratorError("--truth FIELD reads the human scores in --responses FILE.jsonl: give it too")
     records = load_log(log)
     if "self" in settings.control and settings.families:  # (without families: ReplaySettings.checked says so)
         from ..records.families import family_problem
@@ -333,5 +333,8 @@ def replay_files(
         truth, responses = NO_TRUTH, "(from the log)"
     else:
         rows = load_responses(responses)
+        if truth is None:  # the answers' texts alone (length or style control, issue #54): only rank
+            rows = [(n, r.model_copy(update={"human": {**r.human, NO_TRUTH: 0.0}})) for n, r in rows]
+            truth = NO_TRUTH
     groups = build_groups(records, rows, truth, settings.scope, judge=judge, source=str(log), responses_source=str(responses))  # type: ignore[arg-type]
     return replay_with(groups, settings, progress=progress)
