@@ -50,7 +50,7 @@ def import_labels(run: str | Path, path: str | Path) -> dict[str, int]:
             does not have (nothing is stored then).
     """
     from ..offline.human_labels import load_human_labels
-    from ..records.labels import AbsoluteLabel, PairwiseLabel
+    from ..records.labels import AbsoluteLabel, PairwiseLabel, label_candidates
     from ..run.requests import DATASET_ANCHOR
     from ..store import open_run
     from ..store.labels import LabelStore
@@ -63,7 +63,7 @@ def import_labels(run: str | Path, path: str | Path) -> dict[str, int]:
         run_file.close()
     rows: list[AbsoluteLabel | PairwiseLabel] = [*labels.absolute, *labels.pairwise]
     for label in rows:
-        names = [label.candidate] if isinstance(label, AbsoluteLabel) else [label.first, label.second]
+        names = label_candidates(label)
         answers = dataset.responses.get(label.prompt_id)
         if answers is None:
             raise OrchestratorError(f"{path}: prompt {label.prompt_id!r} is not in {run}; nothing was stored")

@@ -64,6 +64,7 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
     import numpy as np
 
     from ..raee import known, leaderboard
+    from ..raee.estimates import outcomes
     from .fit_raee import RaeeOptions, fit_raee, load_reference_judgments
 
     loaded = load_reference_judgments(path, log=False, store=store)
@@ -94,7 +95,7 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
 
     # P(first shown better): the candidate's win probability when it was shown first (swapped: the anchor second)
     swapped = data.swapped if data.swapped is not None else np.zeros(len(data), dtype=bool)
-    wins = (data.win + 0.5 * data.tie) / np.maximum(data.win + data.tie + data.loss, 1e-12)
+    wins = outcomes(data.win, data.tie, data.loss, soft=True)
 
     def comparisons():
         for judge, anchor, candidate, anchor_second, p in zip(

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import OrchestratorError
 from ..records.importers import csv_rows
-from ..records.labels import AbsoluteLabel, PairwiseLabel, label_item
+from ..records.labels import AbsoluteLabel, PairwiseLabel, label_candidates, label_item
 from ..records.log import validate_jsonl, validation_message
 
 __all__ = [
@@ -136,11 +136,7 @@ def load_human_labels(path: str | Path) -> HumanLabels:
 
 
 def _answers(label: AbsoluteLabel | PairwiseLabel) -> list[tuple[str, str]]:
-    return (
-        [(label.prompt_id, label.candidate)]
-        if isinstance(label, AbsoluteLabel)
-        else [(label.prompt_id, label.first), (label.prompt_id, label.second)]
-    )
+    return [(label.prompt_id, name) for name in label_candidates(label)]
 
 
 def refuse_unmatched(labels: HumanLabels, answers: set[tuple[str, str]], source: str | Path, where: str = "judged here") -> int:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from .log import check_identifier
 
-__all__ = ["AbsoluteLabel", "PairwiseLabel", "item_key", "label_item"]
+__all__ = ["AbsoluteLabel", "PairwiseLabel", "item_key", "label_candidates", "label_item"]
 
 
 class AbsoluteLabel(BaseModel):
@@ -64,3 +64,8 @@ def label_item(label: AbsoluteLabel | PairwiseLabel) -> str:
     if isinstance(label, PairwiseLabel):
         return item_key(label.prompt_id, label.first, label.second)
     return item_key(label.prompt_id, label.candidate)
+
+
+def label_candidates(label: AbsoluteLabel | PairwiseLabel) -> list[str]:
+    """The candidates whose answers a label speaks of (one scored, or the two compared)."""
+    return [label.candidate] if isinstance(label, AbsoluteLabel) else [label.first, label.second]

@@ -46,6 +46,8 @@ _CREATE_HISTORY = f"""create table if not exists [{HISTORY}] (
     source text not null, replaced_at real not null, replaced_by text not null)"""
 
 _COLUMNS = "item, annotator, kind, prompt_id, candidate, first, second, score, winner, created_at, source"
+_INSERT = f"insert or {{}} into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})"
+"""``.format("ignore")``: a label kept as it was; ``.format("replace")``: the new one (primary key item, annotator)."""
 
 REQUESTS = "label_requests"
 
@@ -134,26 +136,21 @@ class LabelStore:
         row = self._row(label, source)
         item, annotator = row[0], row[1]
         old = self.db.conn.execute(f"select score, winner from [{TABLE}] where item = ? and annotator = ?", [item, annotator]).fetchone()
-        if old is None:
-            self.db.conn.execute(f"insert into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})", row)
-            return "added"
-        if tuple(old) == (row[7], row[8]):  # the item names the prompt and the answers; the order shown is no verdict
+        if old is not None and tuple(old) == (row[7], row[8]):  # the item names the prompt and the answers; the order shown is no verdict
             return "unchanged"
-        self.db.conn.execute(
-            f"insert into [{HISTORY}] ({_COLUMNS}, replaced_at, replaced_by) select {_COLUMNS}, ?, ? from [{TABLE}] "
-            "where item = ? and annotator = ?",
-            [row[9], source, item, annotator],
-        )
-        self.db.conn.execute(f"delete from [{TABLE}] where item = ? and annotator = ?", [item, annotator])
-        self.db.conn.execute(f"insert into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})", row)
-        return "replaced"
+        if old is not None:
+            self.db.conn.execute(
+                f"insert into [{HISTORY}] ({_COLUMNS}, replaced_at, replaced_by) select {_COLUMNS}, ?, ? from [{TABLE}] "
+                "where item = ? and annotator = ?",
+                [row[9], source, item, annotator],
+            )
+        self.db.conn.execute(_INSERT.format("replace"), row)
+        return "added" if old is None else "replaced"
 
     def add(self, label: Label, source: str = "page") -> bool:
         """Store one label; False when this annotator labelled the item already (nothing changes:
         the page never offers an item twice, and a verdict sent twice is stored once)."""
-        cursor = self.db.conn.execute(
-            f"insert or ignore into [{TABLE}] ({_COLUMNS}) values ({', '.join('?' * 11)})", self._row(label, source)
-        )
+        cursor = self.db.conn.execute(_INSERT.format("ignore"), self._row(label, source))
         return cursor.rowcount == 1
 
     def request(self, items: list[str], round_no: int) -> int:
