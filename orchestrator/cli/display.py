@@ -233,9 +233,9 @@ def judge_lines(judges: list[dict], information: dict[str, dict]) -> list[str]:
         if j.get("agreement") is not None:
             parts.append(f"sides with the ranking fitted to all judgments on {j['agreement']:.0%} of its verdicts (50%: a coin)")
         test = information.get(j["judge"]) or {}
-        if test.get("first_share") is not None:
-            parts.append(f"the first-shown answer wins {test['first_share']:.0%} of them (50%: no position bias)")
         share = test.get("first_share")
+        if share is not None:
+            parts.append(f"the first-shown answer wins {share:.0%} of them (50%: no position bias)")
         if test.get("p_value") is not None:
             if test["p_value"] >= 0.05:
                 parts.append("no detectable information about the answers")

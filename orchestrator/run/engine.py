@@ -67,7 +67,7 @@ class RunEngine:
         no round once this many calls are planned or spent — the run stops ``interrupted`` (resume
         goes on) with its forecast, so a user sees what the whole run would cost first; ``people``:
         the ``judging.people`` profile, asked items to label after each planned round
-        (:mod:`.labelling.asking`); ``concurrency``: calls in flight at once instead of the config's
+        (:mod:`orchestrator.people.asking`); ``concurrency``: calls in flight at once instead of the config's
         (1 for embedded judges only: one llama.cpp slot answers in arrival order, and a fixed order
         makes a run repeat exactly)."""
         self.store = store

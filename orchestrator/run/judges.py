@@ -26,10 +26,12 @@ def is_local(profile: JudgeProfile, api_base: str | None) -> bool:
 
 @contextlib.contextmanager
 def judges_for(
-    profiles: dict[str, JudgeProfile], *, api_base: str | None, parallel: int = 1, notify: Callable[[str], None] | None = None
+    profiles: dict[str, JudgeProfile], *, api_base: str | None, notify: Callable[[str], None] | None = None
 ) -> Iterator[tuple[dict[str, Judge], set[str]]]:
-    """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed;
-    ``notify`` hears when an embedded model starts loading and when it is ready (it takes a while)."""
+    """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed —
+    one llama.cpp slot each: two slots batch requests in arrival order, which is not bit-deterministic
+    (two runs of one config differed by up to 0.027 in P(A) within 14 calls; issue #51); ``notify``
+    hears when an embedded model starts loading and when it is ready (it takes a while)."""
     from ..judging.embedded import EmbeddedServer
 
     with contextlib.ExitStack() as stack:
@@ -39,7 +41,7 @@ def judges_for(
             base = api_base
             if profile.embedded and not api_base:
                 if profile.embedded not in servers:
-                    server = EmbeddedServer(profile.embedded, parallel=parallel)  # an unknown model fails here, first
+                    server = EmbeddedServer(profile.embedded)  # an unknown model fails here, first
                     started = time.monotonic()
                     if notify is not None:
                         notify(f"loading the embedded judge {profile.embedded!r} (llama.cpp; usually 10–60 s on a laptop)…")

@@ -48,10 +48,7 @@ def _execute(
             stack.callback(opened.close)
         embedded: set[str] = set()
         if judges is None:  # live: litellm judges, embedded servers started (and stopped) here
-            # one llama.cpp slot: two slots batch requests in arrival order, which is not bit-deterministic (two
-            # runs of one config differed by up to 0.027 in P(A) within 14 calls); one slot answers identical
-            # requests identically and was as fast on 2 cores (issue #51, benchmarks/RESULTS.md)
-            judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, parallel=1, notify=say))
+            judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, notify=say))
             embedded = {n for n, p in profiles.items() if p.embedded and not config.dispatch.api_base}
         else:
             local = {n for n, p in profiles.items() if is_local(p, config.dispatch.api_base)}
