@@ -66,8 +66,9 @@ def judged_run(tmp_path):
     return path
 
 
-def _call(url: str, body: dict | None = None, headers: dict | None = None) -> tuple[int, dict]:
-    data = None if body is None else json.dumps(body).encode()
+def _call(url: str, body: dict | bytes | None = None, headers: dict | None = None) -> tuple[int, dict]:
+    """The labelling server's answer (status, JSON) to a GET, or a POST of ``body`` (a dict as JSON, bytes as they are)."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_labelling import _call
 
 from judgekit import quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
@@ -268,16 +269,6 @@ def labelled_run(tmp_path_factory):
     return path
 
 
-def _raw(url: str, body: bytes, headers: dict | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=20) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, json.loads(exc.read())
-
-
 def _labels_stored(path: Path) -> int:
     db = sqlite3.connect(path)
     try:
@@ -312,10 +303,10 @@ def test_any_json_shape_is_a_400_and_nothing_is_stored(labelled_run, name):
     with api.label_server(labelled_run, annotator=f"fuzz-{abs(hash(name)) % 10_000}") as server:
         item_id = json.loads(urllib.request.urlopen(server.url + "api/next", timeout=10).read())["item"]["id"]
         body = HOSTILE_BODIES[name](item_id)
-        status, payload = _raw(server.url + "api/label", body)
+        status, payload = _call(server.url + "api/label", body)
         assert status == 400 and isinstance(payload.get("error"), str) and "\n" not in payload["error"], (status, payload)
         # the server still answers, and a good label is stored
-        assert _raw(server.url + "api/label", json.dumps({"item": item_id, "verdict": "A"}).encode())[0] == 200
+        assert _call(server.url + "api/label", json.dumps({"item": item_id, "verdict": "A"}).encode())[0] == 200
     assert _labels_stored(labelled_run) == before + 1
 
 
