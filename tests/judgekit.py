@@ -1,6 +1,6 @@
 """Test helpers for runs: a small dataset with hidden qualities, judge behaviours for the real-HTTP
 test server that answer from those qualities, config files, and the fault and crash campaigns
-(also used by benchmarks/reliability_campaign.py)."""
+(also used by benchmarks/reliability/reliability_campaign.py)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ failures). Per item, from its judgments:
 :func:`offer_order` offers items in rounds, so that the labels spread over what is being ranked:
 round r holds each candidate's (absolute) or each pair's (pairwise) r-th item, and within a round the
 items go by decreasing priority (``order="disagreement"``) or in a seeded random order
-(``order="random"``, the default). Measured on SummEval (``benchmarks/simplex_labels.py``, the
+(``order="random"``, the default). Measured on SummEval (``benchmarks/people/simplex_labels.py``, the
 simplex fit, 5% of the answers labelled): labels where the judges disagree most ranked *worse*
 than no labels (Spearman with the experts 0.872 against 0.902; coverage of their ranks 0.938),
 labels at random better (0.928; 0.958) — disputed answers are where people, too, are least sure,

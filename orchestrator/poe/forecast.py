@@ -15,7 +15,7 @@ The comparisons of a draw are the sum over pairs; the draws give the mean and th
 Approximations, stated: pairs are treated as independent (a comparison informs only its pair,
 while in a run it also sharpens its neighbours: the forecast errs high there) and selection is
 assumed to spend its comparisons on unsettled neighbour pairs (it mostly does: they have the largest
-reordering probabilities). ``benchmarks/estimate_accuracy.py`` measures forecast against actual.
+reordering probabilities). ``benchmarks/validity/estimate_accuracy.py`` measures forecast against actual.
 """
 
 from __future__ import annotations

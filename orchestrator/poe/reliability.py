@@ -141,7 +141,7 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
 
     A single judge's sharpness is not fitted: it only trades the scores' scale against the prior's
     and cost 10 Newton steps from a cold start where the plain model takes 4
-    (``benchmarks/loop_overhead.py``). No state from earlier rounds is used, so a resumed run
+    (``benchmarks/speed/loop_overhead.py``). No state from earlier rounds is used, so a resumed run
     plans what an uninterrupted one would. ``posterior.judges["precision"]`` holds κ.
     """
     sharp = config.judge_sharpness and obs.n_judges > 1
@@ -198,7 +198,7 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
 
 CUT_ROUNDS = 2
 """Alternations of the scores' fit and the cut-points' (the second moves the cut-points by
-< 0.01 on the simulations of ``benchmarks/graded_verdicts.py``)."""
+< 0.01 on the simulations of ``benchmarks/selection/graded_verdicts.py``)."""
 
 
 def with_fitted_cuts(obs: Observations, config: PoEConfig, warm_start: Posterior | None = None) -> Observations:

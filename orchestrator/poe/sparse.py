@@ -18,7 +18,7 @@ and ``Cov(x) = Σ − Σ M Σ``. ``M`` lives on the few nuisance rows ``R`` (sha
 more solves, and the correction is exact. The plain Monte-Carlo estimate ``mean (u·x)²`` has relative
 standard error ``√(2/S)``; a control variate lowers it: ``y = D⁻¹ b`` (``D = diag H``) is computed
 for free from the same noise and ``E (u·y)² = 1/D_a + 1/D_b − 2 H_ab/(D_a D_b)`` is known exactly,
-so ``V̂ = mean (u·x)² − mean (u·y)² + E (u·y)²``. ``benchmarks/sparse_posterior.py`` measures the
+so ``V̂ = mean (u·x)² − mean (u·y)² + E (u·y)²``. ``benchmarks/speed/sparse_posterior.py`` measures the
 error against the dense ``Σ`` (RESULTS.md); the draws also give rank intervals.
 """
 

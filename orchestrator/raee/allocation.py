@@ -48,7 +48,7 @@ __all__ = [
 
 WIDTH_WEIGHT = 60.0
 """Weight of a candidate's own sd (win-rate units, 0–1) against the expected misordered pairs.
-Measured on AlpacaEval 2.0's annotations (``benchmarks/leaderboard_budget.py``): 0 spends nearly
+Measured on AlpacaEval 2.0's annotations (``benchmarks/leaderboards/leaderboard_budget.py``): 0 spends nearly
 everything on crowded neighbours and doubles the largest error; 60 keeps Kendall's τ and the
 largest error both at the fixed subset's."""
 

@@ -29,7 +29,7 @@ A new candidate judged on prompts ``S`` is placed on the board in two steps:
 3. within the board's range (θ̂ between the board's lowest and highest ability), the model's
    prediction corrected by the mean residual, **cross-fitted** (θ from one half of ``S``, the
    residuals on the other, averaged both ways): unbiased under random prompts, and on AlpacaEval
-   lower in error and better covered than step 2 (``benchmarks/board_placement.py``). Its residual
+   lower in error and better covered than step 2 (``benchmarks/leaderboards/board_placement.py``). Its residual
    variance sits behind :data:`PRIOR_PROMPTS` pseudo-prompts of the board's models of similar
    ability (a few skewed outcomes underestimate it).
 

@@ -24,7 +24,7 @@ Two departures from AlpacaEval's code, both because its inputs are not available
   φ_m (the mean would let one gamed candidate — a constant answer whose win rate ignores length —
   pull every other candidate's correction). On the 36 AlpacaEval models of ``../shared/data`` this
   reproduces the official length-controlled column with Spearman 0.986
-  (``benchmarks/length_control.py``).
+  (``benchmarks/bias/length_control.py``).
 
 Intervals: the judge's length effect φ gets the normal-hierarchical precision ``Σ_m 1 / (V_m +
 s²)``, V_m the data-only variance of φ_m; a controlled win rate the delta method on its
@@ -44,7 +44,7 @@ __all__ = ["SLOPE_SD", "LengthControl", "candidate_flags", "length_controlled", 
 
 SLOPE_SD = 0.2
 """Prior sd of a candidate's length slope φ_m around the judge's φ (log-odds per unit of the tanh
-feature). Measured on AlpacaEval (``benchmarks/length_control.py``), Spearman with the official
+feature). Measured on AlpacaEval (``benchmarks/bias/length_control.py``), Spearman with the official
 column / largest difference: 0.1 → 0.969 / 6.5 points, 0.2 → 0.986 / 2.6, 0.3 → 0.986 / 4.6,
 0.5 → 0.978 / 8.6; a free
 slope (AlpacaEval without its verbose/concise anchor answers) absorbs quality and misplaces

@@ -4,7 +4,7 @@ Why numpyro: issue #6 asked for pyro-ppl on torch first. The same model under py
 tens of milliseconds per iteration in Python-level tree building on 2 cores — minutes to hours for
 4 × 2000 iterations — while numpyro compiles the whole sampler with JAX and runs the speed goal
 (K = 12, J = 5, M = 5, 100 questions, 4 × (1000 + 1000)) in well under a minute;
-``benchmarks/simplex_backend.py`` measures both and ``benchmarks/RESULTS.md`` has the numbers.
+``benchmarks/speed/simplex_backend.py`` measures both and ``benchmarks/RESULTS.md`` has the numbers.
 
 Sampler settings, measured on SummEval (benchmarks/RESULTS.md): a diagonal mass matrix and target
 acceptance 0.95. The posterior has a weakly identified direction — the absolute level of the
@@ -25,7 +25,7 @@ hyperprior U(0, 20), β_max couples every judge's discrimination ρ_j·β_max, a
 of very different quality the posterior is bimodal: "β_max small, every judge mildly
 discriminating" against "β_max large, strong judges sharp and the weak one at ρ ≈ 0" — two readings
 of the latent scale's spread, 30 nats apart in log density, which NUTS chains do not cross (ranking
-R-hat 1.37 on the test bed's ``mixed`` replicate 1; benchmarks/simplex_foreign.py). With β_max fixed
+R-hat 1.37 on the test bed's ``mixed`` replicate 1; benchmarks/validity/simplex_foreign.py). With β_max fixed
 each judge's ρ_j still sets its own discrimination and the chains mix; the ``--sweep`` shows
 β_max's effect and ``beta_max=None`` (``--beta-max prior``) integrates it as the paper's Table 1 did.
 ω = 1 (constancy relaxed by random effects of expected magnitude ≈ 0.5, the paper's

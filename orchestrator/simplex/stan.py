@@ -9,7 +9,7 @@ Stan code, written from the paper's equations rather than translated from the JA
 are propagated with explicit loops.
 :func:`fit_stan` samples it with PyStan (``pip install -e '.[stan]'`` and a C++ compiler; the
 README's development section), and returns draws of the expected scores ``Σ_m m·π̄_{k,m}``.
-``benchmarks/stan_crosscheck.py`` compares the two on SummEval and simulated data;
+``benchmarks/validity/stan_crosscheck.py`` compares the two on SummEval and simulated data;
 ``tests/test_stan.py`` on a small simulation (skipped where PyStan is not installed).
 """
 

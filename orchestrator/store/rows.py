@@ -72,7 +72,7 @@ class JudgmentRecord:
 
         Built without the dataclass ``__init__``: a frozen dataclass sets each of its 28 fields
         through ``object.__setattr__``, which made loading 100k judgments take 0.65 s of the 1.2 s
-        (``benchmarks/rebuild.py``); filling ``__dict__`` directly is the same record, 3x faster."""
+        (``benchmarks/speed/rebuild.py``); filling ``__dict__`` directly is the same record, 3x faster."""
         record = object.__new__(cls)
         record.__dict__.update(
             key=row["key"],

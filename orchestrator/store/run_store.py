@@ -252,7 +252,7 @@ class RunStore:
 
         Without ``full`` the bulky columns no fit reads (``top_logprobs``, ``raw``, ``text``,
         ``capped``, ``unresolved``) are left out of the records: parsing them took 3/4 of the time
-        of rebuilding a 100k-judgment run (``benchmarks/rebuild.py``). Export reads them all."""
+        of rebuilding a 100k-judgment run (``benchmarks/speed/rebuild.py``). Export reads them all."""
         where, args = [], []
         if ok_only:
             where.append("status = 'ok'")

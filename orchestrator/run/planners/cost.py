@@ -37,7 +37,7 @@ __all__ = ["OPTIMISM", "judge_parameters", "value_parameters", "pairwise_values"
 
 OPTIMISM = 2.0
 """How much more information per unit of cost than the best measured judge a judge not yet asked
-is assumed to give (``benchmarks/panel_cost.py``)."""
+is assumed to give (``benchmarks/selection/panel_cost.py``)."""
 
 
 def judge_parameters(posterior: Posterior, names: list[str]) -> dict[str, tuple[float, float, float]]:

@@ -1,0 +1,314 @@
+"""Every goal the benchmarks answer: the issue it comes from, the script and arguments that measure it,
+its quick form, and how its figure and verdict are read from the script's JSON records (issue #53).
+
+A goal's figure is never typed: :func:`latest` picks the newest full (not ``--quick``) record of its
+script whose arguments match, and the goal's ``figure``/``verdict`` read it. Records carried over from
+the hand-written table of 2026-11-26 (``"migrated": true``) hold that table's text; a new run of the
+goal's command replaces them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from benchmarks import harness, readers
+
+Record = readers.Record
+
+
+@dataclass(frozen=True)
+class Goal:
+    key: str
+    issue: str
+    statement: str
+    script: str  # GROUP.NAME under benchmarks/
+    args: str  # the arguments of the full measurement
+    quick: str  # the arguments of the reviewers' run (``--quick`` added)
+    figure: Callable[[Record], str]
+    verdict: Callable[[Record], str]
+    accepts: Callable[[list[str]], bool] = field(default=lambda argv: True)  # which runs of the script measure this goal
+
+    def command(self, quick: bool = False) -> str:
+        args = (self.quick + " --quick").strip() if quick else self.args
+        return f"python -m benchmarks.{self.script} {args}".strip()
+
+
+def _argv(record: Record) -> list[str]:
+    return shlex.split(record.get("command", ""))[3:]
+
+
+def latest(goal: Goal, quick: bool = False) -> Record | None:
+    """The newest record that measures ``goal``: its own script's, full runs only unless ``quick``."""
+    chosen = None
+    for record in harness.records(goal.script):
+        if record.get("goal") not in (None, goal.key) or bool(record.get("quick")) != quick:
+            continue
+        if record.get("goal") is None and not goal.accepts(_argv(record)):
+            continue
+        chosen = record
+    return chosen
+
+
+GOALS: list[Goal] = [
+    Goal(
+        "board-placement",
+        "#52",
+        "a new model onto an existing board: at 100 prompts MAE ≤ 1.0 point within the board's range, never worse than random on stronger models, coverage ≥ 0.93",
+        "leaderboards.board_placement",
+        "--seeds 20",
+        "",
+        readers.board_figure,
+        readers.board_verdict,
+    ),
+    Goal(
+        "stopping-claims",
+        "#52 item 2",
+        "stopping claims that hold together: runs with any wrong claim ≤ 10%, coverage of partly judged models ≥ 0.93, at R = 2 and 3 and on the full board",
+        "leaderboards.stopping_claims",
+        "--seeds 10 --full",
+        "",
+        readers.claims_figure,
+        readers.claims_verdict,
+    ),
+    Goal(
+        "never-worse-than-cutting",
+        "#52 item 3",
+        "`adaptive` at least as good as the fixed subset on τ and largest error at every budget (≥ 10 seeds)",
+        "leaderboards.leaderboard_budget",
+        "--seeds 10",
+        "",
+        readers.cut_figure,
+        readers.cut_verdict,
+        readers.budget_main,
+    ),
+    Goal(
+        "reliability-4",
+        "#54",
+        "the fourth reliability campaign: each class fixed at its root, ≥ 40 new cases kept in the suite, readers beside a writer with zero failures",
+        "reliability.suite",
+        "tests/test_reliability_catalog4.py",
+        "tests/test_reliability_catalog4.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests("tests/test_reliability_catalog4.py"),
+    ),
+    Goal(
+        "first-read",
+        "#51",
+        "the first read: a judge without information named, plain words first, tidy exports, output that survives a log, repeatable runs, `init` that runs",
+        "reliability.suite",
+        "tests/test_first_read.py",
+        "tests/test_first_read.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests("tests/test_first_read.py"),
+    ),
+    Goal(
+        "layout",
+        "#29, #53",
+        "the layout: no import cycle, layers one way, no module over 400 lines, every README/docs command run by the tests, every goal names a command",
+        "reliability.suite",
+        "tests/test_layout.py tests/test_readme.py",
+        "tests/test_layout.py tests/test_readme.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests("tests/test_layout.py", "tests/test_readme.py"),
+    ),
+    Goal(
+        "not-slower",
+        "#29, #53",
+        "the loop and the rebuild not slower after a redesign (ratios in one run, both trees alternating)",
+        "speed.trees",
+        "--base a460333",
+        "--base a460333",
+        lambda r: str(r["summary"]),
+        lambda r: "met" if max(r["figures"]["ratios"].values()) <= 1.05 else "not met",
+    ),
+    Goal(
+        "loop-overhead",
+        "#4",
+        "loop overhead ≤ 2 ms per judgment",
+        "speed.loop_overhead",
+        "",
+        "",
+        readers.loop_figure,
+        readers.loop_verdict,
+        lambda argv: "--strategy" not in argv,
+    ),
+    Goal(
+        "rebuild",
+        "#4",
+        "rebuild from 100k judgments ≤ 5 s",
+        "speed.rebuild",
+        "",
+        "",
+        lambda r: f"{r['figures']['seconds']:.2f} s for {r['figures']['judgments']} judgments (refit {r['figures']['refit_s']:.2f} s)",
+        readers.rebuild_verdict,
+        lambda argv: "--prompts" not in argv,
+    ),
+    Goal(
+        "leaderboard-at-20",
+        "#30",
+        "a leaderboard at 20% of the calls as good as cutting the benchmark to 40%",
+        "leaderboards.leaderboard_budget",
+        "--seeds 10",
+        "",
+        readers.twenty_figure,
+        readers.twenty_verdict,
+        readers.budget_main,
+    ),
+    Goal(
+        "leaderboard-coverage",
+        "#30",
+        "leaderboard coverage of the full-data win rates ≥ 0.9",
+        "leaderboards.leaderboard_budget",
+        "--seeds 10",
+        "",
+        readers.coverage_figure,
+        readers.coverage_verdict,
+        readers.budget_main,
+    ),
+    Goal(
+        "rank-speed",
+        "#30 item 6",
+        "`rank` of a 57 × 805 reference run ≤ 2 s",
+        "leaderboards.leaderboard_budget",
+        "--through-product",
+        "--through-product",
+        readers.carried,
+        readers.carried,
+        lambda argv: False,
+    ),
+    Goal(
+        "reliability-3",
+        "#31",
+        "the third reliability campaign: ≥ 40 new cases, fuzz, earlier campaigns re-measured",
+        "reliability.suite",
+        "tests/test_reliability_catalog3.py tests/test_reliability_fuzz.py tests/test_reliability_catalog.py",
+        "tests/test_reliability_catalog3.py tests/test_reliability_fuzz.py tests/test_reliability_catalog.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests("tests/test_reliability_catalog3.py", "tests/test_reliability_fuzz.py", "tests/test_reliability_catalog.py"),
+    ),
+    Goal(
+        "suite-time",
+        "#32",
+        "the whole suite ≤ 15 min on 2 cores",
+        "reliability.suite",
+        "--workers 3",
+        "--workers 3",
+        readers.tests_figure,
+        readers.suite_verdict,
+        lambda argv: not any(a.startswith("tests/") for a in argv) and "--workers" in argv,
+    ),
+    Goal(
+        "alpacaeval-exact",
+        "#5",
+        "RAEE reproduces AlpacaEval 2.0's win rates from its own annotations to 10⁻⁶, in its order",
+        "leaderboards.alpacaeval_leaderboard",
+        "",
+        "",
+        lambda r: (
+            f"{r['figures']['models']} models: largest |100·p̂ − win rate| {r['figures']['max_abs_difference']:.1e}, order reproduced: {r['figures']['same_order']}"
+        ),
+        lambda r: "met" if r["figures"]["max_abs_difference"] <= 1e-6 and r["figures"]["same_order"] else "not met",
+    ),
+    Goal(
+        "length-control",
+        "#33",
+        "AlpacaEval LC: Spearman ≥ 0.98, max difference ≤ 2 points, NullModel flagged",
+        "bias.length_control",
+        "",
+        "",
+        lambda r: (
+            f"Spearman {r['figures']['lc_spearman']:.3f} with AlpacaEval's LC column, largest difference {r['figures']['lc_max_difference']:.2f} points, NullModel flagged: {r['figures']['null_flagged']}"
+        ),
+        lambda r: (
+            f"{sum([r['figures']['lc_spearman'] >= 0.98, r['figures']['lc_max_difference'] <= 2.0, bool(r['figures']['null_flagged'])])} of 3"
+        ),
+    ),
+    Goal(
+        "judge-taste",
+        "#33",
+        "a judge's length / style / self-preference recovered within ±15% on simulations",
+        "bias.length_control",
+        "",
+        "",
+        readers.taste_figure,
+        readers.taste_verdict,
+    ),
+    Goal(
+        "summeval-length",
+        "#33",
+        "SummEval GPT-3.5 with length control: Spearman with experts not lower, the ranking's length preference closer to the experts'",
+        "bias.length_control",
+        "",
+        "",
+        readers.summeval_figure,
+        readers.summeval_verdict,
+    ),
+    Goal(
+        "graded-verdicts",
+        "#33",
+        "graded five-way verdicts reach 90% of the all-pairs Spearman in fewer calls than A/B verdicts (simulation)",
+        "selection.graded_verdicts",
+        "--seeds 5",
+        "",
+        readers.carried,
+        readers.carried,
+        lambda argv: False,
+    ),
+    Goal(
+        "judges-against-people",
+        "#34",
+        "judges against people: the table on SummEval's judges, checked by hand",
+        "reliability.suite",
+        "tests/test_judges_board.py",
+        "tests/test_judges_board.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests("tests/test_judges_board.py"),
+    ),
+    Goal(
+        "five-percent-labels",
+        "#34",
+        "with 5% human labels the intervals cover the expert ranks ≥ 0.95 at ≤ 1.3× the width",
+        "people.simplex_labels",
+        "--seed 0",
+        "",
+        readers.carried,
+        readers.carried,
+        lambda argv: False,
+    ),
+    Goal(
+        "selection-vs-peers",
+        "#36",
+        "default selection reaches self-Spearman 0.9 in ≤ 0.8× the calls of the best peer",
+        "selection.peers_active",
+        "--seeds 40 --budget 80 --data real --methods lookahead/permutation swiss",
+        "",
+        readers.carried,
+        readers.carried,
+        lambda argv: False,
+    ),
+    Goal(
+        "simplex-foreign",
+        "#35",
+        "simplex convergence on foreign data: ranking R-hat ≤ 1.01 in ≥ 95% of ≥ 20 replicates and on SummEval, coverage ≥ 0.9, ≤ 60 s",
+        "validity.simplex_foreign",
+        "",
+        "",
+        readers.carried,
+        readers.carried,
+        lambda argv: False,
+    ),
+]
+
+
+def by_key(key: str) -> Goal:
+    for goal in GOALS:
+        if goal.key == key:
+            return goal
+    raise KeyError(key)

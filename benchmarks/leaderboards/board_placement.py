@@ -1,0 +1,153 @@
+"""A new model onto an existing board from few prompts (issue #52 item 1): leave-one-model-out on
+AlpacaEval 2.0's real judgments (``../shared/data/alpacaeval``: soft GPT-4-turbo preferences of
+every model against gpt4_1106_preview on 805 instructions).
+
+For each held-out model the board is every other model (the 2PL fit of
+:func:`orchestrator.raee.board.fit_board`); the held-out model is judged on ``n`` prompts and placed
+with :func:`~orchestrator.raee.board.place`. Methods:
+
+- ``plain``: random prompts, the plain mean (what a user does without a board);
+- ``board``: random prompts, the product's estimator (:func:`~orchestrator.raee.board.place`: within
+  the board's range the cross-fitted residual-corrected 2PL prediction, outside it the regression
+  estimator on the predictions);
+- ``board-adaptive``: 25 random prompts, then the most informative prompt at the current ability
+  while the model lies within the board's range, random otherwise; the same estimator.
+
+Error in win-rate points against the model's full-data win rate (all 805 prompts); coverage of the
+95% intervals; rank error = |rank among the board's models by the estimate − by the full data|.
+Two splits: ``lomo`` (every model held out in turn; "within range" = full-data win rate inside the
+board's) and ``stronger`` (the board = the models under 20%, the held-out = the models above them,
+the FuseChat family among them).
+
+    python -m benchmarks.leaderboards.board_placement [--seeds 20] [--sizes 25 50 100 200] [--split lomo stronger]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.leaderboards.common import load  # noqa: E402
+from orchestrator.raee.board import fit_board, informative_order, place  # noqa: E402
+
+WARMUP = 25
+
+
+def run_model(board, y_m: np.ndarray, sizes: list[int], seeds: int, truth: float, board_rates: np.ndarray) -> dict:
+    answered = np.flatnonzero(~np.isnan(y_m))
+    out: dict = {}
+    for n in sizes:
+        rows = {"plain": [], "board": [], "board-adaptive": []}
+        for seed in range(seeds):
+            rng = np.random.default_rng(1000 * seed + n)
+            order = rng.permutation(answered)
+            chosen = order[:n]
+            pl = place(board, chosen, y_m[chosen], pool=answered)
+            plain_half = 1.96 * np.std(y_m[chosen], ddof=1) / np.sqrt(n) * np.sqrt(max(1 - n / len(answered), 0))
+            rows["plain"].append((pl.plain, pl.plain - plain_half, pl.plain + plain_half))
+            rows["board"].append((pl.win_rate, pl.low, pl.high))
+            # adaptive: warm-up at random, then informative prompts while in range
+            picked = list(order[: min(WARMUP, n)])
+            remaining = [p for p in order if p not in set(picked)]
+            while len(picked) < n:
+                current = place(board, np.array(picked), y_m[picked], pool=answered)
+                if current.in_range:
+                    nxt = informative_order(board, current.theta, np.array(remaining))[0]
+                else:
+                    nxt = remaining[0]
+                picked.append(int(nxt))
+                remaining.remove(int(nxt))
+            ad = place(board, np.array(picked), y_m[picked], pool=answered)
+            rows["board-adaptive"].append((ad.win_rate, ad.low, ad.high))
+        for method, values in rows.items():
+            est = np.array([v[0] for v in values])
+            err = 100 * np.abs(est - truth)
+            cover = np.mean([lo <= truth <= hi for _, lo, hi in values])
+            rank_true = int(np.sum(board_rates > truth))
+            rank_err = np.mean([abs(int(np.sum(board_rates > e)) - rank_true) for e in est])
+            out[(method, n)] = (err, cover, rank_err)
+    return out
+
+
+def summarise(results: list[tuple[str, bool, dict]], sizes: list[int], label: str) -> list[dict]:
+    lines = []
+    for subset, keep in (("all", lambda r: True), ("within range", lambda r: r[1]), ("outside range", lambda r: not r[1])):
+        chosen = [r for r in results if keep(r)]
+        if not chosen:
+            continue
+        for method in ("plain", "board", "board-adaptive"):
+            for n in sizes:
+                errs = np.concatenate([r[2][(method, n)][0] for r in chosen])
+                cover = float(np.mean([r[2][(method, n)][1] for r in chosen]))
+                rank = float(np.mean([r[2][(method, n)][2] for r in chosen]))
+                lines.append(
+                    {
+                        "split": label,
+                        "subset": subset,
+                        "models": len(chosen),
+                        "method": method,
+                        "n": n,
+                        "mae": round(float(errs.mean()), 2),
+                        "p90": round(float(np.percentile(errs, 90)), 2),
+                        "coverage": round(cover, 3),
+                        "rank_error": round(rank, 2),
+                    }
+                )
+    return lines
+
+
+def main() -> None:
+    parser = harness.parser(__doc__, quick="3 seeds, 25 and 100 prompts")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 200])
+    parser.add_argument("--split", nargs="+", default=["lomo", "stronger"], choices=["lomo", "stronger"])
+    parser.add_argument("--json", type=Path, help="Write the rows as JSON here too.")
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.sizes = 3, [25, 100]
+    models, y = load(harness.shared("alpacaeval"))
+    full = np.nanmean(y, axis=1)
+    started = time.time()
+    rows: list[dict] = []
+    for split in args.split:
+        results = []
+        if split == "lomo":
+            plan = [(k, [j for j in range(len(models)) if j != k]) for k in range(len(models))]
+        else:
+            old = [j for j in range(len(models)) if full[j] < 0.20]
+            plan = [(k, old) for k in range(len(models)) if full[k] >= 0.20]
+        for k, on_board in plan:
+            board = fit_board([models[j] for j in on_board], y[on_board])
+            within = bool(full[on_board].min() <= full[k] <= full[on_board].max())
+            results.append((models[k], within, run_model(board, y[k], args.sizes, args.seeds, float(full[k]), full[on_board])))
+            print(f"  {split}: {models[k]} ({100 * full[k]:.1f}%) done, {time.time() - started:.0f} s", file=sys.stderr)
+        rows += summarise(results, args.sizes, split)
+    print(f"{'split':<9} {'subset':<14} {'models':>6} {'method':<15} {'n':>4} {'MAE':>6} {'p90':>6} {'cover':>6} {'rank err':>8}")
+    for r in rows:
+        print(
+            f"{r['split']:<9} {r['subset']:<14} {r['models']:>6} {r['method']:<15} {r['n']:>4} {r['mae']:>6.2f} {r['p90']:>6.2f} "
+            f"{r['coverage']:>6.3f} {r['rank_error']:>8.2f}"
+        )
+    print(f"({time.time() - started:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+    def mae(split: str, subset: str, method: str) -> str:
+        return " / ".join(f"{r['mae']:.2f}" for r in rows if (r["split"], r["subset"], r["method"]) == (split, subset, method))
+
+    sizes = " / ".join(map(str, args.sizes))
+    summary = (
+        f"{args.seeds} seeds, at {sizes} prompts: within the board's range MAE {mae('lomo', 'within range', 'board')} "
+        f"(random + plain mean {mae('lomo', 'within range', 'plain')}); stronger than the board {mae('stronger', 'all', 'board')} "
+        f"(plain {mae('stronger', 'all', 'plain')})"
+    )
+    harness.record(__file__, args, summary, {"seeds": args.seeds, "sizes": args.sizes, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

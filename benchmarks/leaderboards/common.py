@@ -1,0 +1,48 @@
+"""What every leaderboard benchmark on AlpacaEval shares: its judgments as a models × prompts matrix,
+the plain mean with its interval, and the scores a leaderboard is judged by."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import kendalltau, spearmanr
+
+
+def load(data: Path) -> tuple[list[str], np.ndarray]:
+    items: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for line in (data / "annotations.jsonl").open():
+        a = json.loads(line)
+        if a["model"] != a["reference_model"]:
+            items[a["model"], a["instruction_id"]].append(a["preference"] - 1.0)
+    models = sorted({m for m, _ in items})
+    prompts = sorted({p for _, p in items})
+    y = np.full((len(models), len(prompts)), np.nan)
+    row, col = {m: k for k, m in enumerate(models)}, {p: k for k, p in enumerate(prompts)}
+    for (m, p), v in items.items():
+        y[row[m], col[p]] = float(np.mean(v))
+    return models, y
+
+
+def plain(y: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = seen.sum(1)
+    values = np.where(seen, y, 0.0)
+    mean = values.sum(1) / n
+    var = np.where(seen, (y - mean[:, None]) ** 2, 0.0).sum(1) / np.maximum(n - 1, 1)
+    population = (~np.isnan(y)).sum(1)
+    return mean, np.sqrt(var / n * np.clip(1 - n / population, 0, 1))
+
+
+def scores(est: np.ndarray, se: np.ndarray, truth: np.ndarray) -> list[float]:
+    err = np.abs(est - truth) * 100
+    top = list(np.argsort(-est)[:5]) == list(np.argsort(-truth)[:5])
+    return [
+        float(kendalltau(est, truth)[0]),
+        float(spearmanr(est, truth)[0]),
+        float(err.max()),
+        float(err.mean()),
+        float(top),
+        float(np.mean(np.abs(est - truth) <= 1.96 * se + 1e-12)),
+    ]

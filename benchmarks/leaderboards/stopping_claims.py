@@ -1,0 +1,113 @@
+"""Claims at the stop that hold as a whole (issue #52 item 2): a reference campaign with
+``resolution = R`` stops when every neighbour pair is ordered or tied within R points; a user reads
+that as one statement about the whole board. On AlpacaEval 2.0's real judgments: boards of 20 models
+drawn at random (and the whole board), the product's adaptive allocation (the reference planner's
+rule: :func:`~orchestrator.raee.allocation.allocation_gains` over a shared seeded prompt order,
+warm-up 4, batches of 4) with the stopping rule checked after every round
+(:func:`~orchestrator.raee.allocation.settled_leaderboard`), judged against the full-data win rates:
+
+- a claim "a above b" is wrong when the full data order them the other way;
+- a claim "a ≈ b within R" is wrong when the full data put them more than R points apart;
+- coverage: the share of models whose full-data win rate is inside its 95% interval at the stop.
+
+Reported per rule (``per-pair``: z = 1.96 for every claim, the rule before; ``simultaneous``: the
+product's rule now, Bonferroni over the board's neighbour claims): the share of runs with any wrong
+claim, wrong claims / claims, coverage, and the calls at the stop as a share of the full data.
+
+    python -m benchmarks.leaderboards.stopping_claims [--seeds 10] [--resolutions 2 3] [--models 20]
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.leaderboards.common import load  # noqa: E402
+from orchestrator.raee.allocation import allocation_gains, claim_z, leaderboard_state, settled_leaderboard, win_rate_intervals  # noqa: E402
+
+
+def one_run(y: np.ndarray, resolution: float, seed: int, simultaneous: bool, warmup: int = 4, batch: int = 4) -> dict:
+    answered = ~np.isnan(y)
+    population = answered.sum(1)
+    order = np.random.default_rng(seed).permutation(y.shape[1])
+    ranks = [order[answered[m, order]] for m in range(len(y))]
+    n = np.minimum(np.full(len(y), warmup), population)
+    names = [str(k) for k in range(len(y))]
+    z = claim_z(len(y)) if simultaneous else 1.96
+    while True:
+        seen = np.zeros_like(answered)
+        for m, k in enumerate(n):
+            seen[m, ranks[m][:k]] = True
+        table = np.where(seen, y, np.nan)
+        est, sigma, judged = leaderboard_state(table)
+        settled = settled_leaderboard(names, est, sigma, judged, population, resolution / 100, z=z)
+        if settled is not None or (n >= population).all():
+            break
+        gains = allocation_gains(est, sigma, n, population)
+        for m in np.argsort(-gains)[:batch]:
+            if np.isfinite(gains[m]):
+                n[m] += 1
+    truth = np.nanmean(y, 1)
+    ties = {(int(a), int(b)) for a, b in (settled or [])}
+    order_est = np.argsort(-est, kind="stable")
+    wrong = claims = 0
+    for a, b in zip(order_est[:-1], order_est[1:]):
+        claims += 1
+        if (int(a), int(b)) in ties:
+            wrong += abs(truth[a] - truth[b]) * 100 > resolution
+        else:
+            wrong += truth[a] < truth[b]
+    estimate, half, _, _, _ = win_rate_intervals(table, population, y.shape[1])
+    covered = float(np.mean(np.abs(estimate - truth) <= half + 1e-12))
+    return {"wrong": wrong, "claims": claims, "coverage": covered, "calls": float(n.sum() / answered.sum()), "stopped": settled is not None}
+
+
+def main() -> None:
+    parser = harness.parser(__doc__, quick="3 seeds, R = 2 only")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--resolutions", type=float, nargs="+", default=[2.0, 3.0])
+    parser.add_argument("--models", type=int, default=20)
+    parser.add_argument("--full", action="store_true", help="Also the whole board at the first resolution.")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.resolutions, args.full = 3, [2.0], False
+    models, y = load(harness.shared("alpacaeval"))
+    started = time.time()
+    rows = []
+    settings = [(r, args.models) for r in args.resolutions] + ([(args.resolutions[0], len(models))] if args.full else [])
+    for resolution, size in settings:
+        for rule in ("per-pair", "simultaneous"):
+            runs = []
+            for seed in range(args.seeds):
+                pick = np.sort(np.random.default_rng(100 + seed).choice(len(models), size=size, replace=False))
+                runs.append(one_run(y[pick], resolution, seed, rule == "simultaneous"))
+            row = {
+                "resolution": resolution,
+                "models": size,
+                "rule": rule,
+                "runs": len(runs),
+                "runs_with_a_wrong_claim": round(float(np.mean([r["wrong"] > 0 for r in runs])), 3),
+                "wrong_claims": f"{sum(r['wrong'] for r in runs)}/{sum(r['claims'] for r in runs)}",
+                "coverage": round(float(np.mean([r["coverage"] for r in runs])), 3),
+                "calls_at_stop": round(float(np.mean([r["calls"] for r in runs])), 3),
+                "stopped_early": f"{sum(r['stopped'] for r in runs)}/{len(runs)}",
+            }
+            rows.append(row)
+            print(json.dumps(row), f"({time.time() - started:.0f} s)", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    parts = [
+        f"R = {r['resolution']:g}, {r['models']} models, {r['rule']}: {r['runs_with_a_wrong_claim']:.0%} of runs with a wrong claim, "
+        f"calls {r['calls_at_stop']:.0%}, coverage {r['coverage']:.3f}"
+        for r in rows
+    ]
+    harness.record(__file__, args, f"{args.seeds} seeds; " + "; ".join(parts), {"seeds": args.seeds, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

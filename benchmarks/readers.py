@@ -1,0 +1,186 @@
+"""How each goal reads its figure and verdict from a script's JSON record (issue #53): the functions
+``benchmarks/goals.py`` names. Each takes one record (``harness.record``'s dict) and returns text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Record = dict[str, Any]
+
+
+def j(values: Any, spec: str) -> str:
+    """Figures side by side: ``0.91 / 0.90 / 0.92``."""
+    return " / ".join(format(v, spec) for v in values)
+
+
+def select_rows(record: Record, **match: Any) -> list[dict]:
+    return [r for r in record["figures"]["rows"] if all(r.get(k) == v for k, v in match.items())]
+
+
+def board_figure(r: Record) -> str:
+    within = {x["n"]: x for x in select_rows(r, split="lomo", subset="within range", method="board")}
+    plain = {x["n"]: x for x in select_rows(r, split="lomo", subset="within range", method="plain")}
+    strong = {x["n"]: x for x in select_rows(r, split="stronger", subset="all", method="board")}
+    strong_plain = {x["n"]: x for x in select_rows(r, split="stronger", subset="all", method="plain")}
+    sizes = " / ".join(str(n) for n in within)
+    return (
+        f"{r['figures']['seeds']} seeds, at {sizes} prompts: within the board's range MAE "
+        f"{j((x['mae'] for x in within.values()), '.2f')} (random + plain mean {j((x['mae'] for x in plain.values()), '.2f')}), "
+        f"coverage {j((x['coverage'] for x in within.values()), '.2f')}; stronger than the board "
+        f"{j((x['mae'] for x in strong.values()), '.2f')} (plain {j((x['mae'] for x in strong_plain.values()), '.2f')})"
+    )
+
+
+def board_verdict(r: Record) -> str:
+    within = {x["n"]: x for x in select_rows(r, split="lomo", subset="within range", method="board")}
+    strong = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="board")}
+    strong_plain = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="plain")}
+    coverage = [x["coverage"] for x in select_rows(r, method="board")]
+    parts = [
+        f"MAE at 100 ≤ 1.0: {'met' if 100 in within and within[100]['mae'] <= 1.0 else 'not met'}",
+        f"stronger never worse than random: {'met' if all(strong[n] <= strong_plain[n] for n in strong) else 'not met'}",
+        f"coverage ≥ 0.93: {'met' if coverage and min(coverage) >= 0.93 else 'not met'}",
+    ]
+    return "; ".join(parts)
+
+
+def claims_figure(r: Record) -> str:
+    return "; ".join(
+        f"R = {x['resolution']:g}, {x['models']} models, {x['rule']}: {x['runs_with_a_wrong_claim']:.0%} of {x['runs']} runs with a wrong claim, "
+        f"calls at the stop {x['calls_at_stop']:.0%}, coverage {x['coverage']:.3f}"
+        for x in r["figures"]["rows"]
+    )
+
+
+def claims_verdict(r: Record) -> str:
+    chosen = select_rows(r, rule="simultaneous")
+    wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)
+    coverage = all(x["coverage"] >= 0.93 for x in chosen)
+    full = any(x["models"] > 20 for x in chosen)
+    seeds = r["figures"]["seeds"] >= 10
+    return f"wrong claims ≤ 10%: {'met' if wrong else 'not met'}; coverage ≥ 0.93: {'met' if coverage else 'not met'}" + (
+        "" if full and seeds else "; the full board or ≥ 10 seeds not measured"
+    )
+
+
+def budget_main(argv: list[str]) -> bool:
+    return not {"--oracle", "--stratify", "--slices", "--through-product"} & set(argv)
+
+
+def by_budget(r: Record, method: str, key: str) -> dict[float, float]:
+    return {x["budget"]: x[key] for x in select_rows(r, method=method)}
+
+
+def cut_figure(r: Record) -> str:
+    tau_a, tau_f = by_budget(r, "adaptive", "tau"), by_budget(r, "fixed", "tau")
+    err_a, err_f = by_budget(r, "adaptive", "max_error"), by_budget(r, "fixed", "max_error")
+    budgets = j(tau_a, ".0%")
+    return (
+        f"{r['figures']['seeds']} seeds at {budgets}: Kendall τ `adaptive` {j(tau_a.values(), '.3f')} vs fixed subset "
+        f"{j(tau_f.values(), '.3f')}; largest error {j(err_a.values(), '.2f')} vs "
+        f"{j(err_f.values(), '.2f')}"
+    )
+
+
+def cut_verdict(r: Record) -> str:
+    tau_a, tau_f = by_budget(r, "adaptive", "tau"), by_budget(r, "fixed", "tau")
+    err_a, err_f = by_budget(r, "adaptive", "max_error"), by_budget(r, "fixed", "max_error")
+    behind = [f"{b:.0%}" for b in tau_a if tau_a[b] < tau_f[b] or err_a[b] > err_f[b]]
+    return "met" if not behind else f"not met at {', '.join(behind)}"
+
+
+def twenty_figure(r: Record) -> str:
+    tau_a, tau_f = by_budget(r, "adaptive", "tau"), by_budget(r, "fixed", "tau")
+    return f"Kendall τ `adaptive` {tau_a.get(0.2, float('nan')):.3f} at 20% vs fixed {tau_f.get(0.4, float('nan')):.3f} at 40% ({r['figures']['seeds']} seeds)"
+
+
+def twenty_verdict(r: Record) -> str:
+    tau_a, tau_f = by_budget(r, "adaptive", "tau"), by_budget(r, "fixed", "tau")
+    return "met" if tau_a.get(0.2, 0) >= tau_f.get(0.4, 1) else "not met (an oracle allocation reaches 0.873: out of reach on this data)"
+
+
+def coverage_figure(r: Record) -> str:
+    cover = by_budget(r, "adaptive", "coverage")
+    return f"`adaptive` coverage {j(cover.values(), '.2f')} at {j(cover, '.0%')} ({r['figures']['seeds']} seeds)"
+
+
+def coverage_verdict(r: Record) -> str:
+    return "met" if min(by_budget(r, "adaptive", "coverage").values()) >= 0.9 else "not met"
+
+
+def loop_figure(r: Record) -> str:
+    f = r["figures"]
+    return f"{f['ms_per_judgment']:.2f} ms per judgment with the {f['strategy']} selection (selection {f['selection_ms']:.2f} ms, refits {f['refit_ms']:.2f} ms)"
+
+
+def loop_verdict(r: Record) -> str:
+    return "met" if r["figures"]["ms_per_judgment"] <= 2.0 else "not met with the default `lookahead` (met with `reorder`, see history)"
+
+
+def rebuild_verdict(r: Record) -> str:
+    return "met" if r["figures"]["seconds"] <= 5.0 else "not met"
+
+
+def tests(*files: str) -> Callable[[list[str]], bool]:
+    wanted = sorted(files)
+    return lambda argv: sorted(a for a in argv if a.startswith("tests/")) == wanted
+
+
+def tests_figure(r: Record) -> str:
+    f = r["figures"]
+    return f"{f.get('passed', 0)} passed, {f.get('failed', 0) + f.get('error', 0)} failed, {f.get('skipped', 0)} skipped in {f['seconds'] / 60:.1f} min"
+
+
+def tests_verdict(r: Record) -> str:
+    f = r["figures"]
+    return "met" if f["exit_code"] == 0 and f.get("passed", 0) > 0 else "not met"
+
+
+def suite_verdict(r: Record) -> str:
+    f = r["figures"]
+    return "met" if f["exit_code"] == 0 and f["seconds"] <= 15 * 60 else "not met"
+
+
+def taste_figure(r: Record) -> str:
+    f = r["figures"]
+    lb = "; ".join(f"{x['candidates']} × {x['prompts']}: {x['recovered']:.2f}" for x in f["simulated_leaderboards"])
+    return (
+        f"of the truth, {f['seeds']} seeds: length in RAEE {lb}; PoE pairwise length {f['simulated_pairwise']['length_recovered']:.2f}, "
+        f"bold {f['simulated_pairwise']['bold_recovered']:.2f}, self {f['simulated_self_preference']['self_recovered']:.2f}; "
+        f"`fit raee --control self` {f['simulated_raee_self_preference']['self_recovered']:.2f}; absolute experts' length "
+        f"{f['simulated_absolute']['length_recovered']:.2f}"
+    )
+
+
+def taste_verdict(r: Record) -> str:
+    f = r["figures"]
+    values = [x["recovered"] for x in f["simulated_leaderboards"] if x["prompts"] >= 400]
+    values += [f["simulated_pairwise"]["length_recovered"], f["simulated_pairwise"]["bold_recovered"]]
+    values += [f["simulated_self_preference"]["self_recovered"], f["simulated_raee_self_preference"]["self_recovered"]]
+    values += [f["simulated_absolute"]["length_recovered"]]
+    return "met from 400 prompts" if all(0.85 <= v <= 1.15 for v in values) else "not met"
+
+
+def summeval_figure(r: Record) -> str:
+    f = r["figures"]["summeval"]
+    return (
+        f"Spearman with the experts {f['spearman'][0]:.3f} → {f['spearman'][1]:.3f} with `--control length`; the ranking prefers the longer "
+        f"summary {f['ranking_prefers_longer'][0]:.1%} → {f['ranking_prefers_longer'][1]:.1%} (experts {f['experts_prefer_longer']:.1%}, "
+        f"the judge {f['judge_prefers_longer']:.1%})"
+    )
+
+
+def summeval_verdict(r: Record) -> str:
+    f = r["figures"]["summeval"]
+    higher = f["spearman"][1] >= f["spearman"][0]
+    closer = abs(f["ranking_prefers_longer"][1] - f["experts_prefer_longer"]) < abs(
+        f["ranking_prefers_longer"][0] - f["experts_prefer_longer"]
+    )
+    return f"{sum([higher, closer])} of 2"
+
+
+def carried(r: Record) -> str:
+    """Goals whose script does not write this goal's figures yet: only records carried over from the
+    hand-written table answer them (their text is shown as it was)."""
+    raise ValueError("no figures of this goal in a script's record yet")
