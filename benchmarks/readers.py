@@ -24,11 +24,15 @@ def board_figure(r: Record) -> str:
     strong = {x["n"]: x for x in select_rows(r, split="stronger", subset="all", method="board")}
     strong_plain = {x["n"]: x for x in select_rows(r, split="stronger", subset="all", method="plain")}
     sizes = " / ".join(str(n) for n in within)
+    paired = ""
+    if strong and "vs_plain" in next(iter(strong.values())):
+        differences, errors = j((x["vs_plain"] for x in strong.values()), "+.2f"), j((x["vs_plain_se"] for x in strong.values()), ".2f")
+        paired = f"; paired difference to the plain mean {differences} (se {errors}, {r['figures']['stronger_seeds']} seeds)"
     return (
         f"{r['figures']['seeds']} seeds, at {sizes} prompts: within the board's range MAE "
         f"{j((x['mae'] for x in within.values()), '.2f')} (random + plain mean {j((x['mae'] for x in plain.values()), '.2f')}), "
         f"coverage {j((x['coverage'] for x in within.values()), '.2f')}; stronger than the board "
-        f"{j((x['mae'] for x in strong.values()), '.2f')} (plain {j((x['mae'] for x in strong_plain.values()), '.2f')})"
+        f"{j((x['mae'] for x in strong.values()), '.2f')} (plain {j((x['mae'] for x in strong_plain.values()), '.2f')}){paired}"
     )
 
 
@@ -37,9 +41,15 @@ def board_verdict(r: Record) -> str:
     strong = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="board")}
     strong_plain = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="plain")}
     coverage = [x["coverage"] for x in select_rows(r, method="board")]
+    paired = select_rows(r, split="stronger", subset="all", method="board")
+    if paired and "vs_plain" in paired[0]:  # worse only beyond twice the paired differences' standard error
+        worse = [x["n"] for x in paired if x["vs_plain"] > 2 * x["vs_plain_se"]]
+        never_worse = "met (no n where the paired difference exceeds 2 se)" if not worse else f"not met at n = {worse}"
+    else:
+        never_worse = "met" if all(strong[n] <= strong_plain[n] for n in strong) else "not met"
     parts = [
         f"MAE at 100 ≤ 1.0: {'met' if 100 in within and within[100]['mae'] <= 1.0 else 'not met'}",
-        f"stronger never worse than random: {'met' if all(strong[n] <= strong_plain[n] for n in strong) else 'not met'}",
+        f"stronger never worse than random: {never_worse}",
         f"coverage ≥ 0.93: {'met' if coverage and min(coverage) >= 0.93 else 'not met'}",
     ]
     return "; ".join(parts)
@@ -48,7 +58,12 @@ def board_verdict(r: Record) -> str:
 def claims_figure(r: Record) -> str:
     return "; ".join(
         f"R = {x['resolution']:g}, {x['models']} models, {x['rule']}: {x['runs_with_a_wrong_claim']:.0%} of {x['runs']} runs with a wrong claim, "
-        f"calls at the stop {x['calls_at_stop']:.0%}, coverage {x['coverage']:.3f}"
+        f"calls at the stop {x['calls_at_stop']:.0%}, coverage of the partly judged {x.get('coverage_partly', x['coverage']):.3f}"
+        + (
+            f", runs with a simultaneous interval missing {x['runs_with_a_simultaneous_interval_missing']:.0%}"
+            if "coverage_partly" in x
+            else ""
+        )
         for x in r["figures"]["rows"]
     )
 
@@ -56,7 +71,7 @@ def claims_figure(r: Record) -> str:
 def claims_verdict(r: Record) -> str:
     chosen = select_rows(r, rule="simultaneous")
     wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)
-    coverage = all(x["coverage"] >= 0.93 for x in chosen)
+    coverage = all(x.get("coverage_partly", x["coverage"]) >= 0.93 for x in chosen)
     full = any(x["models"] > 20 for x in chosen)
     seeds = r["figures"]["seeds"] >= 10
     return f"wrong claims ≤ 10%: {'met' if wrong else 'not met'}; coverage ≥ 0.93: {'met' if coverage else 'not met'}" + (

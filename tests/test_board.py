@@ -61,3 +61,36 @@ def test_the_most_informative_prompts_come_first():
     p = board.predicted(0.0)
     information = board.a**2 * p * (1 - p)
     assert information[order[0]] == information.max() and information[order[-1]] == information.min()
+
+
+def test_a_candidate_judged_on_every_prompt_gets_its_own_win_rate_exactly():
+    """The pool's win rate counts the judged prompts as they are and predicts only the rest: judged on
+    the whole pool, a candidate's placement is its plain win rate with a point interval (before, the
+    model's cross-fitted prediction — off by up to a tenth of a point — with a zero-width interval that
+    missed the candidate's own win rate); judged on all but a few, it is within a hair of it."""
+    theta, a, b, y = _world()
+    for held in (3, 10, 18):  # low, middle and high on the board
+        board = fit_board([f"m{k}" for k in range(len(theta)) if k != held], np.delete(y, held, axis=0))
+        everything = np.arange(y.shape[1])
+        placed = place(board, everything, y[held])
+        assert placed.win_rate == placed.low == placed.high
+        assert abs(placed.win_rate - y[held].mean()) < 1e-12
+        almost = everything[:-4]
+        near = place(board, almost, y[held, almost])
+        assert abs(near.win_rate - y[held].mean()) < 4 / y.shape[1]  # only 4 of 400 outcomes predicted
+        assert near.low <= y[held].mean() <= near.high
+
+
+def test_a_board_whose_models_all_tie_fits_without_overflow():
+    """Three models with the same outcomes on three prompts (a tiny extended run): the fit stays
+    finite instead of dividing by a spread of 0 (discriminations driven to 0, their log to -inf),
+    and a newcomer placed on it gets a finite win rate in [0, 1]."""
+    import warnings
+
+    y = np.tile(np.array([[1.0, 0.0, 0.5]]), (3, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        board = fit_board(["a", "b", "c"], y)
+        placed = place(board, np.array([0, 2]), np.array([1.0, 0.5]))
+    assert np.isfinite(board.a).all() and np.isfinite(board.c).all() and np.isfinite(board.theta).all()
+    assert 0.0 <= placed.low <= placed.win_rate <= placed.high <= 1.0

@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.raee.allocation import allocation_gains, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
+from orchestrator.raee.allocation import (
+    allocation_gains,
+    leaderboard_state,
+    settled_leaderboard,
+    slice_gains,
+    stratified_order,
+    win_rate_intervals,
+)
 
 
 def _table(seed: int = 0, models: int = 6, prompts: int = 60) -> np.ndarray:
@@ -145,3 +152,20 @@ def test_the_stopping_claims_hold_together():
     est, sigma, n, pop = np.array([0.54, 0.50]), np.array([0.05, 0.05]), np.array([20, 20]), np.array([1000, 1000])
     assert settled_leaderboard(["a", "b"], est, sigma, n, pop, 0.01, z=1.96) == []
     assert settled_leaderboard(["a", "b"], est, sigma, n, pop, 0.01, z=claim_z(20)) is None
+
+
+def test_a_candidate_judged_on_its_whole_pool_gets_its_own_win_rate_exactly():
+    """A candidate without an answer to some prompts, judged on every prompt it has: its win rate is
+    the mean of its outcomes with a point interval — the difficulty adjustment (which reads the pool of
+    every prompt) used to move it by the missing prompts' difficulty, and a zero-width interval then
+    missed its own win rate (issue #52, found on AlpacaEval's two models with 804 of 805 answers)."""
+    rng = np.random.default_rng(3)
+    y = np.clip(rng.normal(0.4, 0.25, (6, 60)) + np.linspace(-0.2, 0.2, 60)[None, :], 0, 1)
+    y[2, :5] = np.nan  # candidate 2 has no answer to five (easy) prompts
+    y[4, 30:] = np.nan  # candidate 4 is half judged
+    populations = np.array([60, 60, 55, 60, 60, 60])
+    estimate, half, *_ = win_rate_intervals(y, populations, 60)
+    complete = [0, 1, 2, 3, 5]
+    assert np.allclose(estimate[complete], np.nanmean(y[complete], axis=1), atol=1e-12)
+    assert np.all(half[complete] == 0.0)
+    assert half[4] > 0.0 and abs(estimate[4] - np.nanmean(y[4])) > 1e-6  # the half-judged one is still adjusted

@@ -669,3 +669,40 @@ def test_a_new_model_is_placed_on_an_existing_board_from_few_prompts(tmp_path, c
     config.write_text(config.read_text().replace(f'board = "runs/{board.name}"', 'board = "nowhere.sqlite"').replace('"placed"', '"again"'))
     assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
     assert "reference.board" in capsys.readouterr().err and not (tmp_path / "runs" / "again.sqlite").exists()
+
+
+def test_extend_of_a_reference_run_places_the_newcomer_on_the_run_itself(tmp_path, capsys):
+    """``extend`` of a reference run uses the run as the board (issue #52): the 8 candidates judged on
+    all 40 prompts are the board, the newcomer added with a budget of 24 calls is placed on it — its
+    win rate over the 40 prompts with an interval that holds its full-data win rate (a run that judged
+    it on all 40), and its rank among the 8."""
+    base = [0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.6]
+    prompts, responses = write_dataset(tmp_path / "data", prompts=40, candidates=9, seed=4, reference=0.5, base=base, spread=0.5)
+    rows = [json.loads(line) for line in responses.read_text().splitlines()]
+    board_responses, new_responses = tmp_path / "board.jsonl", tmp_path / "new.jsonl"
+    board_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] != "M8"))
+    new_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] == "M8"))
+    with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
+        full_config = write_config(
+            tmp_path, server.url, name="full", prompts=prompts, responses=new_responses, max_calls=None, reference="soft = true\n"
+        )
+        full, _ = api.start(full_config)
+        config = write_config(
+            tmp_path, server.url, name="grown", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
+        )
+        grown, _ = api.start(config)
+        before = api.ranking(grown)["groups"][0]
+        assert "board" not in before  # a run that was never extended has no board of its own
+        added, _ = api.extend(grown, responses=new_responses, add_calls=24)
+    assert added == ["M8"]
+    (truth,) = api.ranking(full)["groups"][0]["ranking"]
+    (group,) = api.ranking(grown)["groups"]
+    row = next(r for r in group["ranking"] if r["candidate"] == "M8")
+    assert group["board"]["models"] == 8 and group["board"]["prompts"] == 40 and "this run" in group["board"]["path"]
+    assert row["placed_on_board"] and row["prompts"] == 24
+    assert row["win_rate_low"] <= truth["win_rate"] <= row["win_rate_high"], json.dumps(row) + f" truth {truth['win_rate']}"
+    true_rank = 1 + sum(rate > truth["win_rate"] for rate in group["board"]["leaderboard"].values())
+    assert row["board_rank_low"] <= true_rank <= row["board_rank_high"]
+    assert not any(r.get("placed_on_board") for r in group["ranking"] if r["candidate"] != "M8")  # the board's own stay as they were
+    assert run_cli(["rank", str(grown)]) == 0
+    assert "placed on the board this run" in capsys.readouterr().out

@@ -38,7 +38,7 @@ from orchestrator.raee.board import fit_board, informative_order, place  # noqa:
 WARMUP = 25
 
 
-def run_model(board, y_m: np.ndarray, sizes: list[int], seeds: int, truth: float, board_rates: np.ndarray) -> dict:
+def run_model(board, y_m: np.ndarray, sizes: list[int], seeds: int, truth: float, board_rates: np.ndarray, adaptive: bool = True) -> dict:
     answered = np.flatnonzero(~np.isnan(y_m))
     out: dict = {}
     for n in sizes:
@@ -51,6 +51,8 @@ def run_model(board, y_m: np.ndarray, sizes: list[int], seeds: int, truth: float
             plain_half = 1.96 * np.std(y_m[chosen], ddof=1) / np.sqrt(n) * np.sqrt(max(1 - n / len(answered), 0))
             rows["plain"].append((pl.plain, pl.plain - plain_half, pl.plain + plain_half))
             rows["board"].append((pl.win_rate, pl.low, pl.high))
+            if not adaptive:
+                continue
             # adaptive: warm-up at random, then informative prompts while in range
             picked = list(order[: min(WARMUP, n)])
             remaining = [p for p in order if p not in set(picked)]
@@ -65,6 +67,8 @@ def run_model(board, y_m: np.ndarray, sizes: list[int], seeds: int, truth: float
             ad = place(board, np.array(picked), y_m[picked], pool=answered)
             rows["board-adaptive"].append((ad.win_rate, ad.low, ad.high))
         for method, values in rows.items():
+            if not values:
+                continue
             est = np.array([v[0] for v in values])
             err = 100 * np.abs(est - truth)
             cover = np.mean([lo <= truth <= hi for _, lo, hi in values])
@@ -82,7 +86,11 @@ def summarise(results: list[tuple[str, bool, dict]], sizes: list[int], label: st
             continue
         for method in ("plain", "board", "board-adaptive"):
             for n in sizes:
+                if (method, n) not in chosen[0][2]:
+                    continue
                 errs = np.concatenate([r[2][(method, n)][0] for r in chosen])
+                # paired with the plain mean on the same prompts: is the method worse, beyond the draws' noise?
+                diff = errs - np.concatenate([r[2][("plain", n)][0] for r in chosen])
                 cover = float(np.mean([r[2][(method, n)][1] for r in chosen]))
                 rank = float(np.mean([r[2][(method, n)][2] for r in chosen]))
                 lines.append(
@@ -96,6 +104,9 @@ def summarise(results: list[tuple[str, bool, dict]], sizes: list[int], label: st
                         "p90": round(float(np.percentile(errs, 90)), 2),
                         "coverage": round(cover, 3),
                         "rank_error": round(rank, 2),
+                        "vs_plain": round(float(diff.mean()), 3),
+                        "vs_plain_se": round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 3),
+                        "draws": len(errs),
                     }
                 )
     return lines
@@ -104,12 +115,18 @@ def summarise(results: list[tuple[str, bool, dict]], sizes: list[int], label: st
 def main() -> None:
     parser = harness.parser(__doc__, quick="3 seeds, 25 and 100 prompts")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument(
+        "--stronger-seeds",
+        type=int,
+        default=50,
+        help="seeds of the stronger-than-the-board split (4 models: its paired differences need more draws)",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 200])
     parser.add_argument("--split", nargs="+", default=["lomo", "stronger"], choices=["lomo", "stronger"])
     parser.add_argument("--json", type=Path, help="Write the rows as JSON here too.")
     args = parser.parse_args()
     if args.quick:
-        args.seeds, args.sizes = 3, [25, 100]
+        args.seeds, args.stronger_seeds, args.sizes = 3, 10, [25, 100]
     models, y = load(harness.shared("alpacaeval"))
     full = np.nanmean(y, axis=1)
     started = time.time()
@@ -124,14 +141,17 @@ def main() -> None:
         for k, on_board in plan:
             board = fit_board([models[j] for j in on_board], y[on_board])
             within = bool(full[on_board].min() <= full[k] <= full[on_board].max())
-            results.append((models[k], within, run_model(board, y[k], args.sizes, args.seeds, float(full[k]), full[on_board])))
+            seeds = args.seeds if split == "lomo" else args.stronger_seeds
+            results.append((models[k], within, run_model(board, y[k], args.sizes, seeds, float(full[k]), full[on_board])))
             print(f"  {split}: {models[k]} ({100 * full[k]:.1f}%) done, {time.time() - started:.0f} s", file=sys.stderr)
         rows += summarise(results, args.sizes, split)
-    print(f"{'split':<9} {'subset':<14} {'models':>6} {'method':<15} {'n':>4} {'MAE':>6} {'p90':>6} {'cover':>6} {'rank err':>8}")
+    print(
+        f"{'split':<9} {'subset':<14} {'models':>6} {'method':<15} {'n':>4} {'MAE':>6} {'p90':>6} {'cover':>6} {'rank err':>8} {'− plain (se)':>14}"
+    )
     for r in rows:
         print(
             f"{r['split']:<9} {r['subset']:<14} {r['models']:>6} {r['method']:<15} {r['n']:>4} {r['mae']:>6.2f} {r['p90']:>6.2f} "
-            f"{r['coverage']:>6.3f} {r['rank_error']:>8.2f}"
+            f"{r['coverage']:>6.3f} {r['rank_error']:>8.2f} {r['vs_plain']:>+7.2f} ({r['vs_plain_se']:.2f})"
         )
     print(f"({time.time() - started:.0f} s)")
     if args.json:
@@ -146,7 +166,7 @@ def main() -> None:
         f"(random + plain mean {mae('lomo', 'within range', 'plain')}); stronger than the board {mae('stronger', 'all', 'board')} "
         f"(plain {mae('stronger', 'all', 'plain')})"
     )
-    harness.record(__file__, args, summary, {"seeds": args.seeds, "sizes": args.sizes, "rows": rows})
+    harness.record(__file__, args, summary, {"seeds": args.seeds, "stronger_seeds": args.stronger_seeds, "sizes": args.sizes, "rows": rows})
 
 
 if __name__ == "__main__":

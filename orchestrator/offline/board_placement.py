@@ -15,7 +15,7 @@ from ..raee import ReferenceJudgments
 from ..raee.board import Board, fit_board, place
 from ..raee.tables import item_matrix
 
-__all__ = ["MIN_BOARD_MODELS", "load_board", "placements"]
+__all__ = ["MIN_BOARD_MODELS", "load_board", "own_board_placements", "placements"]
 
 MIN_BOARD_MODELS = 3
 """A board needs this many models for its prompts' difficulty and discrimination to mean anything."""
@@ -52,8 +52,31 @@ def placements(path: str | Path, anchor: str, data: ReferenceJudgments, *, soft:
     (percent, over the board's prompts), ``prompts`` (judged), ``board_rank_low``/``board_rank_high``
     (its rank among the board's other models and itself), ``in_range`` and ``slope``."""
     models, prompts, y = load_board(path, anchor, soft=soft)
+    return _place_all(models, prompts, y, item_matrix(data, anchor, soft=soft), str(path), level)
+
+
+def own_board_placements(
+    data: ReferenceJudgments, anchor: str, newcomers: set[str], *, soft: bool, level: float = 0.95
+) -> tuple[dict, dict[str, dict]] | None:
+    """``extend`` of a reference run (issue #52): the run's own candidates from before the extension
+    are the board and the ``newcomers`` are placed on it, as :func:`placements` does with a board in
+    another file. ``None`` when fewer than :data:`MIN_BOARD_MODELS` candidates were there before."""
+    candidates, prompts, y = item_matrix(data, anchor, soft=soft)
+    before = [k for k, name in enumerate(candidates) if name not in newcomers]
+    added = [k for k, name in enumerate(candidates) if name in newcomers]
+    if len(before) < MIN_BOARD_MODELS or not added:
+        return None
+    newcomer_matrix = ([candidates[k] for k in added], prompts, y[added])
+    return _place_all(
+        [candidates[k] for k in before], prompts, y[before], newcomer_matrix, "this run (its candidates before the extension)", level
+    )
+
+
+def _place_all(
+    models: list[str], prompts: list[str], y: np.ndarray, own_matrix: tuple[list[str], list[str], np.ndarray], source: str, level: float
+) -> tuple[dict, dict[str, dict]]:
     board: Board = fit_board(models, y)
-    candidates, own_prompts, own = item_matrix(data, anchor, soft=soft)
+    candidates, own_prompts, own = own_matrix
     column = {p: k for k, p in enumerate(prompts)}
     placed: dict[str, dict] = {}
     for m, candidate in enumerate(candidates):
@@ -74,7 +97,7 @@ def placements(path: str | Path, anchor: str, data: ReferenceJudgments, *, soft:
             "slope": round(result.slope, 4),
         }
     summary = {
-        "path": str(path),
+        "path": source,
         "models": len(models),
         "prompts": len(prompts),
         "leaderboard": {name: round(100 * float(rate), 3) for name, rate in sorted(zip(models, board.win_rate), key=lambda x: -x[1])},

@@ -90,6 +90,8 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
         _add_win_rates(group, data, anchor, config, dataset, level)
         if config.reference is not None and config.reference.board is not None:
             _place_on_board(group, config.reference.board, anchor, data, config.reference.soft, level)
+        elif config.reference is not None and config.selection.only_with:  # an extended run: its own board
+            _place_on_own_board(group, anchor, data, set(config.selection.only_with), config.reference.soft, level)
         out.append(group)
     from .information import information_warnings, judge_information
 
@@ -238,8 +240,22 @@ def _place_on_board(group: dict, board: Path, anchor: str, data, soft: bool, lev
     own figures; ``group["board"]`` says what the board is."""
     from .board_placement import placements
 
-    summary, placed = placements(board, anchor, data, soft=soft, level=level)
-    group["board"] = summary
+    _show_placements(group, placements(board, anchor, data, soft=soft, level=level))
+
+
+def _place_on_own_board(group: dict, anchor: str, data, newcomers: set[str], soft: bool, level: float) -> None:
+    """``extend`` of a reference run (issue #52): the candidates added are placed on the board the run
+    had before (its other candidates' judgments), as with ``[reference] board``."""
+    from .board_placement import own_board_placements
+
+    result = own_board_placements(data, anchor, newcomers, soft=soft, level=level)
+    if result is not None:
+        _show_placements(group, result)
+
+
+def _show_placements(group: dict, result: tuple[dict, dict[str, dict]]) -> None:
+    """The placed candidates' board figures replace their own; ``group["board"]`` says what the board is."""
+    group["board"], placed = result
     for row in group["ranking"]:
         if row["candidate"] in placed:
             row.update(placed[row["candidate"]], placed_on_board=True)

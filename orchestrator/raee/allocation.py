@@ -143,8 +143,14 @@ def win_rate_intervals(
         sigma = np.maximum(sigma, sigma_floor)
     shared = prompt_sampling_variance(y, pool)
     populations = np.maximum(np.asarray(populations, dtype=float), n)
+    # judged on its whole pool, a candidate's win rate is its own mean, exactly: the difficulty
+    # adjustment reads the pool of every prompt, which a candidate without an answer to some lacks
+    complete = (n >= populations) & (n > 0)
+    if complete.any():
+        values = np.where(np.isnan(y), 0.0, y)
+        estimate = np.where(complete, values.sum(1) / np.maximum(n, 1), estimate)
     own = sigma**2 / np.maximum(n, 1) * np.clip(1.0 - n / np.maximum(populations, 1.0), 0.0, 1.0)
-    half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + shared)
+    half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + np.where(complete, 0.0, shared))
     return estimate, half, np.sqrt(own), n, sigma
 
 

@@ -18,7 +18,8 @@ A new candidate judged on prompts ``S`` is placed on the board in two steps:
    abilities as the prior, and the model's predicted outcome ``p_i = σ(a_i θ̂ + c_i)`` on every
    prompt of the pool;
 2. outside the board's range of abilities, its win rate over the pool by the **regression estimator** of survey sampling (model-assisted,
-   design-based): ``ŵ = ȳ_S + β (p̄_pool − p̄_S)`` with ``β`` the least-squares slope of ``y`` on
+   design-based), in its finite-population form — the judged prompts count as they are, the others
+   ``R`` are predicted: ``ŵ = (Σ_S y + |R| (ȳ_S + β (p̄_R − p̄_S))) / P`` with ``β`` the least-squares slope of ``y`` on
    ``p`` over ``S``. Under random sampling of ``S`` it is consistent whatever the model gets wrong,
    and its variance ``s²_e / n · (1 − n / P)`` (``s_e`` the residual sd of that regression) is never
    larger than the plain mean's ``s²_y / n · (1 − n / P)`` but by the one degree of freedom the
@@ -110,7 +111,10 @@ def fit_board(models: list[str], y: np.ndarray, *, sweeps: int = 60) -> Board:
     a, c = np.ones(y.shape[1]), np.log(prompt_mean / (1 - prompt_mean))
     for _ in range(sweeps):
         theta = _theta_step(values, seen, a, c, theta, 1.0)
-        shift, scale = float(theta.mean()), max(float(theta.std()), 1e-9)
+        # standardised while the abilities differ at all (models that all tie leave the scale alone:
+        # dividing by a spread of ~0 drove every discrimination to 0 and its logarithm to -inf)
+        shift, spread = float(theta.mean()), float(theta.std())
+        scale = spread if spread > 1e-6 else 1.0
         theta = (theta - shift) / scale
         c, a = c + a * shift, a * scale  # the same predictions on the standardised scale
         a, c = _prompt_step(values, seen, theta, a, c)
@@ -158,16 +162,21 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
     n = len(judged)
     theta = _map_theta(board, judged, y)  # prior N(0, 1): the board is standardised
     predicted = board.predicted(theta)
-    p_s, p_pool = predicted[judged], float(predicted[pool].mean())
+    # the pool's win rate = its judged prompts' outcomes as they are + a prediction for the rest
+    # (finite population: judged on every prompt of the pool, a candidate gets its plain win rate)
+    known, rest = np.isin(judged, pool), np.setdiff1d(pool, judged)
+    known_sum, share_rest = float(y[known].sum()), len(rest) / max(len(pool), 1)
+    p_s = predicted[judged]
+    p_rest = float(predicted[rest].mean()) if len(rest) else 0.0
     plain = float(y.mean()) if n else float("nan")
     fpc = max(1.0 - n / max(len(pool), 1), 0.0)
     if n >= 3 and float(np.var(p_s)) > 1e-12:
         slope = float(np.cov(p_s, y, bias=True)[0, 1] / np.var(p_s))
-        estimate = plain + slope * (p_pool - float(p_s.mean()))
+        estimate = known_sum / len(pool) + share_rest * (plain + slope * (p_rest - float(p_s.mean())))
         residual = y - (plain + slope * (p_s - float(p_s.mean())))
         own, df = float(residual @ residual), max(n - 2, 0)
     else:
-        slope, estimate = 0.0, plain
+        slope, estimate = 0.0, known_sum / len(pool) + share_rest * plain
         own, df = (float(np.var(y) * n), max(n - 1, 0)) if n > 1 else (0.0, 0)
     # the residual variance: the candidate's own, behind PRIOR_PROMPTS of the board's near its ability
     s2 = (own + PRIOR_PROMPTS * prior_residual_var(board, theta)) / (df + PRIOR_PROMPTS)
@@ -175,7 +184,8 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
     estimate = float(np.clip(estimate, 0.0, 1.0))
     in_range = bool(board.theta.min() <= theta <= board.theta.max())
     if in_range and n >= 4:  # within the board's range: the cross-fitted residual correction (step 3)
-        estimate, s2 = _cross_fitted(board, judged, y, pool)
+        rest_estimate, s2 = _cross_fitted(board, judged, y, rest)
+        estimate = known_sum / len(pool) + share_rest * rest_estimate
         s2 = ((n - 1) * s2 + PRIOR_PROMPTS * prior_residual_var(board, theta)) / (n - 1 + PRIOR_PROMPTS)
         half = float(stdtrit(n - 1 + PRIOR_PROMPTS, 0.5 + level / 2)) * np.sqrt(s2 / n * fpc)
         estimate = float(np.clip(estimate, 0.0, 1.0))
@@ -193,7 +203,7 @@ def _map_theta(board: Board, judged: np.ndarray, y: np.ndarray) -> float:
 
 
 def _cross_fitted(board: Board, judged: np.ndarray, y: np.ndarray, pool: np.ndarray) -> tuple[float, float]:
-    """The win rate over ``pool`` as the model's prediction plus the mean residual, cross-fitted:
+    """The mean outcome over ``pool`` (the prompts not judged) as the model's prediction plus the mean residual, cross-fitted:
     the judged prompts in two halves (alternately, in the order judged), θ fitted on one half and
     the residuals read on the other, the two estimates averaged. A θ fitted on the same prompts
     absorbs their residuals (its score equation sets them near zero), leaving the model's misfit
@@ -205,7 +215,7 @@ def _cross_fitted(board: Board, judged: np.ndarray, y: np.ndarray, pool: np.ndar
         train, test = halves[1 - k], halves[k]
         predicted = board.predicted(_map_theta(board, judged[train], y[train]))
         r = y[test] - predicted[judged[test]]
-        estimates.append(float(predicted[pool].mean() + r.mean()))
+        estimates.append(float(predicted[pool].mean() + r.mean()) if len(pool) else 0.0)
         residuals.append(r - r.mean())
     r = np.concatenate(residuals)
     return float(np.mean(estimates)), float(r @ r) / max(len(r) - 2, 1)
