@@ -56,20 +56,27 @@ def board_verdict(r: Record) -> str:
 
 
 def claims_figure(r: Record) -> str:
-    return "; ".join(
-        f"R = {x['resolution']:g}, {x['models']} models, {x['rule']}: {x['runs_with_a_wrong_claim']:.0%} of {x['runs']} runs with a wrong claim, "
-        f"calls at the stop {x['calls_at_stop']:.0%}, coverage of the partly judged {x.get('coverage_partly', x['coverage']):.3f}"
-        + (
-            f", runs with a simultaneous interval missing {x['runs_with_a_simultaneous_interval_missing']:.0%}"
-            if "coverage_partly" in x
-            else ""
+    rows = r["figures"]["rows"]
+    if not any(x["rule"] == "product" for x in rows):  # records before the lockstep rule: every row
+        return "; ".join(
+            f"R = {x['resolution']:g}, {x['models']} models, {x['rule']}: {x['runs_with_a_wrong_claim']:.0%} of {x['runs']} runs with a wrong claim, "
+            f"calls at the stop {x['calls_at_stop']:.0%}, coverage {x['coverage']:.3f}"
+            for x in rows
         )
-        for x in r["figures"]["rows"]
-    )
+    parts = []
+    for x in (x for x in rows if x["rule"] == "product"):
+        other = {y["rule"]: y for y in rows if (y["resolution"], y["models"]) == (x["resolution"], x["models"])}
+        parts.append(
+            f"R = {x['resolution']:g}, {x['models']} models: {x['runs_with_a_wrong_claim']:.0%} of {x['runs']} runs with a wrong claim "
+            f"at {x['calls_at_stop']:.0%} of the calls (gains rule {other['gains']['calls_at_stop']:.0%}; per-pair claims "
+            f"{other['per-pair']['runs_with_a_wrong_claim']:.0%} of runs wrong), coverage of the partly judged {x['coverage_partly']:.3f}, "
+            f"runs with a simultaneous interval missing {x['runs_with_a_simultaneous_interval_missing']:.0%}"
+        )
+    return "; ".join(parts)
 
 
 def claims_verdict(r: Record) -> str:
-    chosen = select_rows(r, rule="simultaneous")
+    chosen = select_rows(r, rule="product") or select_rows(r, rule="simultaneous")  # "simultaneous": records before the lockstep rule
     wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)
     coverage = all(x.get("coverage_partly", x["coverage"]) >= 0.93 for x in chosen)
     full = any(x["models"] > 20 for x in chosen)
@@ -94,11 +101,32 @@ def cut_figure(r: Record) -> str:
     return (
         f"{r['figures']['seeds']} seeds at {budgets}: Kendall τ `adaptive` {j(tau_a.values(), '.3f')} vs fixed subset "
         f"{j(tau_f.values(), '.3f')}; largest error {j(err_a.values(), '.2f')} vs "
-        f"{j(err_f.values(), '.2f')}"
+        f"{j(err_f.values(), '.2f')}{paired_note(r)}"
     )
 
 
+def paired_note(r: Record) -> str:
+    rows = select_rows(r, method="adaptive")
+    if not rows or "tau_vs_fixed" not in rows[0]:
+        return ""
+    tau = j((f"{x['tau_vs_fixed']:+.3f}±{x['tau_vs_fixed_se']:.3f}" for x in rows), "")
+    err = j((f"{x['max_error_vs_fixed']:+.2f}±{x['max_error_vs_fixed_se']:.2f}" for x in rows), "")
+    return f" (paired differences τ {tau}, largest error {err})"
+
+
 def cut_verdict(r: Record) -> str:
+    rows = select_rows(r, method="adaptive")
+    if rows and "tau_vs_fixed" in rows[0]:  # paired with the fixed subset on the same seeds: worse only beyond 2 se
+        behind = [
+            f"{x['budget']:.0%}"
+            for x in rows
+            if x["tau_vs_fixed"] < -2 * x["tau_vs_fixed_se"] or x["max_error_vs_fixed"] > 2 * x["max_error_vs_fixed_se"]
+        ]
+        return (
+            "met (no budget where τ or the largest error is worse beyond 2 se of the paired difference)"
+            if not behind
+            else f"not met at {', '.join(behind)}"
+        )
     tau_a, tau_f = by_budget(r, "adaptive", "tau"), by_budget(r, "fixed", "tau")
     err_a, err_f = by_budget(r, "adaptive", "max_error"), by_budget(r, "fixed", "max_error")
     behind = [f"{b:.0%}" for b in tau_a if tau_a[b] < tau_f[b] or err_a[b] > err_f[b]]

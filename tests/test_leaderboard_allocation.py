@@ -9,6 +9,7 @@ import pytest
 from orchestrator.raee.allocation import (
     allocation_gains,
     leaderboard_state,
+    lockstep_choice,
     settled_leaderboard,
     slice_gains,
     stratified_order,
@@ -169,3 +170,28 @@ def test_a_candidate_judged_on_its_whole_pool_gets_its_own_win_rate_exactly():
     assert np.allclose(estimate[complete], np.nanmean(y[complete], axis=1), atol=1e-12)
     assert np.all(half[complete] == 0.0)
     assert half[4] > 0.0 and abs(estimate[4] - np.nanmean(y[4])) > 1e-6  # the half-judged one is still adjusted
+
+
+def test_lockstep_walks_the_open_candidates_at_one_depth_and_stops_only_the_settled():
+    """Issue #52 item 3: with weak evidence every candidate advances, the shallowest first (the fixed
+    subset); one whose neighbours are beyond doubt stops — unless its interval is the widest, so it
+    never becomes the largest error; with a resolution, neighbours tied within it are settled too."""
+    sigma = np.full(4, 0.1)
+    population = np.full(4, 100.0)
+    estimate = np.array([0.9, 0.5, 0.52, 0.48])
+    # weak evidence (4 prompts each of outcomes with sd 0.3): nothing is settled, all advance
+    assert sorted(lockstep_choice(estimate, np.full(4, 0.3), np.full(4, 4.0), population, 4).tolist()) == [0, 1, 2, 3]
+    # the shallowest first, ties in index order
+    assert lockstep_choice(estimate, sigma, np.array([10.0, 8, 9, 8]), population, 2).tolist() == [1, 3]
+    # 40 prompts each: candidate 0 is 0.38 above its neighbour, 5 sd = 5·√(2·0.01/40·0.6) = 0.09 — it stops
+    assert sorted(lockstep_choice(estimate, sigma, np.full(4, 40.0), population, 4).tolist()) == [1, 2, 3]
+    # ... unless its own interval is wider than any still open
+    assert 0 in lockstep_choice(estimate, np.array([0.3, 0.1, 0.1, 0.1]), np.full(4, 40.0), population, 4).tolist()
+    # with a 10-point resolution the close three are tied beyond doubt at 80 prompts each: all settled,
+    # and then everyone with prompts left advances (the caller's stopping rule decides to stop)
+    close = np.array([0.9, 0.50, 0.51, 0.49])
+    settled_all = lockstep_choice(close, np.full(4, 0.1), np.full(4, 80.0), population, 4, z=3.0, resolution=0.10)
+    assert sorted(settled_all.tolist()) == [0, 1, 2, 3]
+    assert sorted(lockstep_choice(close, np.full(4, 0.1), np.full(4, 80.0), population, 4, z=3.0).tolist()) == [1, 2, 3]
+    # a candidate with every prompt judged is never chosen
+    assert 2 not in lockstep_choice(estimate, sigma, np.array([4.0, 4, 100, 4]), population, 4).tolist()

@@ -133,9 +133,10 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     assert api.status(path)["mean_entropy"] is None
 
 
-def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_judges, capsys):
-    # M1 is far above the anchor M0; M2, M3, M4 are close to each other: they get more prompts on
-    # average, and nobody is starved (every candidate goes beyond its warm-up prompts)
+def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_judges, capsys):
+    # the gains rule (the default before issue #52): M1 is far above the anchor M0; M2, M3, M4 are
+    # close to each other: they get more prompts on average, and nobody is starved (every candidate
+    # goes beyond its warm-up prompts)
     path, reason = _reference_run(
         tmp_path,
         two_judges,
@@ -146,7 +147,7 @@ def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, tw
         judges='["local-openai"]',
         batch=2,
         max_calls=40,
-        reference_toml='anchor = "M0"\nallocation = "adaptive"\nwarmup_prompts = 3\nsoft = true\n',
+        reference_toml='anchor = "M0"\nallocation = "gains"\nwarmup_prompts = 3\nsoft = true\n',
     )
     assert reason.startswith("budget: max_calls (40 of 40")
     db = sqlite3.connect(path)
@@ -167,6 +168,30 @@ def test_adaptive_allocation_spends_prompts_where_intervals_overlap(tmp_path, tw
     report = fit_raee(path, RaeeOptions(soft=True))
     assert report.population == 16
     assert all(r.se_p_fpc < r.se_p_raw for r in report.rows if r.judge != "pooled")
+
+
+def test_adaptive_allocation_walks_the_open_candidates_at_one_depth(tmp_path, two_judges):
+    # the default adaptive rule since issue #52 (lockstep): M1 far above the crowd is settled beyond
+    # doubt and stops; M2, M3, M4 (within a point, noisy) walk the shared order at one depth until the budget ends
+    path, reason = _reference_run(
+        tmp_path,
+        two_judges,
+        prompts=16,
+        candidates=5,
+        base=[0.5, 0.98, 0.49, 0.5, 0.51],
+        spread=0.3,
+        judges='["local-openai"]',
+        batch=2,
+        max_calls=52,
+        reference_toml='anchor = "M0"\nallocation = "adaptive"\nwarmup_prompts = 3\nsoft = true\n',
+    )
+    assert reason.startswith("budget: max_calls (52 of 52"), reason
+    db = sqlite3.connect(path)
+    per = dict(db.execute("select json_extract(candidates, '$[1]'), count(*) from judgments group by 1").fetchall())
+    crowd = [per["M2"], per["M3"], per["M4"]]
+    assert max(crowd) - min(crowd) <= 1  # one depth (a round of batch 2 may leave one ahead)
+    assert 3 <= per["M1"] < min(crowd)  # settled: it stopped while the crowd went on
+    assert sum(per.values()) == 52
 
 
 def test_adaptive_leaderboard_stops_at_the_resolution_and_names_the_ties(tmp_path, two_judges):
@@ -563,7 +588,7 @@ def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
     category, outcome = _categories_log(tmp_path, quality)
     first_adaptive = {}
     for weight in (0, 1):
-        settings = f'allocation = "adaptive"\nwarmup_prompts = 6\nslice_weight = {weight}\n'
+        settings = f'allocation = "gains"\nwarmup_prompts = 6\nslice_weight = {weight}\n'
         path, reason = _categories_run(tmp_path, f"w{weight}", settings, max_calls=40)
         assert reason.startswith("budget: max_calls (40 of 40"), reason
         db = sqlite3.connect(path)

@@ -45,6 +45,7 @@ from orchestrator.raee.allocation import (
     WIDTH_WEIGHT,
     allocation_gains,
     leaderboard_state,
+    lockstep_choice,
     slice_gains,
     stratified_order,
     win_rate_intervals,
@@ -60,7 +61,11 @@ def adaptive(
     width_weight: float,
     slices: np.ndarray | None = None,
     slice_weight: float = 0.0,
+    rule: str = "gains",
 ):
+    """The reference planner's allocation on a table of known outcomes: ``rule`` ``lockstep`` (the
+    product's ``adaptive`` since issue #52) or ``gains`` (before it; ``width_weight`` and the slices
+    apply to it)."""
     answered = ~np.isnan(y)
     population = answered.sum(1)
     ranks = [order[answered[m, order]] for m in range(len(y))]  # each model's prompts in the shared order
@@ -72,6 +77,12 @@ def adaptive(
         for m, k in enumerate(n):
             seen[m, ranks[m][:k]] = True
         est, sigma, _ = leaderboard_state(np.where(seen, y, np.nan))
+        if rule == "lockstep":
+            chosen = lockstep_choice(est, sigma, n, population, min(batch, int(budget - n.sum())))
+            if not len(chosen):
+                break
+            n[chosen] += 1
+            continue
         gains = allocation_gains(est, sigma, n, population, width_weight=width_weight)
         if slices is not None and slice_weight:
             next_slice = np.array([slices[ranks[m][k]] if k < len(ranks[m]) else -1 for m, k in enumerate(n)])
@@ -192,6 +203,17 @@ def oracle(data: Path, seeds: int, budgets: list[float]) -> None:
         )
 
 
+def paired_with_fixed(rows: list[list[float]], fixed: list[list[float]]) -> dict:
+    """A method's Kendall τ and largest error against the fixed subset's on the same seeds (same
+    prompt order): the mean paired difference and its standard error."""
+    out = {}
+    for key, column in (("tau", 0), ("max_error", 2)):
+        diff = np.array([r[column] - f[column] for r, f in zip(rows, fixed)])
+        se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+        out |= {f"{key}_vs_fixed": round(float(diff.mean()), 4), f"{key}_vs_fixed_se": round(se, 4)}
+    return out
+
+
 def main() -> None:
     parser = harness.parser(__doc__, quick="3 seeds (the main table; the other modes as given)")
     parser.add_argument("--data", type=Path, default=harness.SHARED_DATA / "alpacaeval")
@@ -252,9 +274,13 @@ def main() -> None:
             for m in range(len(models)):
                 seen[m, rng.permutation(y.shape[1])[:per_model]] = True
             methods["uniform"] = lambda seen=seen: plain(y, seen & ~np.isnan(y))
-            for name, weight in (("adaptive", WIDTH_WEIGHT), ("adaptive-no-width", 0.0)):
-                methods[name] = lambda weight=weight, subset=subset: adaptive(
-                    y, budget, subset, max(args.warmup, int(args.warmup_share * per_model)), args.batch, weight
+            for name, weight, rule in (
+                ("adaptive", WIDTH_WEIGHT, "lockstep"),
+                ("gains", WIDTH_WEIGHT, "gains"),
+                ("gains-no-width", 0.0, "gains"),
+            ):
+                methods[name] = lambda weight=weight, subset=subset, rule=rule: adaptive(
+                    y, budget, subset, max(args.warmup, int(args.warmup_share * per_model)), args.batch, weight, rule=rule
                 )[:2]
             for name, method in methods.items():
                 start = time.perf_counter()
@@ -277,6 +303,7 @@ def main() -> None:
                     "spearman": round(float(m[1]), 3),
                 }
                 | {"max_error": round(float(m[2]), 2), "mean_error": round(float(m[3]), 2), "coverage": round(float(m[5]), 3)}
+                | paired_with_fixed(rows, results["fixed"])
             )
 
     def cell(method: str, key: str) -> str:

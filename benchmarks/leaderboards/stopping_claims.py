@@ -1,18 +1,21 @@
 """Claims at the stop that hold as a whole (issue #52 item 2): a reference campaign with
 ``resolution = R`` stops when every neighbour pair is ordered or tied within R points; a user reads
 that as one statement about the whole board. On AlpacaEval 2.0's real judgments: boards of 20 models
-drawn at random (and the whole board), the product's adaptive allocation (the reference planner's
-rule: :func:`~orchestrator.raee.allocation.allocation_gains` over a shared seeded prompt order,
-warm-up 4, batches of 4) with the stopping rule checked after every round
+drawn at random (and the whole board), an allocation over a shared seeded prompt order (warm-up 4,
+batches of 4) with the stopping rule checked after every round
 (:func:`~orchestrator.raee.allocation.settled_leaderboard`), judged against the full-data win rates:
 
 - a claim "a above b" is wrong when the full data order them the other way;
 - a claim "a ≈ b within R" is wrong when the full data put them more than R points apart;
-- coverage: the share of models whose full-data win rate is inside its 95% interval at the stop.
+- coverage: the share of models whose full-data win rate is inside its 95% interval at the stop
+  (all models, and the partly judged ones alone), and the share of runs where any partly judged
+  model's simultaneous interval (Bonferroni over them) misses.
 
-Reported per rule (``per-pair``: z = 1.96 for every claim, the rule before; ``simultaneous``: the
-product's rule now, Bonferroni over the board's neighbour claims): the share of runs with any wrong
-claim, wrong claims / claims, coverage, and the calls at the stop as a share of the full data.
+Reported per rule (:data:`RULES`: ``per-pair`` — the gains allocation with z = 1.96 for every claim,
+the rule before issue #52; ``gains`` — the same allocation with simultaneous claims, Bonferroni over
+the board's neighbour claims; ``product`` — the lockstep allocation with simultaneous claims, what a
+run does now): the share of runs with any wrong claim, wrong claims / claims, coverage, and the
+calls at the stop as a share of the full data.
 
     python -m benchmarks.leaderboards.stopping_claims [--seeds 10] [--resolutions 2 3] [--models 20]
 """
@@ -27,10 +30,23 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.leaderboards.common import load  # noqa: E402
-from orchestrator.raee.allocation import allocation_gains, claim_z, leaderboard_state, settled_leaderboard, win_rate_intervals  # noqa: E402
+from orchestrator.raee.allocation import (  # noqa: E402
+    allocation_gains,
+    claim_z,
+    leaderboard_state,
+    lockstep_choice,
+    settled_leaderboard,
+    win_rate_intervals,
+)
+
+RULES = {"per-pair": ("gains", False), "gains": ("gains", True), "product": ("lockstep", True)}
+"""Each rule: the allocation and whether the claims are simultaneous. ``per-pair``: the gains rule with
+each claim at 95% (before issue #52); ``gains``: the same allocation, claims at the simultaneous level;
+``product``: what a run does now — the lockstep allocation and simultaneous claims."""
 
 
-def one_run(y: np.ndarray, resolution: float, seed: int, simultaneous: bool, warmup: int = 4, batch: int = 4) -> dict:
+def one_run(y: np.ndarray, resolution: float, seed: int, rule: str, warmup: int = 4, batch: int = 4) -> dict:
+    allocation, simultaneous = RULES[rule]
     answered = ~np.isnan(y)
     population = answered.sum(1)
     order = np.random.default_rng(seed).permutation(y.shape[1])
@@ -47,6 +63,9 @@ def one_run(y: np.ndarray, resolution: float, seed: int, simultaneous: bool, war
         settled = settled_leaderboard(names, est, sigma, judged, population, resolution / 100, z=z)
         if settled is not None or (n >= population).all():
             break
+        if allocation == "lockstep":
+            n[lockstep_choice(est, sigma, n, population, batch, z=z, resolution=resolution / 100)] += 1
+            continue
         gains = allocation_gains(est, sigma, n, population)
         for m in np.argsort(-gains)[:batch]:
             if np.isfinite(gains[m]):
@@ -95,11 +114,11 @@ def main() -> None:
     rows = []
     settings = [(r, args.models) for r in args.resolutions] + ([(args.resolutions[0], len(models))] if args.full else [])
     for resolution, size in settings:
-        for rule in ("per-pair", "simultaneous"):
+        for rule in RULES:
             runs = []
             for seed in range(args.seeds):
                 pick = np.sort(np.random.default_rng(100 + seed).choice(len(models), size=size, replace=False))
-                runs.append(one_run(y[pick], resolution, seed, rule == "simultaneous"))
+                runs.append(one_run(y[pick], resolution, seed, rule))
             row = {
                 "resolution": resolution,
                 "models": size,

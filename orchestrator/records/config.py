@@ -224,14 +224,18 @@ class ReferenceConfig(_Section):
     candidate whose responses serve as the anchor (it is then not ranked)."""
     template: str = "raee-pairwise-summary"
     """A ``kind = "reference"`` template (option A = the anchor, B = the candidate, C = tie)."""
-    allocation: Literal["all", "adaptive"] = "all"
+    allocation: Literal["all", "adaptive", "gains"] = "all"
     """``all``: every candidate on every prompt, ``selection.batch`` prompts per round in a seeded
     order (a budget cut leaves a random subset of prompts, the same for every candidate);
     ``adaptive``: every candidate walks the same seeded prompt order (so any two are compared on
-    common prompts); after ``warmup_prompts`` prompts each, every round gives one more prompt to the
-    ``selection.batch`` candidates where it lowers most the expected number of misordered pairs plus
-    the interval width (a candidate with few prompts is uncertain, so never starved); the run stops
-    early when every candidate's Elo interval is separated from its neighbours'."""
+    common prompts) at the same depth, and a candidate stops once its place is settled — both
+    neighbours ordered beyond doubt, or with ``resolution`` ordered or tied at the stopping claims'
+    confidence — unless its interval is the widest (issue #52: with weak evidence it is the fixed
+    subset, so never worse than cutting the benchmark); ``gains`` (the rule before issue #52): after
+    ``warmup_prompts`` prompts each, every round gives one more prompt to the ``selection.batch``
+    candidates where it lowers most the expected number of misordered pairs plus the interval width.
+    Both stop early when every candidate's Elo interval is separated from its neighbours' (or at the
+    ``resolution``)."""
     repeats: int = Field(default=1, ge=1, le=20)
     """Runs of each judge on each item; k ≥ 2 enables the ICC(3,k) screen (the judge must sample:
     a temperature-0 judge repeats itself and its ICC is trivially 1)."""
@@ -255,7 +259,7 @@ class ReferenceConfig(_Section):
     :mod:`orchestrator.raee.board`), its interval, and its rank interval among the board's models.
     Relative to the config file."""
     slice_weight: float = Field(default=1.0, ge=0, le=100)
-    """``adaptive`` with prompt categories: weight of the per-category leaderboards beside the
+    """``gains`` with prompt categories: weight of the per-category leaderboards beside the
     overall one when choosing who gets the next prompt (each candidate's next prompt belongs to one
     category, where it lowers that board's misordered pairs and widths); 0 aims at the overall
     board alone."""

@@ -14,7 +14,16 @@ import numpy as np
 
 from ...errors import OrchestratorError
 from ...raee import outcomes, raee_arrays, reference_wtl
-from ...raee.allocation import allocation_gains, claim_z, leaderboard_state, settled_leaderboard, slice_gains, stratified_order
+from ...raee.allocation import (
+    SETTLED_Z,
+    allocation_gains,
+    claim_z,
+    leaderboard_state,
+    lockstep_choice,
+    settled_leaderboard,
+    slice_gains,
+    stratified_order,
+)
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
@@ -213,6 +222,14 @@ class ReferencePlanner:
             est = self.estimates(cutoff)
             if open_ and est and set(open_) <= set(est) and self._separated(est, open_):
                 return "every candidate's Elo interval is separated from its neighbours'"
+        if ref.allocation == "adaptive":  # lockstep: the open candidates at one depth, the settled ones stop (issue #52)
+            resolution = ref.resolution / 100 if ref.resolution is not None else None
+            z = claim_z(len(self.candidates)) if resolution is not None else SETTLED_Z
+            for k in lockstep_choice(estimate, sigma, depth, population, ctx.config.selection.batch, z=z, resolution=resolution):
+                c = self.candidates[int(k)]
+                units.append(unit(left[c][0], c))
+                selected.append([self.anchor, left[c][0], c, None])
+            return Plan("reference", units, selected) if units else self.done
         values = allocation_gains(estimate, sigma, depth, population)
         if ref.slice_weight:
             values = values + ref.slice_weight * self._slice_gains(table, left)
