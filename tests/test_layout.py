@@ -233,6 +233,8 @@ def test_every_goal_in_the_results_table_names_a_command_that_exists():
         record = latest(goal)
         if record is not None:
             commands.append(record["command"])
+        script = ROOT / "benchmarks" / (goal.script.replace(".", "/") + ".py")
+        assert "harness.parser(__doc__, quick=" in script.read_text(), f"{goal.key}: its script has no --quick for reviewers"
         for command in commands:
             modules = re.findall(r"python -m (benchmarks\.[\w.]+)", command)
             tests = re.findall(r"(tests/test_[\w]+\.py)", command)

@@ -46,11 +46,13 @@ def _converter():
 
 
 def main() -> None:
-    ap = harness.parser(__doc__)
+    ap = harness.parser(__doc__, quick="the coherence aspect only")
     ap.add_argument("--aspects", nargs="+", default=["coherence", "consistency", "fluency", "relevance"])
     ap.add_argument("--share", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    if args.quick:
+        args.aspects = ["coherence"]
     convert = _converter()
     expert, answer_text = {}, {}
     for line in (SHARED / "responses.jsonl").read_text().splitlines():

@@ -92,13 +92,15 @@ def first_reaching(curve: np.ndarray, level: float) -> int | None:
 
 
 def main() -> None:
-    ap = harness.parser(__doc__)
+    ap = harness.parser(__doc__, quick="1 seed, 4 articles, a budget of 40")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--articles", type=int, default=8)
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--cuts", type=float, nargs=2, default=(0.5, 2.0), help="the simulated judge's c1 c2")
     ap.add_argument("--strategies", nargs="+", default=["lookahead", "random"])
     args = ap.parse_args()
+    if args.quick:
+        args.seeds, args.articles, args.budget = 1, 4, 40
     t0 = time.time()
     curves: dict[tuple[str, str], list[np.ndarray]] = {}
     full: dict[str, list[float]] = {"graded": [], "A/B": []}

@@ -244,7 +244,7 @@ def diagnose(name: str, groups: list[Group], seeds: int) -> None:
 
 
 def main() -> None:
-    ap = harness.parser(__doc__)
+    ap = harness.parser(__doc__, quick="2 seeds, a budget of 60, the real logs, the default strategy against Swiss rounds")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--budget", type=int, default=120)
     ap.add_argument("--methods", nargs="+", default=PRODUCT + PEERS)
@@ -252,6 +252,8 @@ def main() -> None:
     ap.add_argument("--sim-prompts", type=int, default=8)
     ap.add_argument("--diagnose", action="store_true", help="only measure the hypotheses (position structure, prior, exploration)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds, args.budget, args.data, args.methods = 2, 60, ["real"], ["lookahead/permutation", "swiss"]
     for name, groups in data_sets(args).items():
         if args.diagnose:
             diagnose(name, groups, args.seeds)

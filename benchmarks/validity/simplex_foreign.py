@@ -78,13 +78,15 @@ def table(rows: list[dict], shapes: list[str]) -> str:
 def main() -> None:
     from orchestrator.simplex.simulate import PANEL_SHAPES
 
-    ap = harness.parser(__doc__)
+    ap = harness.parser(__doc__, quick="1 replicate of the first panel shape")
     ap.add_argument("--replicates", type=int, default=6)
     ap.add_argument("--shapes", nargs="+", default=list(PANEL_SHAPES), choices=PANEL_SHAPES)
     ap.add_argument("--settings", default="{}", help="SimplexSettings overrides as JSON, e.g. '{\"omega\": 0}'")
     ap.add_argument("--json", help="write every replicate's row here")
     ap.add_argument("--table", nargs="+", metavar="JSON", help="only print the table of earlier --json files")
     args = ap.parse_args()
+    if args.quick:
+        args.replicates, args.shapes = 1, args.shapes[:1]
     if args.table:
         for path in args.table:
             with open(path) as f:
