@@ -68,7 +68,9 @@ def claims_figure(r: Record) -> str:
         other = {y["rule"]: y for y in rows if (y["resolution"], y["models"]) == (x["resolution"], x["models"])}
         parts.append(
             f"R = {x['resolution']:g}, {x['models']} models: {x['runs_with_a_wrong_claim']:.0%} of {x['runs']} runs with a wrong claim "
-            f"at {x['calls_at_stop']:.0%} of the calls (gains rule {other['gains']['calls_at_stop']:.0%}; per-pair claims "
+            f"at {x['calls_at_stop']:.0%} of the calls (gains rule {other['gains']['calls_at_stop']:.0%}"
+            + (f", the fixed subset {other['fixed subset']['calls_at_stop']:.0%}" if "fixed subset" in other else "")
+            + "; per-pair claims "
             f"{other['per-pair']['runs_with_a_wrong_claim']:.0%} of runs wrong), coverage of the partly judged {x['coverage_partly']:.3f}, "
             f"runs with a simultaneous interval missing {x['runs_with_a_simultaneous_interval_missing']:.0%}"
         )
@@ -227,3 +229,16 @@ def carried(r: Record) -> str:
     """Goals whose script does not write this goal's figures yet: only records carried over from the
     hand-written table answer them (their text is shown as it was)."""
     raise ValueError("no figures of this goal in a script's record yet")
+
+
+def rank_speed_figure(r: Record) -> str:
+    rows = r["figures"]["rows"]
+    slowest = max(rows, key=lambda x: x["rank_s"])
+    return (
+        f"`rank --json` of a {slowest['models']} × {slowest['prompts']} run: {j((x['rank_s'] for x in rows), '.2f')} s "
+        f"(runs at {j((x['budget'] for x in rows), '.0%')} of the calls, {j((x['allocation'] for x in rows), '')})"
+    )
+
+
+def rank_speed_verdict(r: Record) -> str:
+    return "met" if max(x["rank_s"] for x in r["figures"]["rows"]) <= 2.0 else "not met"

@@ -21,15 +21,17 @@ from benchmarks.leaderboards.common import load
 from orchestrator.raee.allocation import win_rate_intervals
 
 
-def through_product(data: Path, fractions: list[float], workdir: Path | None) -> None:
+def through_product(data: Path, fractions: list[float], workdir: Path | None) -> list[dict]:
     """The comparison through the CLI (module docstring, ``--through-product``); the run files stay
-    in ``workdir`` when one is given."""
+    in ``workdir`` when one is given. Returns one row per run (budget, allocation, τ, errors, the
+    seconds of `run` and of `rank`)."""
     models, y = load(data)
     truth = dict(zip(models, np.nanmean(y, 1)))
     total = int((~np.isnan(y)).sum())
     annotations = [json.loads(line) for line in (data / "annotations.jsonl").open()]
     print("| calls | allocation | Kendall τ | max error | mean error | coverage | fewest prompts | run s | rank s |")
     print("|---|---|---|---|---|---|---|---|---|")
+    out: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = workdir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
@@ -116,10 +118,16 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
                     f"{np.mean(np.abs(est - t) <= half + 1e-9):.2f} | {min(r['prompts'] for r in rows)} | {run_s:.0f} | {rank_s:.1f} |",
                     flush=True,
                 )
+                out.append(
+                    {"budget": fraction, "allocation": allocation, "models": len(names), "prompts": len(prompts)}
+                    | {"tau": round(float(kendalltau(est, t)[0]), 3), "max_error": round(float(err.max()), 2)}
+                    | {"run_s": round(run_s, 1), "rank_s": round(rank_s, 2)}
+                )
         print("\nPer category (AlpacaEval's source sets), from the same runs' `rank --json` slices:\n")
         print("| calls | allocation | category | prompts judged | Kendall τ | max error | coverage | fewest prompts |")
         print("|---|---|---|---|---|---|---|---|")
         print("\n".join(slice_lines))
+    return out
 
 
 def slices(data: Path, draws: int) -> None:

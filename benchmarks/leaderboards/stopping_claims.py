@@ -14,7 +14,8 @@ batches of 4) with the stopping rule checked after every round
 Reported per rule (:data:`RULES`: ``per-pair`` — the gains allocation with z = 1.96 for every claim,
 the rule before issue #52; ``gains`` — the same allocation with simultaneous claims, Bonferroni over
 the board's neighbour claims; ``product`` — the lockstep allocation with simultaneous claims, what a
-run does now): the share of runs with any wrong claim, wrong claims / claims, coverage, and the
+run does now; ``fixed subset`` — every model on the same prompts, deeper together until the same
+claims are settled: cutting the benchmark at the fraction that reaches them): the share of runs with any wrong claim, wrong claims / claims, coverage, and the
 calls at the stop as a share of the full data.
 
     python -m benchmarks.leaderboards.stopping_claims [--seeds 10] [--resolutions 2 3] [--models 20]
@@ -39,7 +40,7 @@ from orchestrator.raee.allocation import (  # noqa: E402
     win_rate_intervals,
 )
 
-RULES = {"per-pair": ("gains", False), "gains": ("gains", True), "product": ("lockstep", True)}
+RULES = {"per-pair": ("gains", False), "gains": ("gains", True), "product": ("lockstep", True), "fixed subset": ("uniform", True)}
 """Each rule: the allocation and whether the claims are simultaneous. ``per-pair``: the gains rule with
 each claim at 95% (before issue #52); ``gains``: the same allocation, claims at the simultaneous level;
 ``product``: what a run does now — the lockstep allocation and simultaneous claims."""
@@ -63,8 +64,9 @@ def one_run(y: np.ndarray, resolution: float, seed: int, rule: str, warmup: int 
         settled = settled_leaderboard(names, est, sigma, judged, population, resolution / 100, z=z)
         if settled is not None or (n >= population).all():
             break
-        if allocation == "lockstep":
-            n[lockstep_choice(est, sigma, n, population, batch, z=z, resolution=resolution / 100)] += 1
+        if allocation in ("lockstep", "uniform"):  # uniform: nobody is ever settled, all go deeper together
+            settle = z if allocation == "lockstep" else np.inf
+            n[lockstep_choice(est, sigma, n, population, batch, z=settle, resolution=resolution / 100)] += 1
             continue
         gains = allocation_gains(est, sigma, n, population)
         for m in np.argsort(-gains)[:batch]:

@@ -17,22 +17,24 @@ A new candidate judged on prompts ``S`` is placed on the board in two steps:
 1. its ability ``θ̂`` by maximum a posteriori under the board's prompts, with the board's spread of
    abilities as the prior, and the model's predicted outcome ``p_i = σ(a_i θ̂ + c_i)`` on every
    prompt of the pool;
-2. outside the board's range of abilities, its win rate over the pool by the **regression estimator** of survey sampling (model-assisted,
-   design-based), in its finite-population form — the judged prompts count as they are, the others
-   ``R`` are predicted: ``ŵ = (Σ_S y + |R| (ȳ_S + β (p̄_R − p̄_S))) / P`` with ``β`` the least-squares slope of ``y`` on
-   ``p`` over ``S``. Under random sampling of ``S`` it is consistent whatever the model gets wrong,
-   and its variance ``s²_e / n · (1 − n / P)`` (``s_e`` the residual sd of that regression) is never
-   larger than the plain mean's ``s²_y / n · (1 − n / P)`` but by the one degree of freedom the
-   slope costs: a prompt model that does not fit the candidate (a model stronger than the whole
-   board) gives ``β ≈ 0`` and the plain mean back. The interval is Student's t on ``n − 2``
-   degrees of freedom.
+2. outside the board's range of abilities, its win rate over the pool by the **regression
+   estimator** of survey sampling (model-assisted, design-based) in its finite-population form —
+   the judged prompts count as they are, the others ``R`` are predicted:
+   ``ŵ = (Σ_S y + |R| (ȳ_S + β (p̄_R − p̄_S))) / P``, ``β`` the least-squares slope of ``y`` on ``p``
+   over ``S`` (judged on the whole pool, a candidate gets its own win rate exactly). Under random
+   sampling of ``S`` it is consistent whatever the model gets wrong, and its variance
+   ``s²_e / n · (1 − n / P)`` (``s_e`` the residual sd of that regression) is never larger than the
+   plain mean's ``s²_y / n · (1 − n / P)`` but by the one degree of freedom the slope costs: a prompt
+   model that does not fit the candidate (a model stronger than the whole board) gives ``β ≈ 0`` and
+   the plain mean back. The interval is Student's t on ``n − 2`` degrees of freedom.
 
-3. within the board's range (θ̂ between the board's lowest and highest ability), the model's
-   prediction corrected by the mean residual, **cross-fitted** (θ from one half of ``S``, the
-   residuals on the other, averaged both ways): unbiased under random prompts, and on AlpacaEval
-   lower in error and better covered than step 2 (``benchmarks/leaderboards/board_placement.py``). Its residual
-   variance sits behind :data:`PRIOR_PROMPTS` pseudo-prompts of the board's models of similar
-   ability (a few skewed outcomes underestimate it).
+3. within the board's range (θ̂ between the board's lowest and highest ability), the prompts of
+   ``R`` are predicted by the model corrected by the mean residual, **cross-fitted** (θ from one half
+   of ``S``, the residuals on the other, averaged both ways): unbiased under random prompts, and on
+   AlpacaEval lower in error and better covered than step 2
+   (``benchmarks/leaderboards/board_placement.py``). Its residual variance sits behind
+   :data:`PRIOR_PROMPTS` pseudo-prompts of the board's models of similar ability (a few skewed
+   outcomes underestimate it).
 
 ``informative_order`` picks the next prompt by Fisher information ``a_i² p_i (1 − p_i)`` at ``θ̂`` —
 worth it only where the candidate lies within the board's range of abilities; outside it the
@@ -203,12 +205,13 @@ def _map_theta(board: Board, judged: np.ndarray, y: np.ndarray) -> float:
 
 
 def _cross_fitted(board: Board, judged: np.ndarray, y: np.ndarray, pool: np.ndarray) -> tuple[float, float]:
-    """The mean outcome over ``pool`` (the prompts not judged) as the model's prediction plus the mean residual, cross-fitted:
-    the judged prompts in two halves (alternately, in the order judged), θ fitted on one half and
-    the residuals read on the other, the two estimates averaged. A θ fitted on the same prompts
-    absorbs their residuals (its score equation sets them near zero), leaving the model's misfit
-    for this candidate as bias (up to a point on AlpacaEval); cross-fitting keeps the correction
-    unbiased under random prompts. ``(estimate, residual variance)``."""
+    """The mean outcome over ``pool`` (the prompts not judged) as the model's prediction plus the
+    mean residual, cross-fitted: the judged prompts in two halves (alternately, in the order
+    judged), θ fitted on one half and the residuals read on the other, the two estimates averaged. A
+    θ fitted on the same prompts absorbs their residuals (its score equation sets them near zero),
+    leaving the model's misfit for this candidate as bias (up to a point on AlpacaEval);
+    cross-fitting keeps the correction unbiased under random prompts. ``(estimate, residual
+    variance)``; an empty ``pool`` gives 0 (nothing to predict)."""
     halves = [np.arange(len(judged))[k::2] for k in (0, 1)]
     estimates, residuals = [], []
     for k in (0, 1):
