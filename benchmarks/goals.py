@@ -61,6 +61,18 @@ GOALS: list[Goal] = [
         "",
         readers.board_figure,
         readers.board_verdict,
+        lambda argv: "--oracle" not in argv,
+    ),
+    Goal(
+        "board-oracle",
+        "#52",
+        "how close a 2PL board can get at all: the held-out model's prompts and ability known (the bound of the 1.0-point goal)",
+        "leaderboards.board_placement",
+        "--oracle",
+        "--oracle",
+        readers.oracle_figure,
+        readers.oracle_verdict,
+        lambda argv: "--oracle" in argv,
     ),
     Goal(
         "stopping-claims",

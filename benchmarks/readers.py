@@ -242,3 +242,19 @@ def rank_speed_figure(r: Record) -> str:
 
 def rank_speed_verdict(r: Record) -> str:
     return "met" if max(x["rank_s"] for x in r["figures"]["rows"]) <= 2.0 else "not met"
+
+
+def oracle_figure(r: Record) -> str:
+    rows = r["figures"]["rows"]
+    names = list(dict.fromkeys(x["oracle"] for x in rows))
+    sizes = sorted({x["n"] for x in rows})
+    parts = [f"{name} {j((x['mae'] for n in sizes for x in rows if (x['oracle'], x['n']) == (name, n)), '.2f')}" for name in names]
+    return f"MAE at {j(sizes, 'd')} prompts: " + "; ".join(parts)
+
+
+def oracle_verdict(r: Record) -> str:
+    at = [x["mae"] for x in r["figures"]["rows"] if x["n"] == 100]
+    if not at:
+        return "–"
+    best = min(at)
+    return f"1.0 at 100 prompts {'beyond' if best > 1.0 else 'within'} even an oracle 2PL board on this data (its best: {best:.2f})"

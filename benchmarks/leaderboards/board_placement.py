@@ -112,6 +112,34 @@ def summarise(results: list[tuple[str, bool, dict]], sizes: list[int], label: st
     return lines
 
 
+def oracle(models: list[str], y: np.ndarray, sizes: list[int], seeds: int) -> list[dict]:
+    """How close can a 2PL board get at all? The board fitted with the held-out model *in* it (its
+    prompts' parameters as well as the data know them) and, for the first row, the model's ability
+    known too: the judged prompts as they are plus the 2PL prediction for the rest. What is left is
+    the 2PL's misfit for each model — no estimator built on this board goes below it."""
+    full = np.nanmean(y, axis=1)
+    board = fit_board(models, y)
+    errors: dict[tuple[str, int], list[float]] = {}
+    for k in range(len(models)):
+        others = np.delete(full, k)
+        if not others.min() <= full[k] <= others.max():
+            continue
+        answered = np.flatnonzero(~np.isnan(y[k]))
+        known = board.predicted(board.theta[k])
+        for n in sizes:
+            for seed in range(seeds):
+                chosen = np.random.default_rng(1000 * seed + n).permutation(answered)[:n]
+                rest = np.setdiff1d(answered, chosen)
+                read = board.predicted(place(board, chosen, y[k, chosen], pool=answered).theta)
+                for name, estimate in (
+                    ("ability and prompts known", (y[k, chosen].sum() + known[rest].sum()) / len(answered)),
+                    ("prompts known", (y[k, chosen].sum() + read[rest].sum()) / len(answered)),
+                    ("the product's estimator", place(board, chosen, y[k, chosen], pool=answered).win_rate),
+                ):
+                    errors.setdefault((name, n), []).append(100 * abs(estimate - full[k]))
+    return [{"oracle": name, "n": n, "mae": round(float(np.mean(e)), 2), "draws": len(e)} for (name, n), e in errors.items()]
+
+
 def main() -> None:
     parser = harness.parser(__doc__, quick="3 seeds, 25 and 100 prompts")
     parser.add_argument("--seeds", type=int, default=20)
@@ -124,7 +152,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 200])
     parser.add_argument("--split", nargs="+", default=["lomo", "stronger"], choices=["lomo", "stronger"])
     parser.add_argument("--json", type=Path, help="Write the rows as JSON here too.")
+    parser.add_argument("--oracle", action="store_true", help="only the oracle bound of a 2PL board (function oracle)")
     args = parser.parse_args()
+    if args.oracle:
+        models, y = load(harness.shared("alpacaeval"))
+        rows = oracle(models, y, [25, 50] if args.quick else args.sizes, 3 if args.quick else 10)
+        for r in rows:
+            print(f"{r['oracle']:<28} n = {r['n']:>3}: MAE {r['mae']:.2f} ({r['draws']} draws)")
+        at = {r["oracle"]: r["mae"] for r in rows if r["n"] == 100}
+        summary = "the oracle 2PL board at 100 prompts: " + "; ".join(f"{name} {mae:.2f}" for name, mae in at.items())
+        harness.record(__file__, args, summary, {"mode": "oracle", "rows": rows})
+        return
     if args.quick:
         args.seeds, args.stronger_seeds, args.sizes = 3, 10, [25, 100]
     models, y = load(harness.shared("alpacaeval"))
