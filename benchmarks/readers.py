@@ -174,7 +174,14 @@ def tests(*files: str) -> Callable[[list[str]], bool]:
 
 def tests_figure(r: Record) -> str:
     f = r["figures"]
-    return f"{f.get('passed', 0)} passed, {f.get('failed', 0) + f.get('error', 0)} failed, {f.get('skipped', 0)} skipped in {f['seconds'] / 60:.1f} min"
+    said = f"{f.get('passed', 0)} passed, {f.get('failed', 0) + f.get('error', 0)} failed, {f.get('skipped', 0)} skipped in {f['seconds'] / 60:.1f} min"
+    if "embedded_judge_installed" in f:
+        said += (
+            " (with the embedded judge installed: its live runs included)"
+            if f["embedded_judge_installed"]
+            else " (without the embedded judge)"
+        )
+    return said
 
 
 def tests_verdict(r: Record) -> str:

