@@ -38,6 +38,7 @@ from scipy.stats import spearmanr
 
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA
+from benchmarks.leaderboards.common import reference_records
 from orchestrator.offline.simulate import simulate_length_comparisons, simulate_length_leaderboard
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
 from orchestrator.poe.covariates import expand_controls
@@ -47,25 +48,13 @@ GOALS = {"spearman": 0.98, "max_abs": 2.0}
 
 
 def write_inputs(annotations: list[dict], log: Path, responses: Path) -> None:
-    repeats: dict[tuple[str, str], int] = {}
     texts: dict[tuple[str, str], int] = {}
-    with log.open("w") as fh:
-        for a in annotations:
-            texts[(a["instruction_id"], a["reference_model"])] = a["len_reference"]
-            if a["model"] == a["reference_model"]:  # the reference against itself: not a candidate
-                continue
+    for a in annotations:
+        texts[(a["instruction_id"], a["reference_model"])] = a["len_reference"]
+        if a["model"] != a["reference_model"]:
             texts[(a["instruction_id"], a["model"])] = a["len_model"]
-            key = (a["model"], a["instruction_id"])
-            repeats[key] = repeats.get(key, 0) + 1
-            record = {
-                "kind": "reference",
-                "judge": "gpt4_turbo",
-                "prompt_id": a["instruction_id"],
-                "candidates": [a["reference_model"], a["model"]],
-                "repeat": repeats[key] - 1,
-                "probs": {"A": 2 - a["preference"], "B": a["preference"] - 1},
-            }
-            fh.write(json.dumps(record) + "\n")
+    with log.open("w") as fh:
+        fh.writelines(json.dumps(record) + "\n" for record in reference_records(annotations))
     with responses.open("w") as fh:
         for (prompt, candidate), length in texts.items():
             fh.write(json.dumps({"prompt_id": prompt, "candidate": candidate, "text": "x" * length}) + "\n")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from benchmarks import harness
 from benchmarks.harness import SHARED_DATA
+from benchmarks.leaderboards.common import reference_records
 
 
 def main() -> None:
@@ -27,28 +28,9 @@ def main() -> None:
     args = parser.parse_args()
     annotations = [json.loads(line) for line in (args.data / "annotations.jsonl").open()]
     self_judged = sum(a["model"] == a["reference_model"] for a in annotations)
-    repeats: dict[tuple[str, str], int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "alpacaeval.jsonl"
-        with log.open("w") as fh:
-            for a in annotations:
-                if a["model"] == a["reference_model"]:  # the reference against itself: not a candidate
-                    continue
-                key = (a["model"], a["instruction_id"])
-                repeats[key] = repeats.get(key, 0) + 1
-                fh.write(
-                    json.dumps(
-                        {
-                            "kind": "reference",
-                            "judge": "gpt4_turbo",
-                            "prompt_id": a["instruction_id"],
-                            "candidates": [a["reference_model"], a["model"]],
-                            "repeat": repeats[key] - 1,
-                            "probs": {"A": 2 - a["preference"], "B": a["preference"] - 1},
-                        }
-                    )
-                    + "\n"
-                )
+        log.write_text("".join(json.dumps(record) + "\n" for record in reference_records(annotations)))
         fit = subprocess.run(
             [sys.executable, "-m", "orchestrator", "fit", "raee", "--log", str(log), "--soft", "--json", "--population", "805"],
             capture_output=True,

@@ -46,3 +46,27 @@ def scores(est: np.ndarray, se: np.ndarray, truth: np.ndarray) -> list[float]:
         float(top),
         float(np.mean(np.abs(est - truth) <= 1.96 * se + 1e-12)),
     ]
+
+
+def reference_records(annotations: list[dict]) -> list[dict]:
+    """AlpacaEval's annotations as reference judgments in the product's log format (judge
+    ``gpt4_turbo``, the reference model shown first, its soft preference as probabilities; a model
+    judged twice on a prompt gets repeats 0, 1, …); the reference against itself is left out."""
+    repeats: dict[tuple[str, str], int] = defaultdict(int)
+    records = []
+    for a in annotations:
+        if a["model"] == a["reference_model"]:  # the reference against itself: not a candidate
+            continue
+        key = (a["model"], a["instruction_id"])
+        records.append(
+            {
+                "kind": "reference",
+                "judge": "gpt4_turbo",
+                "prompt_id": a["instruction_id"],
+                "candidates": [a["reference_model"], a["model"]],
+                "repeat": repeats[key],
+                "probs": {"A": 2 - a["preference"], "B": a["preference"] - 1},
+            }
+        )
+        repeats[key] += 1
+    return records
