@@ -168,7 +168,7 @@ def win_rate_intervals(
     if complete.any():
         values = np.where(np.isnan(y), 0.0, y)
         estimate = np.where(complete, values.sum(1) / np.maximum(n, 1), estimate)
-    own = sigma**2 / np.maximum(n, 1) * np.clip(1.0 - n / np.maximum(populations, 1.0), 0.0, 1.0)
+    own = own_variance(sigma, n, populations)
     half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + np.where(complete, 0.0, shared))
     return estimate, half, np.sqrt(own), n, sigma
 
@@ -181,10 +181,7 @@ def allocation_gains(
     n = np.asarray(n, dtype=float)
     population = np.asarray(population, dtype=float)
 
-    def variance(k: np.ndarray) -> np.ndarray:
-        return sigma**2 / np.maximum(k, 1.0) * np.clip(1.0 - k / np.maximum(population, 1.0), 0.0, 1.0)
-
-    now, after = variance(n), variance(n + 1.0)
+    now, after = own_variance(sigma, n, population), own_variance(sigma, n + 1.0, population)
     gap = np.abs(estimate[:, None] - estimate[None, :])
     tiny = 1e-12
     misorder_now = ndtr(-gap / np.sqrt(now[:, None] + now[None, :] + tiny))
@@ -222,6 +219,30 @@ def claim_z(candidates: int, alpha: float = 0.05) -> float:
     return float(ndtri(1.0 - alpha / (2.0 * max(candidates - 1, 1))))
 
 
+def own_variance(sigma: np.ndarray, n: np.ndarray, population: np.ndarray) -> np.ndarray:
+    """``v_m = σ_m² / n_m · (1 − n_m / P_m)``: a candidate's own variance of its win rate over its pool
+    (finite population; ``n_m`` floored at 1)."""
+    n = np.asarray(n, dtype=float)
+    return sigma**2 / np.maximum(n, 1.0) * np.clip(1.0 - n / np.maximum(np.asarray(population, dtype=float), 1.0), 0.0, 1.0)
+
+
+def neighbour_claims(estimate: np.ndarray, variance: np.ndarray, z: float, resolution: float | None) -> list[tuple[int, int, str]]:
+    """Each pair of neighbours ``(a, b)``, ``a`` above by ``estimate``, with its claim: ``ordered``
+    (``ŵ_a − ŵ_b > z·s_ab``), ``tied`` (``|ŵ_a − ŵ_b| + z·s_ab ≤ resolution``) or ``open``;
+    ``s²_ab = v_a + v_b``."""
+    order = np.argsort(-estimate, kind="stable")
+    claims = []
+    for a, b in zip(order[:-1], order[1:]):
+        gap, spread = float(estimate[a] - estimate[b]), z * float(np.sqrt(variance[a] + variance[b]))
+        if gap > spread:
+            claims.append((int(a), int(b), "ordered"))
+        elif resolution is not None and gap + spread <= resolution:
+            claims.append((int(a), int(b), "tied"))
+        else:
+            claims.append((int(a), int(b), "open"))
+    return claims
+
+
 def lockstep_choice(
     estimate: np.ndarray,
     sigma: np.ndarray,
@@ -237,14 +258,11 @@ def lockstep_choice(
     shallowest first (ties in index order). ``resolution`` on the win-rate scale (0–1)."""
     n = np.asarray(n, dtype=float)
     population = np.asarray(population, dtype=float)
-    variance = sigma**2 / np.maximum(n, 1.0) * np.clip(1.0 - n / np.maximum(population, 1.0), 0.0, 1.0)
+    variance = own_variance(sigma, n, population)
     has_more = n < population
     settled = np.ones(len(n), dtype=bool)
-    order = np.argsort(-estimate, kind="stable")
-    for a, b in zip(order[:-1], order[1:]):
-        gap, spread = abs(float(estimate[a] - estimate[b])), z * float(np.sqrt(variance[a] + variance[b]))
-        decided = gap > spread or (resolution is not None and gap + spread <= resolution)
-        if not decided or n[a] <= 0 or n[b] <= 0:
+    for a, b, claim in neighbour_claims(estimate, variance, z, resolution):
+        if claim == "open" or n[a] <= 0 or n[b] <= 0:
             settled[a] = settled[b] = False
     open_ = ~settled & has_more
     if open_.any():
@@ -269,16 +287,10 @@ def settled_leaderboard(
     """
     if (np.asarray(n) <= 0).any():
         return None
-    n = np.asarray(n, dtype=float)
-    variance = sigma**2 / n * np.clip(1.0 - n / np.maximum(np.asarray(population, dtype=float), 1.0), 0.0, 1.0)
-    order = np.argsort(-estimate, kind="stable")
     ties = []
-    for a, b in zip(order[:-1], order[1:]):
-        gap, spread = float(estimate[a] - estimate[b]), z * float(np.sqrt(variance[a] + variance[b]))
-        if gap > spread:
-            continue
-        if gap + spread <= resolution:
+    for a, b, claim in neighbour_claims(estimate, own_variance(sigma, n, population), z, resolution):
+        if claim == "open":
+            return None
+        if claim == "tied":
             ties.append((names[a], names[b]))
-            continue
-        return None
     return ties
