@@ -202,9 +202,26 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
+def _refuse(message: str) -> None:
+    """Bad input: one line on stderr, exit 2."""
+    print(f"error: benchmarks/results/{message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def records(name: str) -> list[dict[str, Any]]:
     """Every record of one script, oldest first."""
     path = RESULTS / f"{name}.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            _refuse(f"{path.name}:{number}: not a JSON record ({error.msg}); fix or remove that line")
+        if not isinstance(record, dict) or not isinstance(record.get("command"), str) or "date" not in record:
+            _refuse(f"{path.name}:{number}: not a benchmark record (a JSON object with command and date)")
+        out.append(record)
+    return out

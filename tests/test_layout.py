@@ -272,3 +272,23 @@ def test_every_benchmark_script_records_its_figures_as_json():
         assert path.parent.parent == ROOT / "benchmarks", f"{path.relative_to(ROOT)}: scripts live in one folder per question"
     for path in (ROOT / "benchmarks").rglob("*.py"):
         assert len(path.read_text().splitlines()) <= 400, f"{path.relative_to(ROOT)} is over 400 lines: split it by concern"
+
+
+def test_a_broken_benchmark_record_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """A hand-edited or truncated line in benchmarks/results/ stops the table with one line naming
+    the file and line (exit 2), never a traceback or a table read from half the records."""
+    import pytest
+
+    from benchmarks import harness
+
+    monkeypatch.setattr(harness, "RESULTS", tmp_path)
+    good = '{"script": "speed.rebuild", "command": "python -m benchmarks.speed.rebuild", "date": "2026-11-27", "figures": {}}'
+    for bad, said in (("{broken", "not a JSON record"), ("[1]", "not a benchmark record"), ('{"date": 1}', "not a benchmark record")):
+        (tmp_path / "speed.rebuild.jsonl").write_text(good + "\n" + bad + "\n")
+        with pytest.raises(SystemExit) as stop:
+            harness.records("speed.rebuild")
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "speed.rebuild.jsonl:2" in err and said in err
+    (tmp_path / "speed.rebuild.jsonl").write_text(good + "\n\n")
+    assert [r["date"] for r in harness.records("speed.rebuild")] == ["2026-11-27"]
