@@ -66,7 +66,7 @@ GOALS: list[Goal] = [
     Goal(
         "board-oracle",
         "#52",
-        "how close a 2PL board can get at all: the held-out model's prompts and ability known (the bound of the 1.0-point goal)",
+        "how close a board can get at all: a 2PL board with the held-out model's prompts and ability known, and predictors without a 2PL (the bound of the 1.0-point goal)",
         "leaderboards.board_placement",
         "--oracle",
         "--oracle",

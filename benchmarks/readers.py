@@ -40,7 +40,12 @@ def board_verdict(r: Record) -> str:
     within = {x["n"]: x for x in select_rows(r, split="lomo", subset="within range", method="board")}
     strong = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="board")}
     strong_plain = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="plain")}
-    coverage = [x["coverage"] for x in select_rows(r, method="board")]
+    # every regime on its own: within the board's range, beyond it (leave-one-out), stronger than the board
+    regimes = {("lomo", "within range"), ("lomo", "outside range"), ("stronger", "all")}
+    cells = [x for x in select_rows(r, method="board") if (x["split"], x["subset"]) in regimes]
+    short = [
+        f"{x['split']} {x['subset']} at {x['n']}: {x['coverage']:.3f} of {x.get('draws', '?')} draws" for x in cells if x["coverage"] < 0.93
+    ]
     paired = select_rows(r, split="stronger", subset="all", method="board")
     if paired and "vs_plain" in paired[0]:  # worse only beyond twice the paired differences' standard error
         worse = [x["n"] for x in paired if x["vs_plain"] > 2 * x["vs_plain_se"]]
@@ -50,7 +55,7 @@ def board_verdict(r: Record) -> str:
     parts = [
         f"MAE at 100 ≤ 1.0: {'met' if 100 in within and within[100]['mae'] <= 1.0 else 'not met'}",
         f"stronger never worse than random: {never_worse}",
-        f"coverage ≥ 0.93: {'met' if coverage and min(coverage) >= 0.93 else 'not met'}",
+        f"coverage ≥ 0.93: {'met' if cells and not short else 'not met (' + '; '.join(short) + ')'}",
     ]
     return "; ".join(parts)
 
@@ -256,7 +261,16 @@ def oracle_figure(r: Record) -> str:
     names = list(dict.fromkeys(x["oracle"] for x in rows))
     sizes = sorted({x["n"] for x in rows})
     parts = [f"{name} {j((x['mae'] for n in sizes for x in rows if (x['oracle'], x['n']) == (name, n)), '.2f')}" for name in names]
-    return f"MAE at {j(sizes, 'd')} prompts: " + "; ".join(parts)
+    other = r["figures"].get("alternatives", [])
+    predictors = list(dict.fromkeys(x["predictor"] for x in other))
+    without = [
+        f"{name} {j((x['mae'] for n in sizes for x in other if (x['predictor'], x['n']) == (name, n)), '.2f')}" for name in predictors
+    ]
+    return (
+        f"MAE at {j(sizes, 'd')} prompts: "
+        + "; ".join(parts)
+        + ("; predictors without a 2PL (same draws): " + "; ".join(without) if without else "")
+    )
 
 
 def oracle_verdict(r: Record) -> str:
@@ -264,4 +278,6 @@ def oracle_verdict(r: Record) -> str:
     if not at:
         return "–"
     best = min(at)
-    return f"1.0 at 100 prompts {'beyond' if best > 1.0 else 'within'} even an oracle 2PL board on this data (its best: {best:.2f})"
+    other = [x["mae"] for x in r["figures"].get("alternatives", []) if x["n"] == 100 and "2PL" not in x["predictor"]]
+    beyond = f"1.0 at 100 prompts {'beyond' if best > 1.0 else 'within'} even an oracle 2PL board on this data (its best: {best:.2f})"
+    return beyond + (f"; the predictors without a 2PL {min(other):.2f} at best" if other else "")

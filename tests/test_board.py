@@ -94,3 +94,24 @@ def test_a_board_whose_models_all_tie_fits_without_overflow():
         placed = place(board, np.array([0, 2]), np.array([1.0, 0.5]))
     assert np.isfinite(board.a).all() and np.isfinite(board.c).all() and np.isfinite(board.theta).all()
     assert 0.0 <= placed.low <= placed.win_rate <= placed.high <= 1.0
+
+
+def test_a_weak_model_drawn_unluckily_low_still_gets_an_interval_that_reaches_its_win_rate():
+    # hard 0/1 outcomes of a weak model (win rate 11%): a subset with few wins has a small
+    # sample variance, and an interval built on it at the estimate falls short of the truth
+    rng = np.random.default_rng(3)
+    theta, a, b, _ = _world()
+    p = expit(a[None, :] * (theta[:, None] - b[None, :]))
+    y = (rng.random(p.shape) < p).astype(float)
+    held = 1  # the board's weakest model (4%) below it
+    board = fit_board([f"m{k}" for k in range(len(theta)) if k != held], np.delete(y, held, axis=0))
+    truth = y[held].mean()
+    assert 0.05 < truth < 0.12
+    above = covered = 0
+    for seed in range(300):
+        chosen = np.random.default_rng(seed).permutation(y.shape[1])[:40]
+        placed = place(board, chosen, y[held, chosen])
+        covered += placed.low <= truth <= placed.high
+        above += truth > placed.high
+    assert covered >= 0.93 * 300
+    assert above <= 0.04 * 300  # the misses are not all on the side of the unlucky draws

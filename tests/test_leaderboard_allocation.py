@@ -99,7 +99,7 @@ def test_win_rate_intervals_cover_the_pools_win_rate_only_with_the_prompts_share
         covered_own += list(np.abs(estimate - truth) <= 1.96 * np.sqrt(own))
     assert 0.92 <= np.mean(covered) <= 0.985
     assert np.mean(covered_own) < 0.8
-    assert prompt_sampling_variance(_table(), 60) == 0.0  # every prompt judged: nothing left to draw
+    assert (prompt_sampling_variance(_table(), 60) == 0.0).all()  # every prompt judged: nothing left to draw
 
 
 def test_every_prefix_of_the_stratified_order_holds_each_category_in_proportion():
@@ -165,7 +165,7 @@ def test_a_candidate_judged_on_its_whole_pool_gets_its_own_win_rate_exactly():
     y[2, :5] = np.nan  # candidate 2 has no answer to five (easy) prompts
     y[4, 30:] = np.nan  # candidate 4 is half judged
     populations = np.array([60, 60, 55, 60, 60, 60])
-    estimate, half, *_ = win_rate_intervals(y, populations, 60)
+    estimate, half, *_ = win_rate_intervals(y, populations)
     complete = [0, 1, 2, 3, 5]
     assert np.allclose(estimate[complete], np.nanmean(y[complete], axis=1), atol=1e-12)
     assert np.all(half[complete] == 0.0)

@@ -161,8 +161,14 @@ def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_j
     for row in ranking:  # a budget cut: intervals around every win rate, the prompts each got
         assert row["win_rate_low"] < row["win_rate"] < row["win_rate_high"] or row["win_rate"] in (0.0, 100.0)
         assert row["prompts"] == per[row["candidate"]]
+        # and intervals that hold all at once: wider, around the same win rate
+        assert row["win_rate_low_together"] <= row["win_rate_low"] and row["win_rate_high"] <= row["win_rate_high_together"]
+        assert row["win_rate_high_together"] - row["win_rate_low_together"] > row["win_rate_high"] - row["win_rate_low"] or (
+            row["win_rate"] in (0.0, 100.0)
+        )
     assert run_cli(["rank", str(path)]) == 0
     table = capsys.readouterr().out
+    assert "intervals that hold all at once" in table
     assert f"{ranking[0]['win_rate']:.1f} ({ranking[0]['win_rate_low']:.1f}–{ranking[0]['win_rate_high']:.1f})" in table
     assert "win rate: against the anchor on this prompt pool" in table
     report = fit_raee(path, RaeeOptions(soft=True))

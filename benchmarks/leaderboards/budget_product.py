@@ -152,7 +152,7 @@ def slices(data: Path, draws: int) -> None:
                 chosen = np.random.default_rng(draw).choice(len(columns), k, replace=False)
                 cut = np.full_like(part_y, np.nan)
                 cut[:, chosen] = part_y[:, chosen]
-                est, half, own_sd, _ = win_rate_intervals(cut, (~np.isnan(part_y)).sum(1), len(columns))
+                est, half, own_sd, *_ = win_rate_intervals(cut, (~np.isnan(part_y)).sum(1))
                 covered.append(np.mean(np.abs(est - truth) <= half))
                 covered_own.append(np.mean(np.abs(est - truth) <= 1.96 * own_sd))
                 halves.append(100 * np.median(half))

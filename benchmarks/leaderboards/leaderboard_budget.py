@@ -94,7 +94,7 @@ def adaptive(
     seen = np.zeros_like(answered)
     for m, k in enumerate(n):
         seen[m, ranks[m][:k]] = True
-    est, half, _, _, _ = win_rate_intervals(np.where(seen, y, np.nan), population, y.shape[1])  # the product's interval (`rank`)
+    est, half, *_ = win_rate_intervals(np.where(seen, y, np.nan), population)  # the product's interval (`rank`)
     return est, half / 1.96, n
 
 
@@ -138,7 +138,7 @@ def stratify(data: Path, seeds: int, budgets: list[float], warmup: int, batch: i
                 for c in names:
                     columns = category == c
                     part = np.where(seen[:, columns], y[:, columns], np.nan)
-                    c_est, half, _, c_n = win_rate_intervals(part, answered[:, columns].sum(1), int(columns.sum()))
+                    c_est, half, _, c_n, _ = win_rate_intervals(part, answered[:, columns].sum(1))
                     c_truth = np.nanmean(y[:, columns], 1)
                     judged = c_n > 0
                     worst.append(100 * float(np.max(np.abs(c_est - c_truth)[judged])) if judged.any() else np.nan)

@@ -82,12 +82,12 @@ def one_run(y: np.ndarray, resolution: float, seed: int, rule: str, warmup: int 
             wrong += abs(truth[a] - truth[b]) * 100 > resolution
         else:
             wrong += truth[a] < truth[b]
-    estimate, half, _, _, _ = win_rate_intervals(table, population, y.shape[1])
+    estimate, half, *_ = win_rate_intervals(table, population)
     inside = np.abs(estimate - truth) <= half + 1e-12
     partly = n < population  # a fully judged model's interval is its own win rate: covered by construction
     # the intervals as one statement: each partly judged model's at 5% / K (Bonferroni over the K of them)
     together = 1.0 - 0.05 / max(int(partly.sum()), 1)
-    _, half_all, _, _, _ = win_rate_intervals(table, population, y.shape[1], level=together)
+    half_all = win_rate_intervals(table, population, level=together).half
     any_miss = bool((np.abs(estimate - truth) > half_all + 1e-12)[partly].any())
     return {
         "wrong": wrong,

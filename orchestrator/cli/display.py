@@ -142,6 +142,12 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
                 "prompt is judged); Elo and rank intervals: on prompts like these (the superpopulation)",
                 soft_wrap=True,
             )
+            if any("win_rate_low_together" in r for r in entry["ranking"]):
+                out_console.print(
+                    f"each interval holds on its own with {level}; intervals that hold all at once: "
+                    "`--json`'s win_rate_low_together / win_rate_high_together",
+                    soft_wrap=True,
+                )
         if entry.get("board"):
             board = entry["board"]
             out_console.print(

@@ -139,7 +139,9 @@ def _win_rates(
     prompts: set[str] | None = None,
     sigma: dict[str, float] | None = None,
 ) -> dict[str, dict]:
-    """Candidate → ``{win_rate, win_rate_low, win_rate_high, prompts}``: the win rate against the
+    """Candidate → ``{win_rate, win_rate_low, win_rate_high, prompts}`` (and, on the whole board with
+    two or more candidates judged on part of their prompts, ``win_rate_low_together`` /
+    ``win_rate_high_together``: intervals that all hold at once with ``level``): the win rate against the
     anchor in percent (soft or argmax outcomes as the campaign fits them; prompt-difficulty
     corrected, the plain mean when every prompt is judged — the official AlpacaEval figure), its
     ``level`` interval over the candidate's prompts (:func:`~orchestrator.raee.allocation.win_rate_intervals`),
@@ -160,13 +162,18 @@ def _win_rates(
     if not candidates:
         return {}
     pools = [[p for p in per_candidate.get(c, []) if prompts is None or p in prompts] for c in candidates]
-    pool = max(len(set().union(*pools)), y.shape[1])
     populations = np.array([len(p) for p in pools])
     floor = None
     if prompts is not None:  # a category's win rate, its prompts a sample of it
-        pool, populations = 10**12, np.full(len(candidates), 10**12)
+        populations = np.full(len(candidates), 10**12)
         floor = np.array([(sigma or {}).get(c, 0.0) for c in candidates])
-    estimate, half, own_sd, n, sd = win_rate_intervals(y, populations, pool, level=level, sigma_floor=floor)
+    estimate, half, own_sd, n, sd = win_rate_intervals(y, populations, level=level, sigma_floor=floor)
+    # the intervals as one statement (issue #52): each partly judged candidate's at (1 − level) / K,
+    # K of them (Bonferroni: all hold at once with ``level`` under any dependence between them)
+    partly = int(((n > 0) & (n < np.maximum(populations, n))).sum())
+    together = None
+    if prompts is None and partly > 1:
+        together = win_rate_intervals(y, populations, level=1 - (1 - level) / partly, sigma_floor=floor).half
     out: dict[str, dict] = {}
     for k, candidate in enumerate(candidates):
         if n[k] == 0:
@@ -180,6 +187,9 @@ def _win_rates(
             "own_sd": float(own_sd[k]),  # (for rank intervals: the shared part cancels in differences)
             "sigma": float(sd[k]),
         }
+        if together is not None:
+            out[candidate]["win_rate_low_together"] = round(100 * max(rate - together[k], 0.0), 3)
+            out[candidate]["win_rate_high_together"] = round(100 * min(rate + together[k], 1.0), 3)
     return out
 
 

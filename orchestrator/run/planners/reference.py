@@ -216,7 +216,8 @@ class ReferencePlanner:
                 ties = "; ".join(" ≈ ".join(pair) for pair in settled) or "none"
                 return (
                     f"every neighbour is ordered or within {ref.resolution:g} win-rate points (treated as tied: {ties}); "
-                    f"the {len(self.candidates) - 1} claims hold together with 95% confidence"
+                    f"the {len(self.candidates) - 1} claims hold together with 95% confidence (each at 5% / {len(self.candidates) - 1}; "
+                    "the win-rate intervals `rank` prints are 95% each, not together)"
                 )
         else:
             est = self.estimates(cutoff)
