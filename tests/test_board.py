@@ -115,3 +115,15 @@ def test_a_weak_model_drawn_unluckily_low_still_gets_an_interval_that_reaches_it
         above += truth > placed.high
     assert covered >= 0.93 * 300
     assert above <= 0.04 * 300  # the misses are not all on the side of the unlucky draws
+
+
+def test_one_or_two_judged_prompts_give_an_interval_as_wide_as_they_leave_it():
+    # with too few prompts for the board's regression the estimate is the plain mean, whose variance
+    # is the outcomes' whole spread — not the board's residual spread (on this board of soft outcomes
+    # about 0.1 sd around the model, one won prompt gave 82–100%)
+    theta, a, b, y = _world()
+    board = fit_board([f"m{k}" for k in range(len(theta))], y)
+    one = place(board, np.array([3]), np.array([1.0]))
+    assert one.win_rate > 0.99 and one.low < 0.5 and one.high == 1.0
+    two = place(board, np.array([3, 4]), np.array([0.0, 1.0]))
+    assert two.low < 0.15 and two.high > 0.85

@@ -179,12 +179,15 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
     p_rest = float(predicted[rest].mean()) if len(rest) else 0.0
     plain = float(y.mean()) if n else float("nan")
     fpc = max(1.0 - n / max(len(pool), 1), 0.0)
-    if n >= 3 and float(np.var(p_s)) > 1e-12:
+    regression = n >= 3 and float(np.var(p_s)) > 1e-12
+    if regression:
         slope = float(np.cov(p_s, y, bias=True)[0, 1] / np.var(p_s))
         estimate = known_sum / len(pool) + share_rest * (plain + slope * (p_rest - float(p_s.mean())))
         residual = y - (plain + slope * (p_s - float(p_s.mean())))
         own, df = float(residual @ residual), max(n - 2, 0)
-    else:
+    else:  # the plain mean: its variance is the outcomes' whole spread, which the board's residuals
+        # understate (they leave out the prompts' difficulty), so its ratio is taken at the bound
+        # every outcome in [0, 1] obeys, var ≤ w (1 − w)
         slope, estimate = 0.0, known_sum / len(pool) + share_rest * plain
         own, df = (float(np.var(y) * n), max(n - 1, 0)) if n > 1 else (0.0, 0)
     estimate = float(np.clip(estimate, 0.0, 1.0))
@@ -193,12 +196,12 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
         rest_estimate, s2_own = _cross_fitted(board, judged, y, rest)
         estimate = float(np.clip(known_sum / len(pool) + share_rest * rest_estimate, 0.0, 1.0))
         own, df = (n - 1) * s2_own, n - 1
-    kappa = design_ratio(board, theta, own, df, plain, n)
+    kappa = design_ratio(board, theta, own, df, plain, n, prior=None if regression else 1.0)
     low, high = score_interval(estimate, kappa, n, fpc, df + PRIOR_PROMPTS, level)
     return Placement(theta, estimate, low, high, plain, slope, n, in_range)
 
 
-def design_ratio(board: Board, theta: float, own: float, df: int, plain: float, n: int) -> float:
+def design_ratio(board: Board, theta: float, own: float, df: int, plain: float, n: int, *, prior: float | None = None) -> float:
     """The candidate's residual variance as a share ``κ`` of the Bernoulli variance ``w (1 − w)`` at
     its win rate: its own (residual sum of squares ``own`` on ``df`` degrees of freedom, over the
     variance at its plain mean) behind :data:`PRIOR_PROMPTS` pseudo-prompts of the ratio of the
@@ -206,9 +209,9 @@ def design_ratio(board: Board, theta: float, own: float, df: int, plain: float, 
     and never below the latter: a few prompts misjudge the ratio low far more often than high (a
     model that wins rarely and outright shows none of its wins in 25 prompts, and its ratio, near
     1, reads as 0) — on AlpacaEval the board's weakest model was covered 0.88–0.90 of the time
-    without the floor, 0.92–0.97 with it."""
+    without the floor, 0.92–0.97 with it. ``prior``: a ratio to use instead of the board's."""
     mean = float(np.clip(plain, 0.5 / max(n, 1), 1 - 0.5 / max(n, 1))) if n else 0.5
-    prior = prior_design_ratio(board, theta)
+    prior = prior_design_ratio(board, theta) if prior is None else prior
     return max((own / (mean * (1 - mean)) + PRIOR_PROMPTS * prior) / (df + PRIOR_PROMPTS), prior)
 
 
