@@ -195,3 +195,14 @@ def test_lockstep_walks_the_open_candidates_at_one_depth_and_stops_only_the_sett
     assert sorted(lockstep_choice(close, np.full(4, 0.1), np.full(4, 80.0), population, 4, z=3.0).tolist()) == [1, 2, 3]
     # a candidate with every prompt judged is never chosen
     assert 2 not in lockstep_choice(estimate, sigma, np.array([4.0, 4, 100, 4]), population, 4).tolist()
+
+
+def test_a_win_rate_is_a_share_even_on_a_few_prompts():
+    # one prompt, won, that the others lost: the difficulty correction alone reads above 100%
+    y = np.full((3, 5), np.nan)
+    y[0, 0] = 1.0
+    y[1, :2] = [0.0, 1.0]
+    y[2, :3] = [0.0, 1.0, 0.0]
+    estimate, half, *_ = win_rate_intervals(y, np.array([5, 5, 5]))
+    assert ((0.0 <= estimate) & (estimate <= 1.0)).all()
+    assert (half > 0).all()

@@ -194,6 +194,9 @@ def win_rate_intervals(
     if complete.any():
         values = np.where(np.isnan(y), 0.0, y)
         estimate = np.where(complete, values.sum(1) / np.maximum(n, 1), estimate)
+    # the additive difficulty correction can carry a candidate judged on a few prompts past 0 or 1
+    # (one won prompt that others lost read 116.7%): a win rate is a share
+    estimate = np.clip(estimate, 0.0, 1.0)
     own = own_variance(sigma, n, populations)
     half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + np.where(complete, 0.0, shared))
     return WinRateIntervals(estimate, half, np.sqrt(own), n, sigma)
