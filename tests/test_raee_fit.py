@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy.special import stdtrit
 from scipy.stats import spearmanr
 
 from conftest import DATA
@@ -166,6 +167,16 @@ def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_j
         assert row["win_rate_high_together"] - row["win_rate_low_together"] > row["win_rate_high"] - row["win_rate_low"] or (
             row["win_rate"] in (0.0, 100.0)
         )
+    # checked against Bonferroni by hand: K partly judged candidates, each at 5% / K, Student's t on n − 1
+    partly = sum(row["prompts"] < 16 for row in ranking)
+    checked = 0
+    for row in ranking:
+        if 0 < row["win_rate_low_together"] and row["win_rate_high_together"] < 100:
+            checked += 1
+            ratio = (row["win_rate_high_together"] - row["win_rate_low_together"]) / (row["win_rate_high"] - row["win_rate_low"])
+            expected = stdtrit(row["prompts"] - 1, 1 - 0.025 / partly) / stdtrit(row["prompts"] - 1, 0.975)
+            assert abs(ratio - expected) < 0.01, (row, ratio, expected)
+    assert checked >= 2
     assert run_cli(["rank", str(path)]) == 0
     table = capsys.readouterr().out
     assert "intervals that hold all at once" in table
