@@ -140,13 +140,16 @@ def prompt_sampling_variance(y: np.ndarray, populations: np.ndarray | int, *, sw
     Why the candidate's own ``n_m`` and not the count of all judged prompts, though
     :func:`leaderboard_state` corrects ``ŵ_m`` to them: the correction is additive on the win-rate
     scale, and a model near 0 (or 1) feels a prompt's difficulty less than the board's average
-    model does, so for it the correction removes only part of its prompts' luck (or overshoots).
-    What is left is ``(1 − λ_m)`` times that luck, ``λ_m`` its sensitivity; the variance of the
-    uncorrected luck bounds it for any ``λ_m`` in [0, 2]. Measured (AlpacaEval, lockstep runs to the
-    stopping rule's claims, ``benchmarks/leaderboards/stopping_claims.py``): the partly judged
-    models' 95% intervals held their win rates 0.915 of the time with the count of all judged
-    prompts — every miss a weak model estimated low in a run whose early prompts were easy — and
-    0.94–0.965 with their own ``n_m``."""
+    model does, so for it the correction removes only part of its prompts' luck. With ``λ_m`` its
+    sensitivity to difficulty (1 for the average model), what is left is ``(1 − λ_m)`` times the
+    luck of its own prompts against all judged ones, plus the luck of all judged against the pool;
+    its variance is convex in ``λ_m`` and at both ends of [0, 1] at most
+    ``var(d) / n_m · (1 − n_m / P_m)`` — the bound for every model less sensitive than the average,
+    which the weak and the strong are. Measured (AlpacaEval, lockstep runs to the stopping rule's
+    claims, ``benchmarks/leaderboards/stopping_claims.py``): the partly judged models' 95% intervals
+    held their win rates 0.915 (R = 3) and 0.908 (the whole board) of the time with the count of
+    all judged prompts — every miss a weak model estimated low in a run whose early prompts were
+    easy — and 0.963 and 0.961 (20 seeds) with their own ``n_m``."""
     values, seen, n, ability, difficulty, per_prompt, _ = _two_way(y, sweeps)
     judged = per_prompt > 0
     count = int(judged.sum())

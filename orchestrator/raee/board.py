@@ -37,7 +37,8 @@ A new candidate judged on prompts ``S`` is placed on the board in two steps:
 The interval, in both regimes, is a score (Wilson-type) interval: the win rates ``w`` with
 ``(ŵ − w)² ≤ t² κ w (1 − w) (1 − n / P) / n``, where the design ratio ``κ`` — the residual variance
 as a share of the Bernoulli variance ``w (1 − w)`` — is the candidate's own behind
-:data:`PRIOR_PROMPTS` pseudo-prompts of the board's models of similar ability (:func:`design_ratio`).
+:data:`PRIOR_PROMPTS` pseudo-prompts of the board's models of similar ability, and never below
+theirs (:func:`design_ratio`; on one or two prompts, where the estimate is the plain mean, 1).
 The variance is read at ``w``, not at ``ŵ``: a candidate whose few judged prompts happened to be
 mostly lost does not get a narrow interval below its win rate.
 
