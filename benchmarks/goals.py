@@ -61,7 +61,7 @@ GOALS: list[Goal] = [
         "",
         readers.board_figure,
         readers.board_verdict,
-        lambda argv: "--oracle" not in argv,
+        lambda argv: "--oracle" not in argv and "--split" not in argv,  # every split: the verdict reads them all
     ),
     Goal(
         "board-oracle",

@@ -28,11 +28,20 @@ def board_figure(r: Record) -> str:
     if strong and "vs_plain" in next(iter(strong.values())):
         differences, errors = j((x["vs_plain"] for x in strong.values()), "+.2f"), j((x["vs_plain_se"] for x in strong.values()), ".2f")
         paired = f"; paired difference to the plain mean {differences} (se {errors}, {r['figures']['stronger_seeds']} seeds)"
+    summeval = select_rows(r, split="summeval", subset="all", method="board")
+    summeval_plain = select_rows(r, split="summeval", subset="all", method="plain")
+    second = (
+        f"; on SummEval's expert board (not designed on; {summeval[0]['models']} systems) at {j((x['n'] for x in summeval), 'd')} prompts "
+        f"MAE {j((x['mae'] for x in summeval), '.2f')} (plain {j((x['mae'] for x in summeval_plain), '.2f')}), "
+        f"coverage {j((x['coverage'] for x in summeval), '.2f')}"
+        if summeval
+        else ""
+    )
     return (
         f"{r['figures']['seeds']} seeds, at {sizes} prompts: within the board's range MAE "
         f"{j((x['mae'] for x in within.values()), '.2f')} (random + plain mean {j((x['mae'] for x in plain.values()), '.2f')}), "
         f"coverage {j((x['coverage'] for x in within.values()), '.2f')}; stronger than the board "
-        f"{j((x['mae'] for x in strong.values()), '.2f')} (plain {j((x['mae'] for x in strong_plain.values()), '.2f')}){paired}"
+        f"{j((x['mae'] for x in strong.values()), '.2f')} (plain {j((x['mae'] for x in strong_plain.values()), '.2f')}){paired}{second}"
     )
 
 
@@ -41,7 +50,13 @@ def board_verdict(r: Record) -> str:
     strong = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="board")}
     strong_plain = {x["n"]: x["mae"] for x in select_rows(r, split="stronger", subset="all", method="plain")}
     # every regime on its own: within the board's range, beyond it (leave-one-out), stronger than the board
-    regimes = {("lomo", "within range"), ("lomo", "outside range"), ("stronger", "all")}
+    regimes = {
+        ("lomo", "within range"),
+        ("lomo", "outside range"),
+        ("stronger", "all"),
+        ("summeval", "within range"),
+        ("summeval", "outside range"),
+    }
     cells = [x for x in select_rows(r, method="board") if (x["split"], x["subset"]) in regimes]
     short = [
         f"{x['split']} {x['subset']} at {x['n']}: {x['coverage']:.3f} of {x.get('draws', '?')} draws" for x in cells if x["coverage"] < 0.93

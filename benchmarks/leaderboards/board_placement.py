@@ -15,11 +15,14 @@ with :func:`~orchestrator.raee.board.place`. Methods:
 
 Error in win-rate points against the model's full-data win rate (all 805 prompts); coverage of the
 95% intervals; rank error = |rank among the board's models by the estimate − by the full data|.
-Two splits: ``lomo`` (every model held out in turn; "within range" = full-data win rate inside the
-board's) and ``stronger`` (the board = the models under 20%, the held-out = the models above them,
-the FuseChat family among them).
+Three splits: ``lomo`` (every model held out in turn; "within range" = full-data win rate inside the
+board's), ``stronger`` (the board = the models under 20%, the held-out = the models above them,
+the FuseChat family among them), and ``summeval`` — data the estimator was not designed on: SummEval's
+expert ratings as outcomes against the median system (15 systems × 100 articles,
+:func:`~benchmarks.leaderboards.common.summeval_board`), every system held out in turn, at 10 / 20 / 40
+prompts.
 
-    python -m benchmarks.leaderboards.board_placement [--seeds 20] [--sizes 25 50 100 200] [--split lomo stronger]
+    python -m benchmarks.leaderboards.board_placement [--seeds 20] [--sizes 25 50 100 200] [--split lomo stronger summeval]
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.leaderboards.common import load  # noqa: E402
+from benchmarks.leaderboards.common import load, summeval_board  # noqa: E402
 from orchestrator.raee.board import fit_board, informative_order, place  # noqa: E402
 
 WARMUP = 25
+SUMMEVAL_SIZES = [10, 20, 40]
+"""The SummEval board has 100 prompts: these sizes leave most of them to predict."""
 
 
 def run_model(board, y_m: np.ndarray, sizes: list[int], seeds: int, truth: float, board_rates: np.ndarray, adaptive: bool = True) -> dict:
@@ -200,8 +205,11 @@ def main() -> None:
         default=50,
         help="seeds of each model beyond the board (the stronger split's 4, the leave-one-out's weakest and strongest: few models, more draws each)",
     )
+    parser.add_argument(
+        "--summeval-seeds", type=int, default=100, help="seeds of each model of the SummEval board (15 × 100: a draw costs little)"
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 200])
-    parser.add_argument("--split", nargs="+", default=["lomo", "stronger"], choices=["lomo", "stronger"])
+    parser.add_argument("--split", nargs="+", default=["lomo", "stronger", "summeval"], choices=["lomo", "stronger", "summeval"])
     parser.add_argument("--json", type=Path, help="Write the rows as JSON here too.")
     parser.add_argument(
         "--oracle",
@@ -228,14 +236,17 @@ def main() -> None:
         harness.record(__file__, args, summary, {"mode": "oracle", "rows": rows, "alternatives": alternatives})
         return
     if args.quick:
-        args.seeds, args.stronger_seeds, args.sizes = 3, 10, [25, 100]
-    models, y = load(harness.shared("alpacaeval"))
-    full = np.nanmean(y, axis=1)
+        args.seeds, args.stronger_seeds, args.summeval_seeds, args.sizes = 3, 10, 10, [25, 100]
+    alpaca = load(harness.shared("alpacaeval"))
     started = time.time()
     rows: list[dict] = []
     for split in args.split:
         results = []
-        if split == "lomo":
+        # SummEval: a board the estimator was not designed on (100 prompts: sizes up to 40)
+        models, y = summeval_board(harness.shared("summeval")) if split == "summeval" else alpaca
+        full = np.nanmean(y, axis=1)
+        sizes = SUMMEVAL_SIZES if split == "summeval" else args.sizes
+        if split in ("lomo", "summeval"):
             plan = [(k, [j for j in range(len(models)) if j != k]) for k in range(len(models))]
         else:
             old = [j for j in range(len(models)) if full[j] < 0.20]
@@ -243,10 +254,11 @@ def main() -> None:
         for k, on_board in plan:
             board = fit_board([models[j] for j in on_board], y[on_board])
             within = bool(full[on_board].min() <= full[k] <= full[on_board].max())
-            seeds = args.seeds if split == "lomo" and within else args.stronger_seeds  # few models beyond the board: more draws each
-            results.append((models[k], within, run_model(board, y[k], args.sizes, seeds, float(full[k]), full[on_board])))
+            # few models beyond the board: more draws each; SummEval's small board: cheap, many draws
+            seeds = args.summeval_seeds if split == "summeval" else args.seeds if split == "lomo" and within else args.stronger_seeds
+            results.append((models[k], within, run_model(board, y[k], sizes, seeds, float(full[k]), full[on_board])))
             print(f"  {split}: {models[k]} ({100 * full[k]:.1f}%) done, {time.time() - started:.0f} s", file=sys.stderr)
-        rows += summarise(results, args.sizes, split)
+        rows += summarise(results, sizes, split)
     print(
         f"{'split':<9} {'subset':<14} {'models':>6} {'method':<15} {'n':>4} {'MAE':>6} {'p90':>6} {'cover':>6} {'rank err':>8} {'− plain (se)':>14}"
     )
@@ -266,9 +278,11 @@ def main() -> None:
     summary = (
         f"{args.seeds} seeds, at {sizes} prompts: within the board's range MAE {mae('lomo', 'within range', 'board')} "
         f"(random + plain mean {mae('lomo', 'within range', 'plain')}); stronger than the board {mae('stronger', 'all', 'board')} "
-        f"(plain {mae('stronger', 'all', 'plain')})"
+        f"(plain {mae('stronger', 'all', 'plain')}); SummEval's expert board at 10 / 20 / 40 {mae('summeval', 'all', 'board')} "
+        f"(plain {mae('summeval', 'all', 'plain')})"
     )
-    harness.record(__file__, args, summary, {"seeds": args.seeds, "stronger_seeds": args.stronger_seeds, "sizes": args.sizes, "rows": rows})
+    figures = {"seeds": args.seeds, "stronger_seeds": args.stronger_seeds, "summeval_seeds": args.summeval_seeds, "sizes": args.sizes}
+    harness.record(__file__, args, summary, figures | {"rows": rows})
 
 
 if __name__ == "__main__":

@@ -70,3 +70,20 @@ def reference_records(annotations: list[dict]) -> list[dict]:
         )
         repeats[key] += 1
     return records
+
+
+def summeval_board(data: Path, aspect: str = "relevance") -> tuple[list[str], np.ndarray]:
+    """A second board, from people rather than a judge: SummEval's 16 systems on 100 articles, each
+    system's outcome against the median system (by mean expert rating) per article — 1 when its
+    experts' mean rating of ``aspect`` is higher, ½ when equal, 0 when lower: 15 models × 100 prompts."""
+    rows = [json.loads(line) for line in (data / "responses.jsonl").open()]
+    systems = sorted({r["candidate"] for r in rows}, key=lambda c: int(c[1:]))
+    prompts = sorted({r["prompt_id"] for r in rows})
+    ratings = np.full((len(systems), len(prompts)), np.nan)
+    row, col = {c: k for k, c in enumerate(systems)}, {p: k for k, p in enumerate(prompts)}
+    for r in rows:
+        ratings[row[r["candidate"]], col[r["prompt_id"]]] = r["human"][aspect]
+    anchor = int(np.argsort(np.nanmean(ratings, 1))[len(systems) // 2])
+    others = [k for k in range(len(systems)) if k != anchor]
+    y = np.where(ratings[others] > ratings[anchor], 1.0, np.where(ratings[others] < ratings[anchor], 0.0, 0.5))
+    return [systems[k] for k in others], y
