@@ -97,6 +97,26 @@ def claims_figure(r: Record) -> str:
     return "; ".join(parts)
 
 
+def claims_untuned_figure(r: Record) -> str:
+    rows = r["figures"]["rows"]
+    parts = []
+    for x in (x for x in rows if x["rule"] == "product"):
+        fixed = next((y for y in rows if y["rule"] == "fixed subset" and y["resolution"] == x["resolution"]), None)
+        parts.append(
+            f"R = {x['resolution']:g}: {x['runs_with_a_wrong_claim']:.1%} of {x['runs']} runs with a wrong claim at {x['calls_at_stop']:.0%} "
+            f"of the calls" + (f" (the fixed subset {fixed['calls_at_stop']:.0%})" if fixed else "") + f", coverage of the partly judged "
+            f"{x['coverage_partly']:.3f}, runs with a simultaneous interval missing {x['runs_with_a_simultaneous_interval_missing']:.1%}"
+        )
+    return "; ".join(parts)
+
+
+def claims_untuned_verdict(r: Record) -> str:
+    chosen = select_rows(r, rule="product")
+    wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)
+    coverage = all(x["coverage_partly"] >= 0.93 for x in chosen)
+    return f"wrong claims ≤ 10%: {'met' if wrong else 'not met'}; coverage ≥ 0.93: {'met' if coverage else 'not met'}"
+
+
 def claims_verdict(r: Record) -> str:
     chosen = select_rows(r, rule="product") or select_rows(r, rule="simultaneous")  # "simultaneous": records before the lockstep rule
     wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)

@@ -18,7 +18,8 @@ run does now; ``fixed subset`` — every model on the same prompts, deeper toget
 claims are settled: cutting the benchmark at the fraction that reaches them): the share of runs with any wrong claim, wrong claims / claims, coverage, and the
 calls at the stop as a share of the full data.
 
-    python -m benchmarks.leaderboards.stopping_claims [--seeds 10] [--resolutions 2 3] [--models 20]
+    python -m benchmarks.leaderboards.stopping_claims [--seeds 10] [--resolutions 2 3] [--models 20] [--full]
+    python -m benchmarks.leaderboards.stopping_claims --board summeval --seeds 200   (a board not designed on)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.leaderboards.common import load  # noqa: E402
+from benchmarks.leaderboards.common import load, summeval_board  # noqa: E402
 from orchestrator.raee.allocation import (  # noqa: E402
     allocation_gains,
     claim_z,
@@ -107,21 +108,36 @@ def main() -> None:
     parser.add_argument("--resolutions", type=float, nargs="+", default=[2.0, 3.0])
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--full", action="store_true", help="Also the whole board at the first resolution.")
+    parser.add_argument(
+        "--board",
+        choices=["alpacaeval", "summeval"],
+        default="alpacaeval",
+        help="summeval: a board the rule was not designed on — SummEval's experts as outcomes against the median "
+        "system, all 15 systems, at --resolutions (default there 5 and 10), the product and the fixed subset",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.quick:
-        args.seeds, args.resolutions, args.full = 3, [2.0], False
-    models, y = load(harness.shared("alpacaeval"))
+        args.seeds, args.resolutions, args.full = 3, [2.0] if args.board == "alpacaeval" else [10.0], False
+    rules = list(RULES)
+    if args.board == "summeval":
+        models, y = summeval_board(harness.shared("summeval"))
+        args.models, args.full, rules = len(models), False, ["product", "fixed subset"]
+        if args.resolutions == [2.0, 3.0]:
+            args.resolutions = [5.0, 10.0]  # 100 prompts: a 2-point claim is out of reach
+    else:
+        models, y = load(harness.shared("alpacaeval"))
     started = time.time()
     rows = []
     settings = [(r, args.models) for r in args.resolutions] + ([(args.resolutions[0], len(models))] if args.full else [])
     for resolution, size in settings:
-        for rule in RULES:
+        for rule in rules:
             runs = []
             for seed in range(args.seeds):
                 pick = np.sort(np.random.default_rng(100 + seed).choice(len(models), size=size, replace=False))
                 runs.append(one_run(y[pick], resolution, seed, rule))
             row = {
+                "board": args.board,
                 "resolution": resolution,
                 "models": size,
                 "rule": rule,
