@@ -36,7 +36,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.leaderboards.common import load, summeval_board  # noqa: E402
-from orchestrator.raee.board import fit_board, informative_order, place  # noqa: E402
+from orchestrator.raee.board import cross_fitted, fit_board, informative_order, place  # noqa: E402
 
 WARMUP = 25
 SUMMEVAL_SIZES = [10, 20, 40]
@@ -157,12 +157,9 @@ def other_predictors(models: list[str], y: np.ndarray, sizes: list[int], seeds: 
     filled = np.where(np.isnan(y), full[:, None], y)  # two models lack a few answers: their mean there
 
     def corrected(predict, chosen: np.ndarray, rest: np.ndarray, outcomes: np.ndarray, pool: int) -> float:
-        halves = [chosen[0::2], chosen[1::2]]
-        estimates = []
-        for k in (0, 1):
-            predicted = predict(halves[1 - k])
-            estimates.append(predicted[rest].mean() + (outcomes[halves[k]] - predicted[halves[k]]).mean())
-        return float((outcomes[chosen].sum() + len(rest) * np.mean(estimates)) / pool)
+        # the product's cross-fitting (orchestrator.raee.board.cross_fitted) around another predictor
+        rest_estimate, _ = cross_fitted(lambda train: predict(chosen[train]), chosen, outcomes[chosen], rest)
+        return float((outcomes[chosen].sum() + len(rest) * rest_estimate) / pool)
 
     errors: dict[tuple[str, int], list[float]] = {}
     for k in range(len(models)):

@@ -50,12 +50,13 @@ models stronger than the board).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, stdtrit
 
-__all__ = ["Board", "Placement", "fit_board", "informative_order", "place"]
+__all__ = ["Board", "Placement", "cross_fitted", "fit_board", "informative_order", "place"]
 
 PRIOR_A_LOG_SD = 1.0
 PRIOR_C_SD = 3.0
@@ -194,7 +195,7 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
     estimate = float(np.clip(estimate, 0.0, 1.0))
     in_range = bool(board.theta.min() <= theta <= board.theta.max())
     if in_range and n >= 4:  # within the board's range: the cross-fitted residual correction (step 3)
-        rest_estimate, s2_own = _cross_fitted(board, judged, y, rest)
+        rest_estimate, s2_own = cross_fitted(lambda train: board.predicted(_map_theta(board, judged[train], y[train])), judged, y, rest)
         estimate = float(np.clip(known_sum / len(pool) + share_rest * rest_estimate, 0.0, 1.0))
         own, df = (n - 1) * s2_own, n - 1
     kappa = design_ratio(board, theta, own, df, plain, n, prior=None if regression else 1.0)
@@ -242,19 +243,20 @@ def _map_theta(board: Board, judged: np.ndarray, y: np.ndarray) -> float:
     return theta
 
 
-def _cross_fitted(board: Board, judged: np.ndarray, y: np.ndarray, pool: np.ndarray) -> tuple[float, float]:
-    """The mean outcome over ``pool`` (the prompts not judged) as the model's prediction plus the
-    mean residual, cross-fitted: the judged prompts in two halves (alternately, in the order
-    judged), θ fitted on one half and the residuals read on the other, the two estimates averaged. A
-    θ fitted on the same prompts absorbs their residuals (its score equation sets them near zero),
-    leaving the model's misfit for this candidate as bias (up to a point on AlpacaEval);
-    cross-fitting keeps the correction unbiased under random prompts. ``(estimate, residual
-    variance)``; an empty ``pool`` gives 0 (nothing to predict)."""
+def cross_fitted(predict: Callable[[np.ndarray], np.ndarray], judged: np.ndarray, y: np.ndarray, pool: np.ndarray) -> tuple[float, float]:
+    """The mean outcome over ``pool`` (the prompts not judged) as a prediction plus the mean
+    residual, cross-fitted: the judged prompts in two halves (alternately, in the order judged), the
+    predictor fitted on one half and the residuals read on the other, the two estimates averaged.
+    ``predict(train)`` takes the positions in ``judged`` of one half and returns a prediction for
+    every prompt. A predictor fitted on the same prompts absorbs their residuals (the 2PL's score
+    equation sets them near zero), leaving its misfit for this candidate as bias (up to a point on
+    AlpacaEval); cross-fitting keeps the correction unbiased under random prompts. ``(estimate,
+    residual variance)``; an empty ``pool`` gives 0 (nothing to predict)."""
     halves = [np.arange(len(judged))[k::2] for k in (0, 1)]
     estimates, residuals = [], []
     for k in (0, 1):
         train, test = halves[1 - k], halves[k]
-        predicted = board.predicted(_map_theta(board, judged[train], y[train]))
+        predicted = predict(train)
         r = y[test] - predicted[judged[test]]
         estimates.append(float(predicted[pool].mean() + r.mean()) if len(pool) else 0.0)
         residuals.append(r - r.mean())
