@@ -38,6 +38,7 @@ from orchestrator.raee.allocation import (  # noqa: E402
     leaderboard_state,
     lockstep_choice,
     settled_leaderboard,
+    simultaneous_half,
     win_rate_intervals,
 )
 
@@ -86,9 +87,9 @@ def one_run(y: np.ndarray, resolution: float, seed: int, rule: str, warmup: int 
     estimate, half, *_ = win_rate_intervals(table, population)
     inside = np.abs(estimate - truth) <= half + 1e-12
     partly = n < population  # a fully judged model's interval is its own win rate: covered by construction
-    # the intervals as one statement: each partly judged model's at 5% / K (Bonferroni over the K of them)
-    together = 1.0 - 0.05 / max(int(partly.sum()), 1)
-    half_all = win_rate_intervals(table, population, level=together).half
+    # the intervals as one statement, as `rank --json` gives them (one partly judged: its own interval)
+    half_all = simultaneous_half(table, population)
+    half_all = half if half_all is None else half_all
     any_miss = bool((np.abs(estimate - truth) > half_all + 1e-12)[partly].any())
     return {
         "wrong": wrong,

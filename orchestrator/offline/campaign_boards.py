@@ -153,7 +153,7 @@ def _win_rates(
     import numpy as np
 
     from ..raee import item_matrix
-    from ..raee.allocation import win_rate_intervals
+    from ..raee.allocation import simultaneous_half, win_rate_intervals
 
     assert config.reference is not None
     if prompts is not None:
@@ -168,12 +168,7 @@ def _win_rates(
         populations = np.full(len(candidates), 10**12)
         floor = np.array([(sigma or {}).get(c, 0.0) for c in candidates])
     estimate, half, own_sd, n, sd = win_rate_intervals(y, populations, level=level, sigma_floor=floor)
-    # the intervals as one statement (issue #52): each partly judged candidate's at (1 − level) / K,
-    # K of them (Bonferroni: all hold at once with ``level`` under any dependence between them)
-    partly = int(((n > 0) & (n < np.maximum(populations, n))).sum())
-    together = None
-    if prompts is None and partly > 1:
-        together = win_rate_intervals(y, populations, level=1 - (1 - level) / partly, sigma_floor=floor).half
+    together = simultaneous_half(y, populations, level=level, sigma_floor=floor) if prompts is None else None
     out: dict[str, dict] = {}
     for k, candidate in enumerate(candidates):
         if n[k] == 0:

@@ -56,6 +56,7 @@ __all__ = [
     "lockstep_choice",
     "prompt_sampling_variance",
     "settled_leaderboard",
+    "simultaneous_half",
     "slice_gains",
     "stratified_order",
     "win_rate_intervals",
@@ -203,6 +204,20 @@ def win_rate_intervals(
     own = own_variance(sigma, n, populations)
     half = stdtrit(np.maximum(n - 1, 1), (1 + level) / 2) * np.sqrt(own + np.where(complete, 0.0, shared))
     return WinRateIntervals(estimate, half, np.sqrt(own), n, sigma)
+
+
+def simultaneous_half(
+    y: np.ndarray, populations: np.ndarray, *, level: float = 0.95, sigma_floor: np.ndarray | None = None
+) -> np.ndarray | None:
+    """Half-widths of win-rate intervals that hold all at once with ``level`` (issue #52): each of
+    the K candidates judged on part of their pool at ``(1 − level) / K`` (Bonferroni: under any
+    dependence between them); a candidate judged on its whole pool keeps its point. ``None`` when
+    fewer than two are partly judged (the one interval is then the statement)."""
+    n = (~np.isnan(y)).sum(1)
+    partly = int(((n > 0) & (n < np.maximum(np.asarray(populations), n))).sum())
+    if partly < 2:
+        return None
+    return win_rate_intervals(y, populations, level=1 - (1 - level) / partly, sigma_floor=sigma_floor).half
 
 
 def allocation_gains(
