@@ -110,22 +110,22 @@ def claims_untuned_figure(r: Record) -> str:
     return "; ".join(parts)
 
 
-def claims_untuned_verdict(r: Record) -> str:
-    chosen = select_rows(r, rule="product")
+def claims_met(chosen: list[dict]) -> str:
+    """The stopping-claims goals' two thresholds on the product's rows."""
     wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)
-    coverage = all(x["coverage_partly"] >= 0.93 for x in chosen)
+    coverage = all(x.get("coverage_partly", x["coverage"]) >= 0.93 for x in chosen)
     return f"wrong claims ≤ 10%: {'met' if wrong else 'not met'}; coverage ≥ 0.93: {'met' if coverage else 'not met'}"
+
+
+def claims_untuned_verdict(r: Record) -> str:
+    return claims_met(select_rows(r, rule="product"))
 
 
 def claims_verdict(r: Record) -> str:
     chosen = select_rows(r, rule="product") or select_rows(r, rule="simultaneous")  # "simultaneous": records before the lockstep rule
-    wrong = all(x["runs_with_a_wrong_claim"] <= 0.10 for x in chosen)
-    coverage = all(x.get("coverage_partly", x["coverage"]) >= 0.93 for x in chosen)
     full = any(x["models"] > 20 for x in chosen)
     seeds = r["figures"]["seeds"] >= 10
-    return f"wrong claims ≤ 10%: {'met' if wrong else 'not met'}; coverage ≥ 0.93: {'met' if coverage else 'not met'}" + (
-        "" if full and seeds else "; the full board or ≥ 10 seeds not measured"
-    )
+    return claims_met(chosen) + ("" if full and seeds else "; the full board or ≥ 10 seeds not measured")
 
 
 def budget_main(argv: list[str]) -> bool:
