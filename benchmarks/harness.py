@@ -55,6 +55,18 @@ class _Parser(argparse.ArgumentParser):
         return _Parser.parsed
 
 
+def count(text: str) -> int:
+    """An argument that counts draws (``--seeds``, ``--draws``): a whole number ≥ 1 — zero draws
+    give a record of NaNs that reads like a measurement."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} draws measure nothing: give 1 or more")
+    return value
+
+
 def parser(doc: str | None, quick: str | None = None) -> argparse.ArgumentParser:
     """The script's argument parser with the options every benchmark has. ``quick`` says what
     ``--quick`` changes (shown in ``--help``); every goal's script has one."""
@@ -96,6 +108,7 @@ def run(main: Callable[[], Any], file: str) -> None:
     as text, its exit status (for scripts whose figures are their printed tables)."""
     tee = _Tee(sys.stdout)
     sys.stdout = tee  # type: ignore[assignment]
+    _Parser.parsed = None
     code: int | str | None = 0
     try:
         main()
@@ -106,8 +119,8 @@ def run(main: Callable[[], Any], file: str) -> None:
     text = tee.buffer.getvalue()
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("|")]
     figures = {"tables": tables(text), "lines": lines, "exit_code": code if isinstance(code, int) else 1}
-    args = _Parser.parsed or argparse.Namespace()
-    record(file, args, lines[-1] if lines else "(no output)", figures)
+    if _Parser.parsed is not None:  # refused arguments or --help: nothing was measured, nothing to record
+        record(file, _Parser.parsed, lines[-1] if lines else "(no output)", figures)
     if code not in (0, None):
         sys.exit(code)
 
@@ -189,7 +202,7 @@ def record(file: str, args: argparse.Namespace, summary: str, figures: dict[str,
     path = RESULTS / f"{name}.jsonl"
     with path.open("a") as out:
         out.write(json.dumps(entry, default=_plain) + "\n")
-    print(f"(appended to {path.relative_to(ROOT)})")
+    print(f"(appended to {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})")
     return path
 
 

@@ -292,3 +292,35 @@ def test_a_broken_benchmark_record_is_one_line_and_exit_2(tmp_path, monkeypatch,
         assert err.count("\n") == 1 and "speed.rebuild.jsonl:2" in err and said in err
     (tmp_path / "speed.rebuild.jsonl").write_text(good + "\n\n")
     assert [r["date"] for r in harness.records("speed.rebuild")] == ["2026-11-27"]
+
+
+def test_refused_arguments_and_help_record_nothing(tmp_path, monkeypatch, capsys):
+    """A benchmark run whose arguments are refused (zero seeds, a word for a number) or that only
+    prints --help measured nothing: one line and exit 2 (0 for --help), and no record — before, the
+    harness appended a record of "(no output)" that the goal table could have read."""
+    import sys
+
+    import pytest
+
+    from benchmarks import harness
+
+    monkeypatch.setattr(harness, "RESULTS", tmp_path)
+
+    def main() -> None:
+        parser = harness.parser("a test script")
+        parser.add_argument("--seeds", type=harness.count, default=3)
+        print(f"| seeds |\n|---|\n| {parser.parse_args().seeds} |")
+
+    for argv in (["--seeds", "0"], ["--seeds", "x"]):
+        monkeypatch.setattr(sys, "argv", ["script.py", *argv])
+        with pytest.raises(SystemExit) as stop:
+            harness.run(main, str(harness.ROOT / "benchmarks" / "group" / "script.py"))
+        assert stop.value.code == 2
+        assert not list(tmp_path.glob("*.jsonl")), argv
+    monkeypatch.setattr(sys, "argv", ["script.py", "--help"])
+    harness.run(main, str(harness.ROOT / "benchmarks" / "group" / "script.py"))  # the help, exit 0
+    assert not list(tmp_path.glob("*.jsonl"))
+    assert "0 draws measure nothing" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["script.py", "--seeds", "2"])
+    harness.run(main, str(harness.ROOT / "benchmarks" / "group" / "script.py"))
+    assert [r["figures"]["tables"] for r in harness.records("group.script")] == [[[{"seeds": "2"}]]]

@@ -63,7 +63,7 @@ def write_inputs(annotations: list[dict], log: Path, responses: Path) -> None:
 def main() -> None:
     parser = harness.parser(__doc__, quick="2 seeds of each simulation (AlpacaEval and SummEval as in full)")
     parser.add_argument("--data", type=Path, default=SHARED_DATA / "alpacaeval")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=harness.count, default=10)
     args = parser.parse_args()
     if args.quick:
         args.seeds = 2

@@ -195,15 +195,18 @@ def other_predictors(models: list[str], y: np.ndarray, sizes: list[int], seeds: 
 
 def main() -> None:
     parser = harness.parser(__doc__, quick="3 seeds, 25 and 100 prompts")
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=harness.count, default=20)
     parser.add_argument(
         "--stronger-seeds",
-        type=int,
+        type=harness.count,
         default=50,
         help="seeds of each model beyond the board (the stronger split's 4, the leave-one-out's weakest and strongest: few models, more draws each)",
     )
     parser.add_argument(
-        "--summeval-seeds", type=int, default=100, help="seeds of each model of the SummEval board (15 × 100: a draw costs little)"
+        "--summeval-seeds",
+        type=harness.count,
+        default=100,
+        help="seeds of each model of the SummEval board (15 × 100: a draw costs little)",
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[25, 50, 100, 200])
     parser.add_argument("--split", nargs="+", default=["lomo", "stronger", "summeval"], choices=["lomo", "stronger", "summeval"])

@@ -217,7 +217,7 @@ def paired_with_fixed(rows: list[list[float]], fixed: list[list[float]]) -> dict
 def main() -> None:
     parser = harness.parser(__doc__, quick="3 seeds (the main table), the first budget only (--through-product)")
     parser.add_argument("--data", type=Path, default=harness.SHARED_DATA / "alpacaeval")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=harness.count, default=10)
     parser.add_argument("--budgets", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.4])
     parser.add_argument("--warmup", type=int, default=4, help="prompts each before the adaptive rounds")
     parser.add_argument("--warmup-share", type=float, default=0.0, help="or this share of each candidate's budget, if more")

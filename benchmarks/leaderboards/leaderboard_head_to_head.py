@@ -160,7 +160,7 @@ def head_to_head(world: World, order: np.ndarray, budget: int, anchor_share: flo
 
 def main() -> None:
     ap = harness.parser(__doc__)
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=harness.count, default=5)
     ap.add_argument("--models", type=int, default=0, help="0: the 37 win rates of leaderboard.csv as the abilities")
     ap.add_argument("--prompts", type=int, default=805)
     ap.add_argument("--answer-sd", type=float, default=1.5)

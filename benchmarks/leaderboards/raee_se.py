@@ -25,7 +25,7 @@ from orchestrator.raee import SE_CURVE_SIZES, outcomes, se_calibration
 def main() -> None:
     ap = harness.parser(__doc__)
     ap.add_argument("--data", default=str(SHARED_DATA / "alpacaeval"))
-    ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--draws", type=harness.count, default=2000)
     ap.add_argument("--plot", default=None, help="write the analytic-vs-empirical SE curve to this PNG")
     args = ap.parse_args()
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

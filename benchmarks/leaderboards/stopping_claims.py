@@ -105,7 +105,7 @@ def one_run(y: np.ndarray, resolution: float, seed: int, rule: str, warmup: int 
 
 def main() -> None:
     parser = harness.parser(__doc__, quick="3 seeds, R = 2 only")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=harness.count, default=10)
     parser.add_argument("--resolutions", type=float, nargs="+", default=[2.0, 3.0])
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--full", action="store_true", help="Also the whole board at the first resolution.")

@@ -38,7 +38,7 @@ def ranks_of(scores: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     parser = harness.parser(__doc__)
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=harness.count, default=20)
     parser.add_argument("--share", type=float, default=0.05)
     args = parser.parse_args()
     records = [(line, r) for line, r in load_log(GPT35 / "coherence.log.jsonl") if r.kind == "pairwise"]

@@ -26,7 +26,7 @@ VICTIM = 4
 
 def main() -> None:
     parser = harness.parser(__doc__)
-    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--seeds", type=harness.count, default=100)
     parser.add_argument("--shares", type=float, nargs="+", default=[0.05, 0.1])
     args = parser.parse_args()
     print(

@@ -31,7 +31,7 @@ def covered(lower, upper, true_rank) -> np.ndarray:
 
 def main() -> None:
     ap = harness.parser(__doc__)
-    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--seeds", type=harness.count, default=8)
     ap.add_argument("--bias", type=float, default=-2.0)
     args = ap.parse_args()
     rows: dict[str, list[tuple[bool, float, float]]] = {}

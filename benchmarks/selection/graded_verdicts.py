@@ -93,7 +93,7 @@ def first_reaching(curve: np.ndarray, level: float) -> int | None:
 
 def main() -> None:
     ap = harness.parser(__doc__, quick="1 seed, 4 articles, a budget of 40")
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=harness.count, default=5)
     ap.add_argument("--articles", type=int, default=8)
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--cuts", type=float, nargs=2, default=(0.5, 2.0), help="the simulated judge's c1 c2")

@@ -44,7 +44,7 @@ def run(strategy, batch, n, budget, probs, truth, seed):
 def main():
     ap = harness.parser(__doc__)
     ap.add_argument("--n", type=int, default=1056)
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--seeds", type=harness.count, default=2)
     ap.add_argument("--judge", default="llm", choices=sorted(JUDGE_PRESETS))
     args = ap.parse_args()
     n = args.n

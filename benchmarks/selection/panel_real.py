@@ -104,7 +104,7 @@ def run(group, judges: list[str], settings: dict, seed: int, max_usd: float, fol
 
 def main() -> None:
     ap = harness.parser(__doc__)
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=harness.count, default=3)
     ap.add_argument("--max-usd", type=float, default=3.0)
     args = ap.parse_args()
     started = time.perf_counter()

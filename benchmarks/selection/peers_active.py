@@ -245,7 +245,7 @@ def diagnose(name: str, groups: list[Group], seeds: int) -> None:
 
 def main() -> None:
     ap = harness.parser(__doc__, quick="2 seeds, a budget of 60, the real logs, the default strategy against Swiss rounds")
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=harness.count, default=5)
     ap.add_argument("--budget", type=int, default=120)
     ap.add_argument("--methods", nargs="+", default=PRODUCT + PEERS)
     ap.add_argument("--data", nargs="+", default=["real", "sim:qwen1.5b", "sim:llm"])

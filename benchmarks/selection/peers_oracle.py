@@ -76,7 +76,7 @@ def main() -> None:
     ap.add_argument("--budgets", type=int, nargs="+", default=[34, 36, 38, 40, 44, 48], help="calls (even: both orders of each pair)")
     ap.add_argument("--scale", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--restarts", type=int, default=3)
-    ap.add_argument("--seeds", type=int, default=10, help="seeds of Swiss rounds and lookahead beside the oracle")
+    ap.add_argument("--seeds", type=harness.count, default=10, help="seeds of Swiss rounds and lookahead beside the oracle")
     ap.add_argument("--data", nargs="+", default=["real"])
     ap.add_argument("--sim-prompts", type=int, default=8)
     args = ap.parse_args()

@@ -27,7 +27,7 @@ def main() -> None:
     ap = harness.parser(__doc__)
     ap.add_argument("--log", default=str(ROOT / "benchmarks/data/summeval-qwen1.5b-coherence.jsonl"))
     ap.add_argument("--responses", default=str(SHARED_DATA / "summeval/responses.jsonl"))
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=harness.count, default=5)
     args = ap.parse_args()
     records = load_log(args.log)
     rows = load_responses(args.responses)

@@ -23,7 +23,7 @@ STRATEGIES = ["min_uncertainty", "variance", "reorder", "eps:0.5", "random"]
 def main():
     ap = harness.parser(__doc__)
     ap.add_argument("--judge", default="llm", choices=sorted(JUDGE_PRESETS))
-    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--seeds", type=harness.count, default=8)
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--candidates", type=int, default=16)
     args = ap.parse_args()

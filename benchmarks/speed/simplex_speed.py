@@ -22,7 +22,7 @@ from orchestrator.simplex.simulate import from_model, panel
 def main() -> None:
     ap = harness.parser(__doc__)
     ap.add_argument("--log", default=str(ROOT / "examples/summeval-likert/coherence.log.jsonl"))
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--seeds", type=harness.count, default=2)
     args = ap.parse_args()
     records, _ = load_absolute_judgments(args.log, log=True)
     datasets = {

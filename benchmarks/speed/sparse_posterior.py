@@ -278,7 +278,7 @@ def part_replay(n: int = 20000, k: int = 200000, batch: int = 5000, budget: int 
 def main() -> None:
     ap = harness.parser(__doc__)
     ap.add_argument("--part", default="all", choices=["all", "variance", "equal", "round", "replay"])
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--seeds", type=harness.count, default=2)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

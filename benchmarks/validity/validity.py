@@ -185,7 +185,7 @@ def simplex_rows(aspects: list[str], replicates: int) -> list[tuple[str, str, di
 
 def main() -> None:
     ap = harness.parser(__doc__)
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=harness.count, default=5)
     ap.add_argument("--no-simplex", action="store_true")
     ap.add_argument("--only-simplex", action="store_true", help="only the simplex and bootstrap rows")
     ap.add_argument("--replicates", type=int, default=5, help="simplex simulation replicates per generator")
