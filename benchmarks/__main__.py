@@ -38,7 +38,13 @@ def row(goal: Goal) -> str:
     else:
         try:
             figure, verdict = goal.figure(record), goal.verdict(record)
-        except (KeyError, TypeError, ValueError) as error:  # a record of another shape: say so in the table, never guess
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            IndexError,
+            AttributeError,
+        ) as error:  # a record of another shape: say so in the table, never guess
             figure, verdict = f"(the record does not have this goal's figures: {error!r})", "–"
     machine = harness.machine_line(record["machine"])
     command = record["command"] if record.get("migrated") else f"`{record['command']}`"

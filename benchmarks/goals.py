@@ -108,6 +108,16 @@ GOALS: list[Goal] = [
         readers.budget_main,
     ),
     Goal(
+        "verdict-coverage",
+        "#62",
+        "judges without log-probabilities: 95% rank intervals from one verdict or k = 3 sampled verdicts per call cover the judge's own full-data ranking ≥ 0.93 at 100 and 400 calls (Qwen SummEval logs, ≥ 5 draw seeds), width stated",
+        "selection.verdict_judges",
+        "--seeds 8",
+        "",
+        readers.verdict_coverage_figure,
+        readers.verdict_coverage_verdict,
+    ),
+    Goal(
         "reliability-4",
         "#54",
         "the fourth reliability campaign: each class fixed at its root, ≥ 40 new cases kept in the suite, readers beside a writer with zero failures",

@@ -227,14 +227,38 @@ def records(name: str) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     out = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            _refuse(
+                f"{path.name}:{number}: not UTF-8 text (byte {raw[error.start]:#04x} at column {error.start + 1}); fix or remove that line"
+            )
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             _refuse(f"{path.name}:{number}: not a JSON record ({error.msg}); fix or remove that line")
-        if not isinstance(record, dict) or not isinstance(record.get("command"), str) or "date" not in record:
-            _refuse(f"{path.name}:{number}: not a benchmark record (a JSON object with command and date)")
+        problem = record_problem(record)
+        if problem:
+            _refuse(f"{path.name}:{number}: not a benchmark record ({problem}); fix or remove that line")
         out.append(record)
     return out
+
+
+RECORD_KEYS = {"command": str, "date": str, "machine": dict, "summary": str}
+"""What every record has, of which type (what the goal table reads of each)."""
+
+
+def record_problem(record: Any) -> str | None:
+    """Why ``record`` is not a benchmark record the table can read (None: it is)."""
+    if not isinstance(record, dict):
+        return f"a JSON object is needed, not {type(record).__name__}"
+    wanted = dict(RECORD_KEYS, **({"source": str} if record.get("migrated") else {"figures": dict}))
+    for key, kind in wanted.items():
+        if key not in record:
+            return f"no {key!r}"
+        if not isinstance(record[key], kind):
+            return f"{key!r} is {type(record[key]).__name__}, not {kind.__name__}"
+    return None

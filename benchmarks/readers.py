@@ -316,3 +316,26 @@ def oracle_verdict(r: Record) -> str:
     other = [x["mae"] for x in r["figures"].get("alternatives", []) if x["n"] == 100 and "2PL" not in x["predictor"]]
     beyond = f"1.0 at 100 prompts {'beyond' if best > 1.0 else 'within'} even an oracle 2PL board on this data (its best: {best:.2f})"
     return beyond + (f"; the predictors without a 2PL {min(other):.2f} at best" if other else "")
+
+
+def _verdict_rows(r: Record) -> list[dict]:
+    return [row for row in r["figures"]["tables"][0] if row["judge"] != "log-probabilities"]
+
+
+def verdict_coverage_figure(r: Record) -> str:
+    rows = _verdict_rows(r)
+    cells = "; ".join(
+        f"{row['judge']} @{row['calls']}: {row['coverage of the judge' + chr(39) + 's own ranks']} "
+        f"(width {row['mean width (ranks of 16)']} of 16; before {row['before #62: coverage, width']})"
+        for row in rows
+    )
+    logprob = [row for row in r["figures"]["tables"][0] if row["judge"] == "log-probabilities"]
+    base = "; ".join(
+        f"@{row['calls']}: {row['coverage of the judge' + chr(39) + 's own ranks']} (width {row['mean width (ranks of 16)']})"
+        for row in logprob
+    )
+    return f"coverage of the judge's own full-data ranks (before: coverage, width): {cells}; log-probabilities {base}"
+
+
+def verdict_coverage_verdict(r: Record) -> str:
+    return "met" if min(float(row["coverage of the judge's own ranks"]) for row in _verdict_rows(r)) >= 0.93 else "not met"

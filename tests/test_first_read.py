@@ -84,7 +84,8 @@ def test_plain_words_first_and_the_figures_with_details(runs, capsys):
     for internal in ("log-strength", "entropy", "sharpness", "precision κ", "position bias Δ"):
         assert internal not in plain, internal
     assert "rank interval: the ranks each candidate holds with 95% probability" in plain
-    assert "judge local-openai: 40 judgments; sides with the ranking fitted to all judgments on" in plain
+    assert "judge local-openai: 40 judgments (read from its log-probabilities); puts " in plain
+    assert "of its probability on the side of the ranking fitted to all judgments (50%: a coin)" in plain
     assert run_cli(["rank", str(runs["good"]), "--details"]) == 0
     details = capsys.readouterr().out
     assert "log-strength" in details and "posterior entropy" in details and "agrees with the ranking" in details

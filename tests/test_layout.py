@@ -282,9 +282,19 @@ def test_a_broken_benchmark_record_is_one_line_and_exit_2(tmp_path, monkeypatch,
     from benchmarks import harness
 
     monkeypatch.setattr(harness, "RESULTS", tmp_path)
-    good = '{"script": "speed.rebuild", "command": "python -m benchmarks.speed.rebuild", "date": "2026-11-27", "figures": {}}'
-    for bad, said in (("{broken", "not a JSON record"), ("[1]", "not a benchmark record"), ('{"date": 1}', "not a benchmark record")):
-        (tmp_path / "speed.rebuild.jsonl").write_text(good + "\n" + bad + "\n")
+    good = (
+        '{"script": "speed.rebuild", "command": "python -m benchmarks.speed.rebuild", "date": "2026-11-27", '
+        '"machine": {}, "summary": "s", "figures": {}}'
+    )
+    for bad, said in (
+        ("{broken", "not a JSON record"),
+        ("[1]", "not a benchmark record"),
+        ('{"date": 1}', "not a benchmark record"),
+        (good.replace('"machine": {}, ', ""), "no 'machine'"),  # a missing key (issue #59)
+        (good.replace('"figures": {}', '"figures": []'), "'figures' is list"),
+        (good.replace('"s"', '"caf\xe9"').encode("latin-1").decode("latin-1"), "not UTF-8"),  # a Latin-1 line
+    ):
+        (tmp_path / "speed.rebuild.jsonl").write_bytes((good + "\n").encode() + bad.encode("latin-1") + b"\n")
         with pytest.raises(SystemExit) as stop:
             harness.records("speed.rebuild")
         assert stop.value.code == 2

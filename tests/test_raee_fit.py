@@ -375,12 +375,14 @@ def test_a_version_1_run_file_is_migrated_when_opened_for_writing(tmp_path, two_
     for table in ("requests", "judgments"):
         db.execute(f"alter table {table} drop column repeat")
     db.execute("alter table judgments drop column cached")
+    db.execute("alter table judgments drop column samples")
     db.execute("pragma user_version = 1")
     db.commit()
     db.close()
     assert len(list(api.ranking(path)["groups"])) == 2  # read-only use of a version-1 file works
     with open_run(path) as store:
         assert {r.repeat for r in store.judgments()} == {0}
+        assert {r.samples for r in store.judgments()} == {None}
     db = sqlite3.connect(path)
     assert db.execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("pragma integrity_check").fetchone()[0] == "ok"

@@ -230,17 +230,39 @@ def people_table(group: str, people: dict, level: str) -> Table:
     return table
 
 
+def read_words(read: dict | None) -> str:
+    """`` read from …`` for a judge line: how its probabilities were read and what that costs."""
+    if not read:
+        return ""
+    method, k, completions = read.get("method"), read.get("samples"), read.get("completions")
+    if method == "verdict":
+        return f" (read from one verdict per call, no log-probabilities: fitted as counts; {completions} completions)"
+    if method == "samples":
+        return f" (read from {k or 'k'} sampled verdicts per call, no log-probabilities: fitted as counts; {completions} paid completions)"
+    if method == "logprobs":
+        return " (read from its log-probabilities)"
+    return ""
+
+
 def judge_lines(judges: list[dict], information: dict[str, dict]) -> list[str]:
     """One plain line per judge: how far it sides with the ranking, how often the first-shown
     answer wins, whether its verdicts carry information (``rank --details``: the figures)."""
     lines = []
     for j in judges:
-        parts = [f"judge {j['judge']}: {j['judgments']} judgments"]
-        if j.get("agreement") is not None:
+        parts = [f"judge {j['judge']}: {j['judgments']} judgments{read_words(j.get('read_as'))}"]
+        # the mean probability, not the share of decisive verdicts: a noisier judge (verdicts drawn
+        # from the same probabilities) then reads the same in expectation, never better
+        if j.get("agreement_probability") is not None:
+            parts.append(
+                f"puts {j['agreement_probability']:.0%} of its probability on the side of the ranking fitted to all judgments (50%: a coin)"
+            )
+        elif j.get("agreement") is not None:
             parts.append(f"sides with the ranking fitted to all judgments on {j['agreement']:.0%} of its verdicts (50%: a coin)")
         test = information.get(j["judge"]) or {}
         share = test.get("first_share")
-        if share is not None:
+        if test.get("first_probability") is not None:
+            parts.append(f"the first-shown answer gets {test['first_probability']:.0%} of it on average (50%: no position bias)")
+        elif share is not None:
             parts.append(f"the first-shown answer wins {share:.0%} of them (50%: no position bias)")
         if test.get("p_value") is not None:
             if test["p_value"] >= 0.05:

@@ -205,6 +205,7 @@ class LiteLLMJudge:
                     status="ok",
                     probs=probs,
                     method="samples",
+                    samples=len(good),
                     note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings),
                 )
             )
@@ -226,6 +227,7 @@ class LiteLLMJudge:
                 status="ok",
                 probs=[_graded(template, r.probs) for r in readings],
                 method=readings[0].method,
+                samples=1 if readings[0].method == "verdict" else None,
                 capped=[list(r.capped) for r in readings],
                 unresolved=[list(r.unresolved) for r in readings],
                 top_logprobs=first.top_logprobs,

@@ -10,12 +10,15 @@ export asks exactly the requests the run asked, in the same rounds, and ends wit
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal
 
 from ..records.log import LogRecord
 from .client import JudgeRequest, Judgment
 
 __all__ = ["LogJudge"]
+
+_METHODS: dict[str, Literal["logprobs", "verdict", "samples"]] = {"logprobs": "logprobs", "verdict": "verdict", "samples": "samples"}
+"""How a logged record's probabilities were read, kept on replay (anything else is ``log``)."""
 
 
 class LogJudge:
@@ -61,11 +64,14 @@ class LogJudge:
                 f"prompt {request.prompt_id!r} (repeat {request.repeat})",
             )
         record = found[0]
+        method: Literal["logprobs", "verdict", "samples", "log"] = _METHODS.get(record.method or "", "log")
         return Judgment(
             **base,
             status="ok",
             probs=[dict(record.probs)],
-            method="log",
+            # a log of verdicts replays as verdicts (fitted as counts: orchestrator.poe.verdicts)
+            method=method,
+            samples=record.samples if method in ("verdict", "samples") else None,
             prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens,
             cost_usd=record.cost_usd,

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import OrchestratorError
 from ..outputs import open_output
 from ..records.config import RunConfig
-from ..records.log import LogRecord
+from ..records.log import LogRecord, grade_vector
 from ..run.planners import reference_items
 from ..store import JudgmentRecord, RunStore, open_run
 
@@ -34,6 +34,7 @@ def _log_line(row: JudgmentRecord, anchor: str | None = None) -> dict:
         "key": row.key,
         "template": row.template,
         "method": row.method,
+        **({"samples": row.samples} if row.samples is not None else {}),
         "capped": one(row.capped),
         "unresolved": one(row.unresolved),
         "text": row.text,
@@ -75,16 +76,56 @@ CSV_COLUMNS = [
     "cached",
 ]
 """The tidy export's fixed columns (issue #51): one row per judgment, the shown answers, the verdict
-(``winner``: the name of the answer the judge prefers, ``tie``; ``score``: an absolute judgment's
+(``winner``: the judge's most probable answer — the name of the candidate it picks, or ``tie`` (:func:`winner`); ``score``: an absolute judgment's
 expected level), then one ``prob_OPTION`` column per option any judgment has (``prob_A``,
 ``prob_B``, ``prob_C`` for a tie, ``prob_A>>B`` … for graded verdicts, ``prob_1`` … for scores);
 the judge's own words in ``text`` only with ``with_text``. No cell holds JSON."""
 
 
-def _winner(row: JudgmentRecord) -> str | None:
-    if row.kind not in ("pairwise", "reference") or row.p_first is None or len(row.candidates) != 2:
+def answer_shares(probs: dict[str, float]) -> tuple[float, float, float]:
+    """``(first, second, tie)``: how probable the judge made each of its three answers (graded
+    verdicts: ``A>>B`` and ``A>B`` say first, ``A=B`` tie, ``B>A`` and ``B>>A`` second)."""
+    graded = grade_vector(probs)
+    if graded is not None:
+        return graded[0] + graded[1], graded[3] + graded[4], graded[2]
+    a, b, c = probs.get("A", 0.0), probs.get("B", 0.0), probs.get("C", 0.0)
+    total = a + b + c
+    return (a / total, b / total, c / total) if total > 0 else (0.0, 0.0, 0.0)
+
+
+def winner(candidates: list[str], probs: dict[str, float]) -> str | None:
+    """The export's ``winner``: the judge's most probable answer — the first-shown candidate's
+    name, the second's, or ``tie`` (a tie option that is the most probable answer; also when the
+    two candidates are exactly as probable, so no single answer is). Not ``p_first``'s side: a tie
+    counts half in ``p_first``, so a judge answering tie with probability 0.71 has ``p_first``
+    above ½ for whichever side the rest leans to, and its most probable answer is still tie."""
+    if len(candidates) != 2 or not probs:
         return None
-    return row.candidates[0] if row.p_first > 0.5 else row.candidates[1] if row.p_first < 0.5 else "tie"
+    first, second, tie = answer_shares(probs)
+    if first + second + tie <= 0:
+        return None
+    if tie >= max(first, second) or first == second:
+        return "tie"
+    return candidates[0] if first > second else candidates[1]
+
+
+def _winner(row: JudgmentRecord) -> str | None:
+    if row.kind not in ("pairwise", "reference") or not row.probs:
+        return None
+    return winner(row.candidates, row.probs[0])
+
+
+SPREADSHEET_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula (OWASP, *CSV Injection*)."""
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell that a spreadsheet would run as a formula, prefixed with ``'`` (OWASP's
+    neutralisation: shown as text, the quote hidden by the spreadsheet); numbers, booleans and
+    empty cells unchanged (a negative number stays a number)."""
+    if isinstance(value, str) and value.startswith(SPREADSHEET_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def _score(row: JudgmentRecord) -> float | None:
@@ -158,7 +199,7 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
             if fmt == "csv":
                 writer = csv.DictWriter(fh, fieldnames=columns)
                 writer.writeheader()
-                writer.writerows(flat)
+                writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in flat)
             else:
                 table = pa.Table.from_pylist(flat) if rows else pa.table({c: [] for c in columns})
                 pq.write_table(table, fh)

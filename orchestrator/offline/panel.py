@@ -4,6 +4,7 @@ and the neighbour pairs the indifference zone treats as practical ties (issue #1
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from ..poe import Posterior, neighbour_status
@@ -39,6 +40,18 @@ _PARAMETERS = (
 """What each judge's entry carries from the posterior (``*_absolute``: the weights of its absolute judgments' covariates)."""
 
 
+def read_as(judgments: list[JudgmentRecord]) -> dict[str, Any]:
+    """How a judge's probabilities were read: ``method`` (the most common: ``logprobs``,
+    ``verdict``, ``samples``, ``log``, or ``unknown``), ``samples`` (verdicts per call, the most
+    common k) and ``completions`` (paid answers behind its judgments: k each for sampled verdicts)."""
+    methods = Counter(r.method or "unknown" for r in judgments)
+    method = methods.most_common(1)[0][0] if methods else "unknown"
+    ks = Counter(r.samples for r in judgments if r.samples)
+    k = ks.most_common(1)[0][0] if ks else (1 if method == "verdict" else None)
+    completions = sum((r.samples or 1) for r in judgments if not r.cached)
+    return {"method": method, "samples": k, "completions": completions}
+
+
 def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Posterior) -> list[dict[str, Any]]:
     """One entry per judge of the group: its judgments, fitted parameters (in the judge index order
     of :func:`~orchestrator.run.groups.fit_group`) and ``agreement``: the share of its pairwise
@@ -49,6 +62,7 @@ def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Post
     for k, name in enumerate(judge_names(judgments)):
         mine = [r for r in judgments if r.judge == name]
         agree = votes = 0
+        side, sided = 0.0, 0
         for r in mine:
             if r.kind != "pairwise" or r.p_first is None or r.p_first == 0.5:
                 continue
@@ -60,7 +74,21 @@ def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Post
                 continue
             votes += 1
             agree += (r.p_first > 0.5) == (float(mean[i]) > float(mean[j]))
-        entry: dict[str, Any] = {"judge": name, "judgments": len(mine), "agreement": round(agree / votes, 4) if votes else None}
+        for r in mine:  # every pairwise judgment, ½ included: the probability it puts on the ranking's side
+            if r.kind != "pairwise" or r.p_first is None:
+                continue
+            a, b = (group.member(r.prompt_id, c) for c in r.candidates)
+            if a is None or b is None or float(mean[group.index[a]]) == float(mean[group.index[b]]):
+                continue
+            sided += 1
+            side += r.p_first if float(mean[group.index[a]]) > float(mean[group.index[b]]) else 1.0 - r.p_first
+        entry: dict[str, Any] = {
+            "judge": name,
+            "judgments": len(mine),
+            "agreement": round(agree / votes, 4) if votes else None,
+            "agreement_probability": round(side / sided, 4) if sided else None,
+            "read_as": read_as(mine),
+        }
         for key in _PARAMETERS:
             if key in posterior.judges:
                 entry[key] = round(float(posterior.judges[key][k]), 4)

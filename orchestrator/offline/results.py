@@ -173,7 +173,10 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
         "groups": out,
         "warnings": warnings,
         "leader": leader,
-        "information": {j: {"judgments": t.judgments, "p_value": t.p_value, "first_share": t.first_share} for j, t in tests.items()},
+        "information": {
+            j: {"judgments": t.judgments, "p_value": t.p_value, "first_share": t.first_share, "first_probability": t.first_probability}
+            for j, t in tests.items()
+        },
     }
 
 

@@ -40,6 +40,10 @@ class InformationTest:
     """Of the F test that the answers explain none of the judge's log-odds (None: too few to tell)."""
     first_share: float | None
     """Share of its decisive verdicts (P ≠ ½) that picked the first-shown answer."""
+    first_probability: float | None = None
+    """Its mean P(first shown better): the same in expectation for a judge read from its
+    log-probabilities and for verdicts drawn from them (a share of decisive verdicts is not: a
+    probability of 0.6 counts as a whole win there, a verdict drawn from it as 0.6 of one)."""
 
     @property
     def informative(self) -> bool | None:
@@ -64,6 +68,7 @@ def content_test(first: Sequence[Hashable], second: Sequence[Hashable], p_first:
     n = len(p)
     decisive = p[np.abs(p - 0.5) > 1e-9]
     share = float(np.mean(decisive > 0.5)) if decisive.size else None
+    mean_first = float(np.mean(np.asarray(p_first, dtype=float))) if n else None
     if n == 0:
         return InformationTest(0, None, share)
     y = np.log(p / (1 - p))
@@ -72,7 +77,7 @@ def content_test(first: Sequence[Hashable], second: Sequence[Hashable], p_first:
     rows_first = np.array([index.setdefault(u, len(index)) for u in first])
     rows_second = np.array([index.setdefault(u, len(index)) for u in second])
     if len(index) > MAX_UNITS:
-        return InformationTest(n, None, share)
+        return InformationTest(n, None, share, mean_first)
     design = np.zeros((n, len(index) + 1))
     design[:, 0] = 1.0
     design[np.arange(n), rows_first + 1] += 1.0
@@ -81,8 +86,8 @@ def content_test(first: Sequence[Hashable], second: Sequence[Hashable], p_first:
     rss1 = float(np.sum((y - design @ coef) ** 2))
     df1, df2 = int(rank) - 1, n - int(rank)
     if df1 <= 0 or df2 <= 0:  # too few comparisons to tell the answers from the position
-        return InformationTest(n, None, share)
+        return InformationTest(n, None, share, mean_first)
     if rss0 <= 1e-9 * n:  # the same verdict whatever the answers
-        return InformationTest(n, 1.0, share)
+        return InformationTest(n, 1.0, share, mean_first)
     statistic = ((rss0 - rss1) / df1) / max(rss1 / df2, 1e-300)
-    return InformationTest(n, float(fdtrc(df1, df2, statistic)), share)
+    return InformationTest(n, float(fdtrc(df1, df2, statistic)), share, mean_first)

@@ -40,8 +40,7 @@ class PoEConfig:
     expert: Expert = field(default_factory=soft_bradley_terry)
     """Comparative expert (see :mod:`orchestrator.poe.experts`)."""
     home_advantage: bool = False
-    """Fit a position bias ``Δ`` jointly with the scores (PoE §3.3): ``d = s_i − s_j − Δ``,
-    so ``Δ < 0`` means the first-shown candidate is favoured."""
+    """Fit a position bias ``Δ`` with the scores (PoE §3.3): ``d = s_i − s_j − Δ``; ``Δ < 0`` favours the first-shown."""
     prior_precision: float = 1.0
     """Precision λ of the ``N(0, λ⁻¹ I)`` prior on scores (PoE §4.2: unit Gaussian)."""
     delta_prior_sd: float = 2.0
@@ -71,6 +70,9 @@ class PoEConfig:
     """Weight each judge's comparisons by its precision κ_j (:mod:`orchestrator.poe.reliability`):
     how many Bernoulli trials one of its probabilities is worth, from the dispersion of its
     residuals (used by :func:`~orchestrator.poe.reliability.fit_with_reliability`)."""
+
+    empirical_prior_scale: bool = False
+    """Average over the prior's scale ``τ`` (``s ~ N(0, τ² I)``) by its evidence (verdict judges: :mod:`.verdicts`)."""
 
     posterior: str = "auto"
     """``dense`` (``Σ`` as an ``N × N`` matrix), ``sparse`` (sparse Hessian, conjugate gradients,

@@ -52,6 +52,7 @@ from .experts import Expert, expected_curvature
 from .graded import fit_cuts, graded_log_probabilities, graded_rows
 from .laplace import Posterior, fit_laplace, pair_variances
 from .objective import NegLogPosterior, Observations, PoEConfig
+from .verdicts import fit_prior_scale
 
 __all__ = [
     "PRECISION_PRIOR_SD",
@@ -129,7 +130,18 @@ def leverage(obs: Observations, posterior: Posterior, expert: Expert, d: Tensor)
 
 
 def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Posterior | None = None) -> Posterior:
-    """The posterior with per-judge reliability:
+    """The posterior with per-judge reliability (:func:`_reliable_fit`) and, with
+    :attr:`PoEConfig.empirical_prior_scale` (verdict judges), the prior's scale estimated
+    (:func:`orchestrator.poe.verdicts.fit_prior_scale`) with every judge's precision held."""
+    weighted, final_config, post = _reliable_fit(obs, config, warm_start)
+    if not config.empirical_prior_scale or weighted.n_comparisons == 0:
+        return post
+    return fit_prior_scale(weighted, final_config, post)
+
+
+def _reliable_fit(obs: Observations, config: PoEConfig, warm_start: Posterior | None = None) -> tuple[Observations, PoEConfig, Posterior]:
+    """The posterior with per-judge reliability, with the (weighted) observations and the config
+    it was fitted with:
 
     1. the plain fit (shared calibration, no weights) — a few Newton steps from zero;
     2. each judge's precision κ_j at that fit (module docstring);
@@ -147,7 +159,8 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
     sharp = config.judge_sharpness and obs.n_judges > 1
     obs = with_fitted_cuts(obs, config, warm_start)
     if not (sharp or config.judge_precision) or obs.n_comparisons == 0:
-        return _with_cuts(obs, fit_laplace(obs, dataclasses.replace(config, judge_sharpness=sharp), warm_start=warm_start))
+        plain_fit = dataclasses.replace(config, judge_sharpness=sharp)
+        return obs, plain_fit, _with_cuts(obs, fit_laplace(obs, plain_fit, warm_start=warm_start))
     plain_config = dataclasses.replace(config, judge_sharpness=False)
     plain = fit_laplace(obs, plain_config, warm_start=warm_start, draws=False)  # only its mode is used
     J = obs.n_judges
@@ -193,7 +206,7 @@ def fit_with_reliability(obs: Observations, config: PoEConfig, warm_start: Poste
         obs = dataclasses.replace(obs, weight=kappa[judge])
         post = fit_laplace(obs, final_config, warm_start=post)
     judges = {**post.judges, "precision": kappa} if config.judge_precision else post.judges
-    return _with_cuts(obs, dataclasses.replace(post, judges=judges))
+    return obs, final_config, _with_cuts(obs, dataclasses.replace(post, judges=judges))
 
 
 CUT_ROUNDS = 2

@@ -44,6 +44,10 @@ class Judgment(BaseModel):
     probs: list[dict[str, float]] = Field(default_factory=list)
     """Option probabilities at each read position (one for single-verdict templates)."""
     method: Literal["logprobs", "verdict", "samples", "log"] | None = None
+    """How :attr:`probs` were read: the judge's log-probabilities, one parsed ``verdict``, the
+    shares of :attr:`samples` sampled verdicts, or a judgment ``log``."""
+    samples: int | None = None
+    """How many verdicts a ``verdict`` (1) or ``samples`` judgment's shares come from."""
     capped: list[list[str]] = Field(default_factory=list)
     unresolved: list[list[str]] = Field(default_factory=list)
     top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)

@@ -89,6 +89,13 @@ class LogRecord(BaseModel):
     completion_tokens: int = Field(default=0, ge=0)
     cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """What the judgment cost (exports): a re-run from the log spends, and budgets, the same."""
+    method: str | None = None
+    """How the probabilities were read: ``logprobs`` (the judge's stated option probabilities),
+    ``verdict`` (one parsed answer: one option 1, the rest 0), ``samples`` (the shares of
+    ``samples`` sampled verdicts), ``log`` (answered from another log); None: not stated (read as
+    log-probabilities). Verdicts and samples are fitted as counts (:mod:`orchestrator.poe.verdicts`)."""
+    samples: int | None = Field(default=None, ge=1)
+    """How many sampled verdicts a ``samples`` (or ``verdict``: 1) judgment's shares come from."""
 
     @field_validator("judge", "prompt_id", "reference")
     @classmethod
@@ -136,6 +143,9 @@ class LogRecord(BaseModel):
                 [float(k) for k in self.probs]
             except ValueError:
                 raise ValueError(f"absolute probs keys must be numeric levels, got {sorted(self.probs)}") from None
+        problem = method_problem(self.method, self.samples, self.probs)
+        if problem:
+            raise ValueError(problem)
         return self
 
     def prob_first(self) -> float:
@@ -352,3 +362,26 @@ def load_responses(path: str | Path) -> list[tuple[int, ResponseRow]]:
     if not out:
         raise OrchestratorError(f"{path}: no responses")
     return out
+
+
+def method_problem(method: str | None, samples: int | None, probs: dict[str, float]) -> str | None:
+    """Why ``probs`` cannot come from the stated ``method`` (None: they can). A verdict is one answer
+    (one option 1, the others 0); ``k`` sampled verdicts give shares that are multiples of ``1/k``
+    (the shares over the options the record lists). Log-probabilities may be anything, one-hot
+    included (a confident judge)."""
+    total = sum(probs.values())
+    if method == "verdict":
+        if samples not in (None, 1):
+            return f"method 'verdict' is one answer, but samples = {samples} (use method 'samples')"
+        if sorted(round(v / total, 9) for v in probs.values() if v > 0) != [1.0]:
+            return (
+                f"method 'verdict' needs one option at 1 and the others at 0, got {dict(probs)} "
+                "(fractional probabilities come from log-probabilities or from several samples)"
+            )
+    elif method == "samples" and samples is not None:
+        off = [o for o, v in probs.items() if abs(v / total * samples - round(v / total * samples)) > 1e-6]
+        if off:
+            return f"method 'samples' with samples = {samples} needs shares in steps of 1/{samples}, got {dict(probs)}"
+    elif samples is not None and method not in ("samples", "verdict"):
+        return f"samples = {samples} is given for method {method!r}: only 'samples' (or 'verdict') judgments have sampled verdicts"
+    return None

@@ -151,6 +151,21 @@ def write_starter(options: StarterOptions) -> Path:
     for option, text in (("--task", options.task), ("--criterion", options.criterion)):
         if not text.strip():
             raise OrchestratorError(f"{option} must not be empty")
+    for option, value in (
+        ("--out", str(out)),
+        ("--prompts", str(options.prompts)),
+        ("--responses", str(options.responses)),
+        ("--name", options.name),
+        ("--judge", options.judge),
+        ("--task", options.task),
+        ("--criterion", options.criterion),
+        ("--api-base", options.api_base or ""),
+        ("--anchor", options.anchor or ""),
+        ("--truth", options.truth or ""),
+    ):
+        bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+        if bad is not None:  # a newline in a name that reaches a comment line would start a config key
+            raise OrchestratorError(f"{option} {value!r} holds a control character ({bad!r}); use a plain name")
     if out.exists() or out.is_symlink():
         raise OrchestratorError(f"{out} already exists; choose another --out (init never overwrites a file)")
     if not out.parent.is_dir():

@@ -9,6 +9,7 @@ agree on every ranking.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import torch
 from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_with_reliability, permutation_debias, threads_for
 from ..poe.covariates import TEXT_CONTROLS, answer_covariates, comparison_covariates, self_covariate, text_features
+from ..poe.verdicts import is_verdict
 from ..records.dataset import Dataset
 from ..records.log import grade_vector, level_distribution
 from ..store import JudgmentRecord
@@ -274,6 +276,9 @@ def fit_group(
         families=config.families,
     )
     observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1), grades=grades)
+    if any(is_verdict(row.method) for row in rows if row.kind == "pairwise"):
+        # verdicts' scores live on a smaller scale than the unit prior's (poe/verdicts.py)
+        config = dataclasses.replace(config, empirical_prior_scale=True)
     return fit_with_reliability(observations, config)
 
 

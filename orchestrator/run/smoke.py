@@ -19,15 +19,26 @@ __all__ = ["smoke_requests", "smoke_calls"]
 def smoke_requests(
     dataset: Dataset, templates: dict[str, Template], attribute: str | None, prefill: bool, parameters: dict[str, str] | None = None
 ) -> list[JudgeRequest]:
-    """One request per template role on the shortest prompt and its two shortest responses."""
+    """One request per template role on the shortest prompt and its two shortest responses (a
+    prompt with a reference answer and one response: that answer against it — a one-candidate
+    reference campaign; a prompt with one response and no reference is not used for pairs)."""
 
     def size(pid: str) -> int:
         return len(dataset.prompts[pid].text) + sum(sorted(len(r.text) for r in dataset.responses[pid].values())[:2])
 
-    pid = min(dataset.responses, key=size)
+    def shows_two(pid: str) -> bool:
+        return len(dataset.responses[pid]) >= 2 or bool(dataset.prompts[pid].reference)
+
+    usable = [pid for pid in dataset.responses if dataset.responses[pid] and shows_two(pid)] or [
+        pid for pid in dataset.responses if dataset.responses[pid]
+    ]
+    pid = min(usable, key=size)
     prompt = dataset.prompts[pid]
     by = dataset.responses[pid]
-    first, second = sorted(by, key=lambda c: (len(by[c].text), c))[:2]
+    ordered = sorted(by, key=lambda c: (len(by[c].text), c))
+    first, second = ordered[0], ordered[1 % len(ordered)]
+    if len(ordered) == 1 and prompt.reference:
+        second = first  # the reference answer is shown against the one response
     out = []
     for role, template in templates.items():
         if template.kind == "absolute":

@@ -1,7 +1,8 @@
 """The run file: one SQLite database (WAL) per run, written through sqlite-utils.
 
-Tables (``SCHEMA_VERSION`` 3; ``PRAGMA user_version`` holds the version; an older file gains the
-``repeat`` (version 2) and ``cached`` (version 3) columns when it is opened for writing):
+Tables (``SCHEMA_VERSION`` 4; ``PRAGMA user_version`` holds the version; an older file gains the
+``repeat`` (version 2), ``cached`` (version 3) and ``samples`` (version 4) columns when it is opened
+for writing; read-only, it reads as before):
 
 - ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
 - ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``).
@@ -14,7 +15,8 @@ Tables (``SCHEMA_VERSION`` 3; ``PRAGMA user_version`` holds the version; an olde
   ``probs`` at every read position, ``p_first`` (pairwise), ``method``, ``capped``, ``unresolved``,
   every ``top_logprobs`` list, ``text``, ``raw`` response, tokens, ``cost_usd``, ``latency_s``,
   ``attempts``, ``error``/``error_type``, ``cached`` (1: answered from the judgment cache, tokens
-  and USD 0: :mod:`orchestrator.store.cache`).
+  and USD 0: :mod:`orchestrator.store.cache`), ``samples`` (how many verdicts a ``verdict`` /
+  ``samples`` judgment's shares count; NULL for log-probabilities).
 - ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
   largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
 - ``human_labels``: people's labels (``orchestrator label``; :mod:`orchestrator.store.labels`), created
@@ -53,7 +55,7 @@ __all__ = [
     "refuse_existing",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset: Dataset, templates: dict[str, Template]) -> RunStore:
@@ -168,7 +170,8 @@ def check_run_file(path: Path) -> None:
 
 def _migrate(store: RunStore) -> None:
     """Bring an older run file to this version: version 2 adds ``repeat`` (0 for every existing
-    row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed)."""
+    row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed), version 4
+    ``judgments.samples`` (NULL: not recorded then)."""
     version = next(store.db.query("PRAGMA user_version"))["user_version"]
     if version >= SCHEMA_VERSION:
         return
@@ -178,6 +181,8 @@ def _migrate(store: RunStore) -> None:
                 store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [repeat] INTEGER NOT NULL DEFAULT 0")
         if version < 3:
             store.db.execute("ALTER TABLE [judgments] ADD COLUMN [cached] INTEGER NOT NULL DEFAULT 0")
+        if version < 4 and "samples" not in store.db["judgments"].columns_dict:
+            store.db.execute("ALTER TABLE [judgments] ADD COLUMN [samples] INTEGER")
         store.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         store.db.execute("update runs set schema_version = ?", [SCHEMA_VERSION])
 

@@ -48,6 +48,8 @@ class JudgmentRecord:
     status: str = "ok"
     template: str = ""
     method: str | None = None
+    samples: int | None = None
+    """How many verdicts a ``verdict``/``samples`` judgment's shares count (None: log-probabilities)."""
     capped: Sequence[Any] = ()
     unresolved: Sequence[Any] = ()
     top_logprobs: Sequence[Any] = ()
@@ -87,6 +89,7 @@ class JudgmentRecord:
             status=row.get("status") or "ok",
             template=row.get("template") or "",
             method=row.get("method"),
+            samples=row.get("samples"),
             capped=_load(row.get("capped"), ()),
             unresolved=_load(row.get("unresolved"), ()),
             top_logprobs=_load(row.get("top_logprobs"), ()),

@@ -73,7 +73,7 @@ FREEZE_AFTER = 20_000
 
 LIGHT_COLUMNS = (
     "key judge kind prompt_id candidates probs p_first round repeat status template method "
-    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached"
+    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached samples"
 ).split()
 """The judgment columns fits and the engine read (everything but the raw answer and top-k lists)."""
 
@@ -238,6 +238,7 @@ class RunStore:
             "round": round_no,
             "created_at": time.time(),
             "cached": int(judgment.cached),
+            "samples": judgment.samples,
         }
         status = "done" if judgment.status == "ok" else "failed"
         with self._transaction():

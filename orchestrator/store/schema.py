@@ -79,6 +79,7 @@ def create_schema(db: sqlite_utils.Database, schema_version: int) -> None:
             "round": int,
             "created_at": float,
             "cached": int,
+            "samples": int,
         },
         pk="key",
         foreign_keys=[("key", "requests", "key")],

@@ -1,0 +1,147 @@
+"""Judges that return verdicts, not log-probabilities: what a verdict says and how wide the
+posterior must be for it.
+
+A judge without log-probabilities (o-series, GPT-5, Claude or Gemini with thinking, any judge read
+by parsing its answer) returns a *count*: of ``k`` sampled verdicts on a shown pair, ``n₁`` for the
+first-shown answer, ``n₂`` for the second and ``n_t`` ties; one parsed verdict is ``k = 1``. The
+record keeps ``p̄ = (n₁ + ½ n_t)/k`` with ``method`` (``verdict`` or ``samples``) and ``k``
+(:class:`~orchestrator.records.judgments.Judgment`). The likelihood of the count under a
+Bradley–Terry model with the judge's sharpness ``t_j`` and position bias ``Δ_j`` is binomial,
+
+.. math:: \\log p(n_1 \\mid s) = k\\,[\\bar p \\log σ(d) + (1 − \\bar p) \\log σ(−d)] + \\text{const},
+          \\qquad d = t_j (s_i − s_j − Δ_j),
+
+which is the soft Bradley–Terry expert (PoE Eq. 1 with α = β = 0) at ``p̄`` with weight ``k``; a
+tie counts half a win each way (the quasi-likelihood of the Davidson model's two decisive outcomes;
+the tie propensity then enters only through the dispersion below). Two things separate a verdict
+from a stated probability, and both are read from the data rather than assumed:
+
+1. **How many trials a judgment is worth.** The per-judge precision κ_j of
+   :mod:`orchestrator.poe.reliability` is the quasi-likelihood weight: for a count it comes out
+   near the number of verdicts behind a comparison (≈ k for one order, ≈ 2k for a
+   permutation-debiased pair whose orders are each ``k`` draws, less where the judge's verdicts
+   vary with the prompt more than a binomial's). So ``k = 1`` and ``k = 64`` get the weight they
+   carry, and a judge's verdicts never count for more than their own spread allows.
+2. **How far apart the scores are.** A verdict moves a score far less than a confident
+   log-probability does, so the scores of a verdict judge live on a much smaller scale (on the
+   embedded 1.5B judge's SummEval logs, sd ≈ 0.13 logit against the unit prior). Under the fixed
+   ``N(0, I)`` prior of PoE §4.2 the posterior then hardly shrinks the verdicts' noise, the
+   posterior draws spread the candidates further than they are, and rank intervals that hold each
+   pair's difference honestly still miss the ranking (0.73–0.86 of the judge's own full-data
+   ranks at 100–400 calls). The prior's scale is therefore estimated (type-II maximum likelihood,
+   the evidence approximation: MacKay 1992, *Bayesian interpolation*, Eq. 4.9), by the fixed
+   point of :func:`fixed_point_scale`; a single estimate of ``τ`` is noisy when the data are
+   thin (on the Qwen logs after 400 verdicts it ranged 0.06–0.62 over draws, and every coverage
+   miss came with a τ too large), so the posterior averages over it instead: a log-uniform
+   hyperprior on ``τ ∈ [0.01, 1]`` (λ on :data:`PRIOR_GRID`), each ``λ`` weighted by its Laplace
+   evidence ``p(data | λ)`` (:func:`log_evidence`), and the mixture of the Laplace posteriors
+   moment-matched to one Gaussian (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance
+   ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). A sparse posterior (thousands of candidates) takes the fixed
+   point alone.
+
+Log-probability judges keep the fixed prior (their scores' scale is set by their probabilities).
+
+References
+----------
+[PoE] §3.1 (soft Bradley–Terry expert), §4.1 (Laplace), §4.2 (the unit Gaussian prior).
+MacKay, D. J. C. (1992). Bayesian interpolation. *Neural Computation* 4(3), 415–447.
+Davidson, R. R. (1970). On extending the Bradley–Terry model to accommodate ties in paired
+comparison experiments. *JASA* 65(329), 317–328.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+from .laplace import Posterior, fit_laplace, marginal_variances
+from .objective import NegLogPosterior, Observations, PoEConfig
+
+__all__ = [
+    "VERDICT_METHODS",
+    "PRIOR_GRID",
+    "PRIOR_SCALE_ROUNDS",
+    "MIN_PRIOR_PRECISION",
+    "MAX_PRIOR_PRECISION",
+    "fit_prior_scale",
+    "fixed_point_scale",
+    "log_evidence",
+    "is_verdict",
+]
+
+VERDICT_METHODS = ("verdict", "samples")
+"""``Judgment.method`` values whose probabilities are counts of verdicts, not stated probabilities."""
+PRIOR_GRID = tuple(float(10 ** (k / 2)) for k in range(9))
+"""The prior precisions λ = 1, 10^½, …, 10⁴ (τ from 1 down to 0.01) the posterior averages over."""
+PRIOR_SCALE_ROUNDS = 12
+"""At most this many refits of the fixed point (sparse posteriors)."""
+MIN_PRIOR_PRECISION = 1.0
+"""λ is never below the fixed prior's: the scale is estimated only downwards (τ ≤ 1), so a verdict
+judge's intervals are never narrower than under PoE's unit prior."""
+MAX_PRIOR_PRECISION = 1e4
+"""τ ≥ 0.01: a judge whose verdicts carry no information leaves every score near 0 and wide
+intervals, never a division by zero."""
+
+
+def is_verdict(method: str | None) -> bool:
+    """Whether a judgment's probabilities are counts of verdicts (:data:`VERDICT_METHODS`)."""
+    return method in VERDICT_METHODS
+
+
+def log_evidence(obs: Observations, config: PoEConfig, posterior: Posterior) -> float:
+    """Laplace approximation of ``log p(data | λ)`` at ``λ = config.prior_precision``, up to a
+    constant that does not depend on λ: ``log p(data, θ̂) + ½ log det Σ_θ`` with the scores' prior
+    normaliser ``(N/2) log λ`` (MacKay 1992, Eq. 4.7)."""
+    assert posterior.theta_cov is not None
+    value = float(NegLogPosterior(obs, config).value(posterior.theta))
+    _, logdet = torch.linalg.slogdet(posterior.theta_cov)
+    return -value + 0.5 * obs.n * math.log(config.prior_precision) + 0.5 * float(logdet)
+
+
+def fit_prior_scale(obs: Observations, config: PoEConfig, posterior: Posterior) -> Posterior:
+    """The posterior with the prior's scale averaged over (module docstring, item 2): a Laplace fit
+    at every λ of :data:`PRIOR_GRID` (warm-started along the grid), weighted by its evidence, the
+    mixture moment-matched. The mode ``theta`` (warm starts, nuisance parameters) is the most
+    probable λ's. ``posterior.judges["prior_scale"]`` holds the posterior mean of ``τ``. A sparse
+    posterior takes :func:`fixed_point_scale`."""
+    if posterior.cov is None or posterior.theta_cov is None:
+        return fixed_point_scale(obs, config, posterior)
+    fits: list[tuple[float, Posterior]] = []
+    values = []
+    post = posterior
+    for lam in PRIOR_GRID:
+        grid_config = dataclasses.replace(config, prior_precision=lam)
+        post = fit_laplace(obs, grid_config, warm_start=post)
+        fits.append((lam, post))
+        values.append(log_evidence(obs, grid_config, post))
+    weight = torch.softmax(torch.tensor(values, dtype=torch.float64), 0)
+    mean = sum(float(w) * p.mean for w, (_, p) in zip(weight, fits))
+    second = sum(float(w) * (p.dense_cov() + torch.outer(p.mean, p.mean)) for w, (_, p) in zip(weight, fits))
+    assert isinstance(mean, torch.Tensor) and isinstance(second, torch.Tensor)
+    cov = second - torch.outer(mean, mean)
+    cov = 0.5 * (cov + cov.T)
+    best = fits[int(torch.argmax(weight))][1]
+    tau = sum(float(w) * lam**-0.5 for w, (lam, _) in zip(weight, fits))
+    judges = {**posterior.judges, **best.judges, "prior_scale": torch.tensor([tau], dtype=torch.float64)}
+    return dataclasses.replace(best, mean=mean, cov=cov, judges=judges)
+
+
+def fixed_point_scale(obs: Observations, config: PoEConfig, posterior: Posterior, *, rounds: int = PRIOR_SCALE_ROUNDS) -> Posterior:
+    """The posterior refitted at the evidence fixed point ``λ ← (N − λ tr Σ)/‖μ‖²`` (MacKay 1992,
+    Eq. 4.9), from ``posterior`` (fitted at ``config.prior_precision``)."""
+    lam = config.prior_precision if config.prior_precision > 0 else 1.0
+    post = posterior
+    for _ in range(rounds):
+        gamma = float(post.n - lam * marginal_variances(post).sum())
+        spread = float((post.mean * post.mean).sum())
+        new = min(max(max(gamma, 0.5) / max(spread, 1e-12), MIN_PRIOR_PRECISION), MAX_PRIOR_PRECISION)
+        if math.isclose(new, lam, rel_tol=0.02):
+            break
+        lam = new
+        post = fit_laplace(obs, dataclasses.replace(config, prior_precision=lam), warm_start=post)
+    # the refits are plain Laplace fits: keep what the reliability fit read (precision, cut-points)
+    return dataclasses.replace(
+        post, judges={**posterior.judges, **post.judges, "prior_scale": torch.tensor([lam**-0.5], dtype=torch.float64)}
+    )
