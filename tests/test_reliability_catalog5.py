@@ -183,3 +183,169 @@ def test_labelling_server_answers_a_crowd_of_200_at_once(tmp_path):
     assert statuses.count(200) >= 64  # at least the served ones; the rest told to retry, never dropped
     assert elapsed < 30
     json.dumps(statuses)
+
+
+# --- numbers bounded by their data: a placement within what its judged outcomes allow ------------
+
+
+def _random_board(rng, models: int, prompts: int):
+    from scipy.special import expit
+
+    theta = rng.normal(0, 1.2, models)
+    b = rng.normal(0, 1.5, prompts)
+    a = rng.uniform(0.3, 2.5, prompts)
+    p = expit(a[None, :] * (theta[:, None] - b[None, :]))
+    soft = rng.random() < 0.5
+    y = p if soft else (rng.random(p.shape) < p).astype(float)
+    return y
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_placement_respects_the_bounds_of_its_judged_outcomes(seed):
+    import numpy as np
+
+    from orchestrator.raee.board import fit_board, place
+
+    rng = np.random.default_rng(seed)
+    models, prompts = int(rng.integers(3, 12)), int(rng.integers(6, 40))
+    y = _random_board(rng, models, prompts)
+    board = fit_board([f"m{k}" for k in range(models)], y)
+    for _ in range(5):
+        n = int(rng.integers(1, prompts + 1))
+        judged = rng.choice(prompts, n, replace=False)
+        # adversarial outcomes too: all won, all lost, steep slopes on few prompts
+        outcomes = rng.choice([rng.random(n), np.ones(n), np.zeros(n), (rng.random(n) < 0.5).astype(float)])
+        result = place(board, judged, outcomes)
+        floor, ceiling = outcomes.sum() / prompts, (outcomes.sum() + prompts - n) / prompts
+        assert floor - 1e-12 <= result.low <= result.win_rate <= result.high <= ceiling + 1e-12
+        assert 0.0 <= result.low and result.high <= 1.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_intervals_that_hold_together_contain_the_one_at_a_time_ones_on_the_board(seed):
+    import numpy as np
+
+    from orchestrator.offline.board_placement import _place_all
+
+    rng = np.random.default_rng(seed)
+    models, prompts = int(rng.integers(3, 12)), int(rng.integers(6, 40))
+    y = _random_board(rng, models, prompts)
+    names = [f"c{k}" for k in range(4)]
+    own = np.full((4, prompts), np.nan)
+    for k in range(4):
+        where = rng.choice(prompts, int(rng.integers(1, prompts + 1)), replace=False)
+        own[k, where] = rng.random(len(where))
+    _, placed = _place_all(
+        [f"m{k}" for k in range(models)], [f"p{j}" for j in range(prompts)], y, (names, [f"p{j}" for j in range(prompts)], own), "b", 0.95
+    )
+    for row in placed.values():
+        assert (
+            row["win_rate_low_together"] <= row["win_rate_low"] <= row["win_rate"] <= row["win_rate_high"] <= row["win_rate_high_together"]
+        )
+        assert 0.0 <= row["win_rate_low_together"] and row["win_rate_high_together"] <= 100.0
+
+
+# --- a board that cannot serve is one line before any call; a run outlives its board's file -------
+
+
+def test_a_board_that_shares_no_prompt_or_holds_a_candidate_is_refused_before_any_call(tmp_path, capsys):
+    from test_raee_fit import _board_and_newcomer
+
+    from judgekit import run_cli
+
+    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
+    with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
+        board_config = write_config(
+            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
+        )
+        board, _ = api.start(board_config)
+        # other prompts: the same rows under new ids
+        other_prompts, other_responses = tmp_path / "other-prompts.jsonl", tmp_path / "other-responses.jsonl"
+        other_prompts.write_text(
+            "".join(json.dumps({**json.loads(x), "id": "q-" + json.loads(x)["id"]}) + "\n" for x in prompts.read_text().splitlines())
+        )
+        other_responses.write_text(
+            "".join(
+                json.dumps({**json.loads(x), "prompt_id": "q-" + json.loads(x)["prompt_id"]}) + "\n"
+                for x in new_responses.read_text().splitlines()
+            )
+        )
+        cases = {"apart": (other_prompts, other_responses, "shares no prompt"), "already": (prompts, board_responses, "already holds")}
+        for name, (p, r, said) in cases.items():
+            config = write_config(
+                tmp_path,
+                server.url,
+                name=name,
+                prompts=p,
+                responses=r,
+                max_calls=10,
+                reference=f'soft = true\nboard = "{board.as_posix()}"\n',
+            )
+            before = len(server.requests) if hasattr(server, "requests") else None
+            assert run_cli(["run", str(config), "--dry-run"]) == 2
+            err = capsys.readouterr().err
+            assert said in err and len(err.strip().splitlines()) == 1, err
+            assert not (tmp_path / "runs" / f"{name}.sqlite").exists()
+            if before is not None:
+                assert len(server.requests) == before
+
+
+def test_a_placed_run_outlives_its_board_file_moved_or_edited(tmp_path, capsys):
+    import shutil
+    import sqlite3
+
+    from test_raee_fit import _board_and_newcomer
+
+    from judgekit import run_cli
+
+    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
+    with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
+        board_config = write_config(
+            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
+        )
+        board, _ = api.start(board_config)
+        config = write_config(
+            tmp_path,
+            server.url,
+            name="placed",
+            prompts=prompts,
+            responses=new_responses,
+            max_calls=24,
+            reference=f'soft = true\nboard = "{board.as_posix()}"\n',
+        )
+        placed, _ = api.start(config)
+    first = api.ranking(placed)["groups"][0]
+    assert first["board"]["file"] == "unchanged since this run started"
+    moved = tmp_path / "elsewhere.sqlite"
+    shutil.move(board, moved)
+    again = api.ranking(placed)["groups"][0]
+    assert "no longer at" in again["board"]["file"]
+    assert again["ranking"] == first["ranking"]  # the same placements from the run's own copy
+    assert run_cli(["status", str(placed)]) == 0 and run_cli(["rank", str(placed)]) == 0
+    assert "no longer at" in capsys.readouterr().out
+    shutil.move(moved, board)
+    db = sqlite3.connect(board)  # an edited board: one judgment's outcome flipped
+    db.execute(
+        'update judgments set probs = \'[{"A": 1.0, "B": 0.0, "C": 0.0}]\' where rowid = (select min(rowid) from judgments where status = \'ok\')'
+    )
+    db.commit()
+    db.close()
+    edited = api.ranking(placed)["groups"][0]
+    assert "has changed since this run started" in edited["board"]["file"]
+    assert edited["ranking"] == first["ranking"]
+
+
+# --- the textbook self-preference design: a judge that is also a candidate, beside a neutral judge --
+
+
+def test_a_judge_that_is_also_a_candidate_beside_a_neutral_judge_is_a_valid_family_map():
+    from orchestrator.records.families import family_problem
+
+    families = {"gpt-4o": "openai", "claude": "anthropic", "llama": "meta"}
+    judges, candidates = ["gpt-4o", "claude"], ["gpt-4o", "llama"]
+    assert family_problem(families, judges, candidates, where="--family") is None
+    # no neutral judge: still refused, with the reason
+    families_both_own = {"gpt-4o": "openai", "claude": "meta", "llama": "meta"}
+    assert "a judge of none" in (family_problem(families_both_own, judges, candidates, where="--family") or "")
+    # a candidate-free map is still refused
+    assert "no candidate has a family" in (family_problem({"gpt-4o": "openai", "claude": "x"}, judges, ["other"], where="m") or "")

@@ -15,13 +15,25 @@ def load_config(config: str | Path | Any, runs_dir: str | Path | None = None):
     from ..records.config import load_config as load
 
     cfg = config if isinstance(config, RunConfig) else load(config)
-    if cfg.reference is not None and cfg.reference.board is not None:  # one line now, not at `rank` (issue #52)
-        from ..offline.board_placement import load_board
-        from ..records.dataset import DATASET_ANCHOR
-
-        anchor = DATASET_ANCHOR if cfg.reference.anchor == "dataset" else cfg.reference.anchor
-        load_board(cfg.reference.board, anchor, soft=cfg.reference.soft)
+    board_attachments(cfg)  # a board that cannot serve is one line now, not at `rank` (issues #52, #59)
     return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
+
+
+def board_attachments(cfg: Any) -> dict[str, dict] | None:
+    """The run file's copy of its ``[reference] board`` (None without one), checked against the
+    run's data: readable, the run's anchor on it, a prompt in common, none of the run's candidates
+    on it already (:func:`~orchestrator.offline.board_placement.check_board_against_data`)."""
+    if cfg.reference is None or cfg.reference.board is None:
+        return None
+    from ..offline.board_placement import board_snapshot, check_board_against_data
+    from ..records.dataset import DATASET_ANCHOR, load_dataset
+
+    anchor = DATASET_ANCHOR if cfg.reference.anchor == "dataset" else cfg.reference.anchor
+    snapshot = board_snapshot(cfg.reference.board, anchor, soft=cfg.reference.soft)
+    dataset = load_dataset(cfg.data.prompts, cfg.data.responses, min_candidates=1)
+    candidates = {c for by in dataset.responses.values() for c in by}
+    check_board_against_data(cfg.reference.board, snapshot, set(dataset.prompts), candidates, anchor)
+    return {"board": snapshot}
 
 
 def start(
@@ -49,7 +61,9 @@ def start(
     """
     from ..run.service import start as start_run
 
-    return start_run(load_config(config, runs_dir), progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot)
+    cfg = load_config(config, runs_dir)
+    attachments = board_attachments(cfg)
+    return start_run(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot, attachments=attachments)
 
 
 def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:

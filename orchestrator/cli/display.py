@@ -152,7 +152,8 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
             board = entry["board"]
             out_console.print(
                 f"placed on the board {board['path']} ({board['models']} models, {board['prompts']} prompts): "
-                "win rates over the board's prompts, from the prompts each was judged on",
+                "win rates over the board's prompts, from the prompts each was judged on"
+                + (f"; the board file is {board['file']}" if board.get("file") and not board["file"].startswith("unchanged") else ""),
                 soft_wrap=True,
             )
             for r in entry["ranking"]:

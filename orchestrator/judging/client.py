@@ -8,6 +8,7 @@ failed call: the :class:`Judgment` records status, error and whether a retry cou
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 from ..records.judgments import JudgeRequest, Judgment
 from ..records.templates import Template
 from .deployments import DeploymentRouter
-from .extract import OptionReading, continuation_mass, extract_options, split_prefix
+from .extract import OptionReading, after_thinking, continuation_mass, extract_options, split_prefix
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
 from .provider import classify_error, error_text, sane_cost, sane_usage
 
@@ -34,6 +35,12 @@ class Judge(Protocol):
     name: str
 
     async def judge(self, request: JudgeRequest) -> Judgment: ...
+
+
+THINKING_PARAMETER_PROVIDERS = ("anthropic", "gemini", "vertex_ai", "bedrock")
+"""litellm providers that take ``thinking = {"type": "enabled", "budget_tokens": N}``; for the others
+(OpenAI's take ``reasoning_effort``; litellm refuses ``thinking`` there) the budget only sizes
+``max_tokens`` and the reservations."""
 
 
 class LiteLLMJudge:
@@ -76,7 +83,7 @@ class LiteLLMJudge:
         kwargs: dict[str, Any] = {
             "model": p.model,
             "messages": request.messages if p.prefill else [m for m in request.messages if m["role"] != "assistant"],
-            "max_tokens": request.template.max_new_tokens,
+            "max_tokens": p.answer_tokens(request.template.max_new_tokens),
             "timeout": p.timeout_s,
             "max_retries": 0,  # one retry layer: the loop's tenacity policy (counts attempts, honours Retry-After)
             "extra_headers": {"X-Idempotency-Key": request.key},
@@ -85,6 +92,10 @@ class LiteLLMJudge:
         if p.logprobs:
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = p.top_logprobs
+        if p.reasoning_effort:
+            kwargs["reasoning_effort"] = p.reasoning_effort
+        if p.thinking_budget and p.model.split("/", 1)[0] in THINKING_PARAMETER_PROVIDERS:
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": p.thinking_budget}
         kwargs.update(self._kwargs_connection())
         return kwargs
 
@@ -137,6 +148,7 @@ class LiteLLMJudge:
             return Judgment(
                 **base,
                 status="failed",
+                completions=len(responses) or None,  # the samples answered before the failure were paid
                 error=error_text(exc),
                 error_type=kind,
                 retryable=retryable,
@@ -152,6 +164,7 @@ class LiteLLMJudge:
                 **base,
                 status="failed",
                 error=f"unreadable answer: {type(exc).__name__}: {str(exc)[:300]}",
+                completions=len(responses) if len(responses) > 1 else None,
                 error_type="unparsed",
                 latency_s=latency,
                 prompt_tokens=sum(u[0] for u in usages),
@@ -161,12 +174,15 @@ class LiteLLMJudge:
     async def _read(self, request: JudgeRequest, responses: list, base: dict, latency: float) -> Judgment:
         template = request.template
         dumps = [_dump(r) for r in responses]
+        thinking_notes: list[str] = []
+        if self.profile.thinking:
+            dumps, thinking_notes = _after_thinking(dumps)
         usages = [sane_usage(d.get("usage")) for d in dumps]
         prompt_tokens = sum(u[0] for u in usages)
         completion_tokens = sum(u[1] for u in usages)
         costs = [sane_cost(self._cost(r, u[0], u[1])) for r, u in zip(responses, usages)]
         cost = sum(c for c, _ in costs)
-        warnings = [u[2] for u in usages if u[2]] + [n for _, n in costs if n]
+        warnings = [u[2] for u in usages if u[2]] + [n for _, n in costs if n] + thinking_notes
         prefill = next((m["content"] for m in request.messages if m["role"] == "assistant"), None) if self.profile.prefill else None
         extractions = [
             extract_options(d, read=template.read, markers=template.markers, option_sets=template.option_sets(), prefill=prefill)
@@ -175,6 +191,7 @@ class LiteLLMJudge:
         text = ((dumps[0].get("choices") or [{}])[0].get("message") or {}).get("content") or ""
         common: dict[str, Any] = dict(
             **base,
+            completions=len(responses) if len(responses) > 1 else None,
             text=text if isinstance(text, str) else str(text),
             raw=_with_deployment(dumps[0], responses[0]) if len(dumps) == 1 else {"samples": dumps},
             prompt_tokens=prompt_tokens,
@@ -183,6 +200,9 @@ class LiteLLMJudge:
             latency_s=latency,
         )
         first = extractions[0]
+        if self.profile.thinking and first.error:  # why a thinking judge gave no verdict, in its terms
+            unclosed = next((n for n in thinking_notes if n.startswith("the thinking block never closed")), None)
+            first = dataclasses.replace(first, error=unclosed or f"no verdict after the thinking: {first.error}")
         if len(extractions) > 1:  # sampled verdicts: the option distribution is their average
             good = [e for e in extractions if e.readings]
             if not good:
@@ -301,3 +321,34 @@ def _checked(judgment: Judgment) -> Judgment:
                 }
             )
     return judgment
+
+
+def _after_thinking(dumps: list[dict]) -> tuple[list[dict], list[str]]:
+    """Each completion with its message content cut to what follows the thinking
+    (:func:`~orchestrator.judging.extract.after_thinking`): a block that never closed leaves no
+    content, so the extraction fails with that reason. Notes: the reasoning tokens the provider
+    counted (within ``completion_tokens``) and any unclosed block."""
+    out, notes, reasoning, unclosed = [], [], 0, None
+    for dump in dumps:
+        usage = dump.get("usage") or {}
+        details = usage.get("completion_tokens_details") or {} if isinstance(usage, dict) else {}
+        tokens = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        if isinstance(tokens, int) and tokens > 0:
+            reasoning += tokens
+        choices = dump.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            out.append(dump)
+            continue
+        message = dict(choices[0].get("message") or {})
+        text = message.get("content") if isinstance(message.get("content"), str) else ""
+        answer, _, error = after_thinking(text or "")
+        if error:
+            unclosed = error
+        message["content"] = answer.strip() if not error else ""
+        # a verdict after thinking is read from its text, never from the thinking's log-probabilities
+        out.append({**dump, "choices": [{**choices[0], "message": message, "logprobs": None}, *choices[1:]]})
+    if reasoning:
+        notes.append(f"{reasoning} reasoning tokens (within completion_tokens)")
+    if unclosed:
+        notes.append(unclosed)
+    return out, notes

@@ -24,7 +24,38 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["OptionReading", "Extraction", "extract_options", "read_positions", "parse_verdicts", "split_prefix", "continuation_mass"]
+__all__ = [
+    "OptionReading",
+    "Extraction",
+    "after_thinking",
+    "extract_options",
+    "read_positions",
+    "parse_verdicts",
+    "split_prefix",
+    "continuation_mass",
+]
+
+THINK_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
+THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
+
+
+def after_thinking(text: str) -> tuple[str, int, str | None]:
+    """``(answer, thinking characters, error)``: the part of a thinking judge's answer after its
+    last ``</think>`` (or ``</thinking>``). An answer with no thinking block is the answer (the
+    provider returned the thinking in a reasoning field); one whose block opens and never closes
+    has no answer: ``error`` says so (the completion ran out of tokens while thinking)."""
+    closes = list(THINK_CLOSE.finditer(text))
+    if closes:
+        end = closes[-1]
+        return text[end.end() :], end.start(), None
+    opened = THINK_OPEN.search(text)
+    if opened:
+        return (
+            "",
+            len(text) - opened.end(),
+            f"the thinking block never closed ({len(text) - opened.end()} characters of thinking, no </think>): no verdict",
+        )
+    return text, 0, None
 
 
 @dataclass(frozen=True)

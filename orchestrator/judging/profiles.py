@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..records.datafiles import data_dirs, find_data_file, load_toml_model
 from .deployments import ROUTING, Deployment
 
-__all__ = ["JudgeProfile", "get_profile", "profile_dirs", "register_profile_secrets"]
+__all__ = ["DEFAULT_THINKING_TOKENS", "JudgeProfile", "get_profile", "profile_dirs", "register_profile_secrets"]
+
+DEFAULT_THINKING_TOKENS = 2048
+"""Tokens reserved for a thinking judge's thinking when its profile names no ``thinking_budget``."""
 
 
 class JudgeProfile(BaseModel):
@@ -46,7 +49,20 @@ class JudgeProfile(BaseModel):
     instruction-tuned model does; a base model (``gemma270m``) continues it with other text
     ("Response 1:"), so ``orchestrator init`` gives it the ``generic-*-noprefill`` templates."""
     samples: int = Field(default=1, ge=1, le=64)
-    """Without logprobs: verdicts sampled this many times to estimate the distribution."""
+    """Without logprobs: verdicts sampled this many times per request (each a paid completion,
+    counted in ``max_calls``); the shares are fitted as counts (:mod:`orchestrator.poe.verdicts`)."""
+    thinking: bool = False
+    """The judge thinks before it answers (o-series, GPT-5, Claude or Gemini with thinking, a
+    think-then-answer template): its verdict is read after the thinking — after the last
+    ``</think>`` of the answer, or the whole answer where the provider returns the thinking in a
+    reasoning field — never from log-probabilities (``logprobs`` must be false). A thinking block
+    that never closes, or no verdict after it, is a failed judgment whose tokens were paid."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """Passed to the provider through litellm (``reasoning_effort``): how long a reasoning model thinks."""
+    thinking_budget: int | None = Field(default=None, ge=64, le=200_000)
+    """Tokens the thinking may take (Anthropic/Gemini ``thinking.budget_tokens`` through litellm),
+    added to the template's answer allowance in ``max_tokens`` and in the budget's reservations;
+    a thinking judge without one reserves :data:`DEFAULT_THINKING_TOKENS`."""
     embedded: str | None = None
     """Key of a local llama.cpp model started by ``orchestrator judge serve``."""
     price_input_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
@@ -71,6 +87,24 @@ class JudgeProfile(BaseModel):
     """The Router's strategy over ``deployments``."""
     cooldown_s: float = Field(default=30.0, gt=0, le=86400)
     """How long a deployment that keeps failing gets no calls."""
+
+    @model_validator(mode="after")
+    def _thinking(self) -> "JudgeProfile":
+        if (self.thinking or self.reasoning_effort or self.thinking_budget) and self.logprobs:
+            raise ValueError(
+                "logprobs: a thinking judge (thinking, reasoning_effort or thinking_budget) answers after its "
+                "thinking, where no log-probability of an option is read: set logprobs = false (its verdicts "
+                "are fitted as counts; samples = k asks k of them)"
+            )
+        if (self.reasoning_effort or self.thinking_budget) and not self.thinking:
+            raise ValueError("thinking: reasoning_effort and thinking_budget are for a judge that thinks: set thinking = true")
+        return self
+
+    def answer_tokens(self, template_tokens: int) -> int:
+        """``max_tokens`` of one completion: the template's answer allowance, plus the thinking's."""
+        if not self.thinking:
+            return template_tokens
+        return template_tokens + (self.thinking_budget or DEFAULT_THINKING_TOKENS)
 
     @model_validator(mode="after")
     def _kind(self) -> "JudgeProfile":

@@ -6,6 +6,7 @@ board's models (their full-data win rates)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..raee import ReferenceJudgments
 from ..raee.board import Board, fit_board, place
 from ..raee.tables import item_matrix
 
-__all__ = ["MIN_BOARD_MODELS", "load_board", "own_board_placements", "placements"]
+__all__ = ["MIN_BOARD_MODELS", "board_snapshot", "check_board_against_data", "load_board", "own_board_placements", "placements"]
 
 MIN_BOARD_MODELS = 3
 """A board needs this many models for its prompts' difficulty and discrimination to mean anything."""
@@ -46,11 +47,74 @@ def load_board(path: str | Path, anchor: str, *, soft: bool) -> tuple[list[str],
     return models, prompts, y
 
 
-def placements(path: str | Path, anchor: str, data: ReferenceJudgments, *, soft: bool, level: float = 0.95) -> tuple[dict, dict[str, dict]]:
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def board_snapshot(path: str | Path, anchor: str, *, soft: bool) -> dict:
+    """What a run keeps of its ``[reference] board`` (an attachment of the run file): the board's
+    models, prompts and outcomes against ``anchor`` and the file's sha256, so that the run's
+    placements never depend on where the file is now or what it holds now."""
+    models, prompts, y = load_board(path, anchor, soft=soft)
+    payload = {
+        "anchor": anchor,
+        "soft": soft,
+        "models": models,
+        "prompts": prompts,
+        "y": [[None if np.isnan(v) else float(v) for v in row] for row in y],
+    }
+    return {"source": str(path), "digest": _digest(Path(path)), "payload": payload}
+
+
+def check_board_against_data(path: str | Path, snapshot: dict, prompts: set[str], candidates: set[str], anchor: str) -> None:
+    """Refuse a board that cannot place this run's candidates, before any call is paid: one with no
+    prompt in common with the run's data (nothing would be placed, and ``rank`` would print the run's
+    own figures), or one that already holds a candidate of the run (it would be placed on itself).
+
+    Raises:
+        OrchestratorError: one line naming the board and what is wrong."""
+    payload = snapshot["payload"]
+    shared = prompts & set(payload["prompts"])
+    if not shared:
+        raise OrchestratorError(
+            f"reference.board: {path} shares no prompt with this run's data ({len(prompts)} prompts; the board's "
+            f"{len(payload['prompts'])}, e.g. {payload['prompts'][0]!r}): a candidate is placed from its judged prompts "
+            "among the board's, so use the board's prompts (ids as in the board)"
+        )
+    already = sorted((candidates & set(payload["models"])) - {anchor})
+    if already:
+        raise OrchestratorError(
+            f"reference.board: {path} already holds {', '.join(map(repr, already[:5]))} against {anchor!r}: a board places "
+            "newcomers; remove them from the run's responses (or rank them with the board's own run)"
+        )
+
+
+def placements(
+    path: str | Path, anchor: str, data: ReferenceJudgments, *, soft: bool, level: float = 0.95, snapshot: dict | None = None
+) -> tuple[dict, dict[str, dict]]:
     """The board's summary and, per candidate of ``data`` (this run's judgments) judged on at least
     one of the board's prompts, its placement: ``win_rate``, ``win_rate_low``, ``win_rate_high``
     (percent, over the board's prompts), ``prompts`` (judged), ``board_rank_low``/``board_rank_high``
-    (its rank among the board's other models and itself), ``in_range`` and ``slope``."""
+    (its rank among the board's other models and itself), ``in_range`` and ``slope``.
+
+    ``snapshot``: the board as the run kept it (:func:`board_snapshot`), used instead of the file;
+    the summary's ``file`` says whether the file at ``path`` is gone or changed since."""
+    if snapshot is not None and snapshot["payload"].get("anchor") == anchor and snapshot["payload"].get("soft") == soft:
+        payload = snapshot["payload"]
+        y = np.array([[np.nan if v is None else v for v in row] for row in payload["y"]], dtype=float)
+        summary, placed = _place_all(payload["models"], payload["prompts"], y, item_matrix(data, anchor, soft=soft), str(path), level)
+        where = Path(path)
+        if not where.is_file():
+            summary["file"] = f"no longer at {path}: the copy this run kept when it started is used"
+        elif _digest(where) != snapshot["digest"]:
+            summary["file"] = f"{path} has changed since this run started: the copy the run kept is used, not the file"
+        else:
+            summary["file"] = "unchanged since this run started"
+        return summary, placed
     models, prompts, y = load_board(path, anchor, soft=soft)
     return _place_all(models, prompts, y, item_matrix(data, anchor, soft=soft), str(path), level)
 
@@ -79,12 +143,17 @@ def _place_all(
     candidates, own_prompts, own = own_matrix
     column = {p: k for k, p in enumerate(prompts)}
     placed: dict[str, dict] = {}
-    for m, candidate in enumerate(candidates):
+    judged: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for m in range(len(candidates)):
         pairs = [(column[p], float(own[m, j])) for j, p in enumerate(own_prompts) if p in column and not np.isnan(own[m, j])]
-        if not pairs:
-            continue
-        where = np.array([k for k, _ in pairs])
-        result = place(board, where, np.array([v for _, v in pairs]), level=level)
+        if pairs:
+            judged[m] = (np.array([k for k, _ in pairs]), np.array([v for _, v in pairs]))
+    # intervals that hold all at once over the placed candidates: each at Bonferroni's level, on the
+    # board's prompts like the one-at-a-time ones (so they contain them; issue #59)
+    together_level = 1.0 - (1.0 - level) / len(judged) if len(judged) >= 2 else None
+    for m, (where, outcomes) in judged.items():
+        candidate = candidates[m]
+        result = place(board, where, outcomes, level=level)
         others = np.array([rate for name, rate in zip(models, board.win_rate) if name != candidate])
         placed[candidate] = {
             "win_rate": round(100 * result.win_rate, 3),
@@ -96,6 +165,10 @@ def _place_all(
             "in_range": result.in_range,
             "slope": round(result.slope, 4),
         }
+        if together_level is not None:
+            both = place(board, where, outcomes, level=together_level)
+            placed[candidate]["win_rate_low_together"] = round(100 * min(both.low, result.low), 3)
+            placed[candidate]["win_rate_high_together"] = round(100 * max(both.high, result.high), 3)
     summary = {
         "path": source,
         "models": len(models),

@@ -89,7 +89,7 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
         )
         _add_win_rates(group, data, anchor, config, dataset, level)
         if config.reference is not None and config.reference.board is not None:
-            _place_on_board(group, config.reference.board, anchor, data, config.reference.soft, level)
+            _place_on_board(group, config.reference.board, anchor, data, config.reference.soft, level, store.attachment("board"))
         elif config.reference is not None and config.selection.only_with:  # an extended run: its own board
             _place_on_own_board(group, anchor, data, set(config.selection.only_with), config.reference.soft, level)
         out.append(group)
@@ -239,13 +239,13 @@ def _slices(
     return out
 
 
-def _place_on_board(group: dict, board: Path, anchor: str, data, soft: bool, level: float) -> None:
+def _place_on_board(group: dict, board: Path, anchor: str, data, soft: bool, level: float, snapshot: dict | None = None) -> None:
     """``[reference] board`` (issue #52): each candidate's win rate over the board's prompts from
     the prompts it was judged on and its rank interval among the board's models replace the run's
     own figures; ``group["board"]`` says what the board is."""
     from .board_placement import placements
 
-    _show_placements(group, placements(board, anchor, data, soft=soft, level=level))
+    _show_placements(group, placements(board, anchor, data, soft=soft, level=level, snapshot=snapshot))
 
 
 def _place_on_own_board(group: dict, anchor: str, data, newcomers: set[str], soft: bool, level: float) -> None:
@@ -263,4 +263,6 @@ def _show_placements(group: dict, result: tuple[dict, dict[str, dict]]) -> None:
     group["board"], placed = result
     for row in group["ranking"]:
         if row["candidate"] in placed:
+            for key in ("win_rate_low_together", "win_rate_high_together"):  # the run's pool's: not the board's
+                row.pop(key, None)
             row.update(placed[row["candidate"]], placed_on_board=True)

@@ -182,25 +182,34 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
     plain = float(y.mean()) if n else float("nan")
     fpc = max(1.0 - n / max(len(pool), 1), 0.0)
     regression = n >= 3 and float(np.var(p_s)) > 1e-12
+    # what the judged outcomes alone allow over the pool: every unjudged prompt lost, or every one won
+    floor, ceiling = known_sum / max(len(pool), 1), (known_sum + len(rest)) / max(len(pool), 1)
+
+    def over_pool(rest_mean: float) -> float:
+        """The pool's win rate with the unjudged prompts' mean outcome ``rest_mean`` — itself a share
+        in [0, 1] (a steep slope on few prompts can predict a negative one: issue #59)."""
+        return known_sum / max(len(pool), 1) + share_rest * min(max(rest_mean, 0.0), 1.0)
+
     if regression:
         slope = float(np.cov(p_s, y, bias=True)[0, 1] / np.var(p_s))
-        estimate = known_sum / len(pool) + share_rest * (plain + slope * (p_rest - float(p_s.mean())))
+        estimate = over_pool(plain + slope * (p_rest - float(p_s.mean())))
         residual = y - (plain + slope * (p_s - float(p_s.mean())))
         own, df = float(residual @ residual), max(n - 2, 0)
     else:  # the plain mean: its variance is the outcomes' whole spread, which the board's residuals
         # understate (they leave out the prompts' difficulty), so its ratio is taken at the bound
         # every outcome in [0, 1] obeys, var ≤ w (1 − w)
-        slope, estimate = 0.0, known_sum / len(pool) + share_rest * plain
+        slope, estimate = 0.0, over_pool(plain)
         own, df = (float(np.var(y) * n), max(n - 1, 0)) if n > 1 else (0.0, 0)
     estimate = float(np.clip(estimate, 0.0, 1.0))
     in_range = bool(board.theta.min() <= theta <= board.theta.max())
     if in_range and n >= 4:  # within the board's range: the cross-fitted residual correction (step 3)
         rest_estimate, s2_own = cross_fitted(lambda train: board.predicted(_map_theta(board, judged[train], y[train])), judged, y, rest)
-        estimate = float(np.clip(known_sum / len(pool) + share_rest * rest_estimate, 0.0, 1.0))
+        estimate = over_pool(rest_estimate)
         own, df = (n - 1) * s2_own, n - 1
     kappa = design_ratio(board, theta, own, df, plain, n, prior=None if regression else 1.0)
     low, high = score_interval(estimate, kappa, n, fpc, df + PRIOR_PROMPTS, level)
-    return Placement(theta, estimate, low, high, plain, slope, n, in_range)
+    low, high = max(low, floor), min(high, ceiling)  # never beyond what the judged outcomes allow
+    return Placement(theta, estimate, min(low, estimate), max(high, estimate), plain, slope, n, in_range)
 
 
 def design_ratio(board: Board, theta: float, own: float, df: int, plain: float, n: int, *, prior: float | None = None) -> float:

@@ -35,11 +35,18 @@ def parse_families(items: Sequence[str] | None, option: str = "--family") -> dic
     return families
 
 
-def self_control_problem(judges: Sequence[str], families: Mapping[str, str], where: str = "among the families") -> str | None:
+def self_control_problem(
+    judges: Sequence[str], families: Mapping[str, str], where: str = "among the families", candidates: Collection[str] | None = None
+) -> str | None:
     """Why the ``self`` control cannot be fitted for these judges (None: it can): a judge's taste
     for its own family is told from that family's quality only beside a judge without the taste,
-    so it needs a judge of a candidate's family and a judge of none."""
-    candidate_families = {f for name, f in families.items() if name not in judges}
+    so it needs a judge of a candidate's family and a judge of none. ``candidates`` (when known)
+    may include judges: the textbook self-preference design has a judge that is also a candidate,
+    beside a neutral judge (issue #59); without them, the names that are not judges are."""
+    if candidates is not None:
+        candidate_families = {families[c] for c in candidates if c in families}
+    else:
+        candidate_families = {f for name, f in families.items() if name not in judges}
     own = [j for j in judges if families.get(j) in candidate_families]
     neutral = [j for j in judges if families.get(j) not in candidate_families]
     if own and neutral:
@@ -74,11 +81,11 @@ def family_problem(
                 f"{where}: {unknown[0]!r} is neither a judge nor a candidate here "
                 f"(judges: {', '.join(judges) or 'none'}; candidates: {', '.join(shown[:6]) or 'none'}{more})"
             )
-        if not any(c in families for c in candidates if c not in judges):
+        if not any(c in families for c in candidates):
             return f"{control}: no candidate has a family in {where}; give the candidates' model families too"
     if every_judge:
         missing = [j for j in judges if j not in families]
         if missing:
             return f"{control}: no family for judge {missing[0]!r} in {where}; declare every judge's and candidate's model family"
-    problem = self_control_problem(judges, families, f"in {where}")
+    problem = self_control_problem(judges, families, f"in {where}", candidates)
     return None if problem is None else f"{control} {problem}"

@@ -48,6 +48,9 @@ class Judgment(BaseModel):
     shares of :attr:`samples` sampled verdicts, or a judgment ``log``."""
     samples: int | None = None
     """How many verdicts a ``verdict`` (1) or ``samples`` judgment's shares come from."""
+    completions: int | None = None
+    """Paid completions behind this judgment (the ``samples`` asked of a judge without
+    log-probabilities, parsed or not); None: one."""
     capped: list[list[str]] = Field(default_factory=list)
     unresolved: list[list[str]] = Field(default_factory=list)
     top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)

@@ -65,7 +65,7 @@ def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, 
     resolves a two-token option (``10``) is counted too.
     """
     prompt = sum(len(m["content"].encode()) + MESSAGE_OVERHEAD_TOKENS for m in messages)
-    completion = template.max_new_tokens
+    completion = profile.answer_tokens(template.max_new_tokens)
     calls = profile.samples if not profile.logprobs else 1
     follow_ups = 0
     if profile.prefill and profile.logprobs and template.read == "first_token":
@@ -87,7 +87,7 @@ def typical_cost(messages: list[dict], template: Template, profile: JudgeProfile
     figures replace this (:mod:`.forecast`)."""
     prompt = sum(len(m["content"].encode()) / BYTES_PER_TOKEN + MESSAGE_OVERHEAD_TOKENS for m in messages)
     first_token = profile.logprobs and template.read == "first_token"
-    completion = 1.0 if first_token else template.max_new_tokens / 2.0
+    completion = 1.0 if first_token else profile.answer_tokens(template.max_new_tokens) / 2.0
     calls = profile.samples if not profile.logprobs else 1
     return calls * (prompt + completion), calls * (prompt * price[0] + completion * price[1])
 
@@ -100,7 +100,7 @@ def fit_budget(units: list[list[PlannedRequest]], spend: Spend, budget: BudgetCo
     usd = math.inf if budget.max_usd is None else budget.max_usd - spend.usd
     kept: list[list[PlannedRequest]] = []
     for unit in units:
-        need_calls = len(unit)
+        need_calls = sum(r.reserved_calls for r in unit)
         need_tokens = sum(r.reserved_tokens for r in unit)
         need_usd = sum(r.reserved_usd for r in unit)
         if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:

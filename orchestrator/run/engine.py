@@ -119,7 +119,7 @@ class RunEngine:
         if self._spend is not None:  # the running total the progress events show (module: _event)
             s = self._spend
             self._spend = Spend(
-                s.calls + 1,
+                s.calls + (committed.completions or 1),
                 s.tokens + committed.prompt_tokens + committed.completion_tokens,
                 s.usd + committed.cost_usd,
                 s.cached + int(committed.cached),
@@ -322,7 +322,7 @@ class RunEngine:
         kept, budget_reason = fit_budget(plan.units, spend, self.config.budget)
         if self.pilot is not None:  # a pilot pays for at most `pilot` calls, whatever the round's size
             room = self.pilot - spend.calls
-            while kept and sum(len(unit) for unit in kept) > room:
+            while kept and sum(r.reserved_calls for unit in kept for r in unit) > room:
                 kept.pop()
             if not kept:
                 self._pilot_done = True

@@ -113,13 +113,17 @@ def check_budget_fits(prepared: Prepared) -> None:
     b = config.budget
     from .planners import planner_for
 
-    role, calls = planner_for(config).unit_calls(config, len(prepared.profiles))
+    role, requests = planner_for(config).unit_calls(config, len(prepared.profiles))
+    # max_calls counts paid completions: a judge without log-probabilities pays `samples` per request
+    sampled = {n: p.samples for n, p in prepared.profiles.items() if not p.logprobs and p.samples > 1}
+    calls = requests * max([1, *sampled.values()])
     if b.max_calls is not None and b.max_calls < calls:
         raise OrchestratorError(
             f"budget.max_calls = {b.max_calls} cannot pay for one {role} request set: it takes {calls} "
-            f"calls ({len(prepared.profiles)} judge(s)"
-            + (", both orders" if role == "pairwise" and calls > len(prepared.profiles) else "")
-            + ")"
+            f"completions ({len(prepared.profiles)} judge(s)"
+            + (", both orders" if role == "pairwise" and requests > len(prepared.profiles) else "")
+            + "".join(f"; {name} samples {k} verdicts per request" for name, k in sorted(sampled.items()))
+            + "; max_calls counts paid completions)"
         )
     if b.max_tokens is None and b.max_usd is None:
         return

@@ -119,6 +119,7 @@ class PlanContext:
             reserved_tokens=tokens,
             reserved_usd=usd,
             repeat=repeat,
+            reserved_calls=1 if profile.logprobs else profile.samples,
         )
 
     def mark_asked(self, requests: list[PlannedRequest]) -> None:

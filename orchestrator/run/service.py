@@ -91,9 +91,11 @@ def start(
     from_log: str | Path | None = None,
     cache: str | Path | bool | None = None,
     pilot: int | None = None,
+    attachments: dict[str, dict] | None = None,
 ) -> tuple[Path, str]:
     """Create the run file from a config (a TOML path or a loaded one) and run it; returns
-    (run file, stop reason).
+    (run file, stop reason). ``attachments``: inputs kept whole in the run file
+    (:func:`~orchestrator.store.create_run`).
 
     Everything is checked before the file is created (:func:`prepare`, the same checks as a dry
     run); should the run still fail before its first request is written (an embedded judge that
@@ -138,6 +140,7 @@ def start(
         seed=config.seed,
         dataset=prepared.dataset,
         templates=prepared.templates,
+        attachments=attachments,
     )
     try:
         with store:

@@ -1,8 +1,9 @@
 """The run file: one SQLite database (WAL) per run, written through sqlite-utils.
 
 Tables (``SCHEMA_VERSION`` 4; ``PRAGMA user_version`` holds the version; an older file gains the
-``repeat`` (version 2), ``cached`` (version 3) and ``samples`` (version 4) columns when it is opened
-for writing; read-only, it reads as before):
+``repeat`` (version 2), ``cached`` (version 3), ``samples``, ``completions`` and
+``requests.reserved_calls`` (version 4) columns when it is opened for writing; read-only, it reads
+as before — a missing count is 1):
 
 - ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
 - ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``).
@@ -16,7 +17,8 @@ for writing; read-only, it reads as before):
   every ``top_logprobs`` list, ``text``, ``raw`` response, tokens, ``cost_usd``, ``latency_s``,
   ``attempts``, ``error``/``error_type``, ``cached`` (1: answered from the judgment cache, tokens
   and USD 0: :mod:`orchestrator.store.cache`), ``samples`` (how many verdicts a ``verdict`` /
-  ``samples`` judgment's shares count; NULL for log-probabilities).
+  ``samples`` judgment's shares count; NULL for log-probabilities), ``completions`` (paid completions
+  behind it: what ``max_calls`` counts; NULL: 1).
 - ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
   largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
 - ``human_labels``: people's labels (``orchestrator label``; :mod:`orchestrator.store.labels`), created
@@ -38,6 +40,7 @@ import sqlite_utils
 from ..errors import OrchestratorError
 from ..records.dataset import Dataset
 from ..records.templates import Template
+from .attachments import write_attachments
 from .locks import RunLock, creation_lock, readonly, snapshot_reader
 from .rows import JudgmentRecord, PlannedRequest
 from .run_store import RunStore, Spend, connect
@@ -58,8 +61,20 @@ __all__ = [
 SCHEMA_VERSION = 4
 
 
-def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset: Dataset, templates: dict[str, Template]) -> RunStore:
-    """Create a new run file with the dataset snapshot.
+def create_run(
+    path: str | Path,
+    *,
+    name: str,
+    config: dict,
+    seed: int,
+    dataset: Dataset,
+    templates: dict[str, Template],
+    attachments: dict[str, dict] | None = None,
+) -> RunStore:
+    """Create a new run file with the dataset snapshot and ``attachments``: other inputs the run
+    reads again later, kept whole (``name → {"source", "digest", "payload"}``: a ``[reference]
+    board``'s judgments, so that moving or editing the board file never changes or breaks the run;
+    the ``attachments`` table, created only when there are some — no schema version change).
 
     Raises:
         OrchestratorError: the file exists already (resume it instead) or cannot be written.
@@ -116,6 +131,8 @@ def create_run(path: str | Path, *, name: str, config: dict, seed: int, dataset:
                 for r in by_cand.values()
             ]
         )
+        if attachments:
+            write_attachments(db, attachments)
         db.conn.close()
         # The run file appears complete or not at all.
         partial.replace(path)
@@ -171,7 +188,7 @@ def check_run_file(path: Path) -> None:
 def _migrate(store: RunStore) -> None:
     """Bring an older run file to this version: version 2 adds ``repeat`` (0 for every existing
     row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed), version 4
-    ``judgments.samples`` (NULL: not recorded then)."""
+    ``judgments.samples``, ``judgments.completions`` and ``requests.reserved_calls`` (NULL: 1)."""
     version = next(store.db.query("PRAGMA user_version"))["user_version"]
     if version >= SCHEMA_VERSION:
         return
@@ -181,8 +198,10 @@ def _migrate(store: RunStore) -> None:
                 store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [repeat] INTEGER NOT NULL DEFAULT 0")
         if version < 3:
             store.db.execute("ALTER TABLE [judgments] ADD COLUMN [cached] INTEGER NOT NULL DEFAULT 0")
-        if version < 4 and "samples" not in store.db["judgments"].columns_dict:
-            store.db.execute("ALTER TABLE [judgments] ADD COLUMN [samples] INTEGER")
+        if version < 4:
+            for table, column in (("judgments", "samples"), ("judgments", "completions"), ("requests", "reserved_calls")):
+                if column not in store.db[table].columns_dict:
+                    store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [{column}] INTEGER")
         store.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         store.db.execute("update runs set schema_version = ?", [SCHEMA_VERSION])
 

@@ -50,6 +50,8 @@ class JudgmentRecord:
     method: str | None = None
     samples: int | None = None
     """How many verdicts a ``verdict``/``samples`` judgment's shares count (None: log-probabilities)."""
+    completions: int | None = None
+    """Paid completions behind it (``samples`` asked of a judge without log-probabilities; None: 1)."""
     capped: Sequence[Any] = ()
     unresolved: Sequence[Any] = ()
     top_logprobs: Sequence[Any] = ()
@@ -90,6 +92,7 @@ class JudgmentRecord:
             template=row.get("template") or "",
             method=row.get("method"),
             samples=row.get("samples"),
+            completions=row.get("completions"),
             capped=_load(row.get("capped"), ()),
             unresolved=_load(row.get("unresolved"), ()),
             top_logprobs=_load(row.get("top_logprobs"), ()),
@@ -126,6 +129,9 @@ class PlannedRequest:
     repeat: int = 0
     round: int = -1
     """The round that planned it (-1 until it is written)."""
+    reserved_calls: int = 1
+    """Completions it may pay for (``max_calls`` counts them): its judge's ``samples`` without
+    log-probabilities, else 1."""
 
     def row(self) -> dict:
         """The ``requests`` table row (without round, status and time)."""
@@ -140,6 +146,7 @@ class PlannedRequest:
             "messages": json.dumps(self.messages),
             "reserved_tokens": self.reserved_tokens,
             "reserved_usd": self.reserved_usd,
+            "reserved_calls": self.reserved_calls,
         }
 
     @classmethod
@@ -156,4 +163,5 @@ class PlannedRequest:
             reserved_usd=row["reserved_usd"],
             repeat=row.get("repeat") or 0,
             round=row["round"] if row.get("round") is not None else -1,
+            reserved_calls=row.get("reserved_calls") or 1,
         )

@@ -23,6 +23,7 @@ from ..records.judgments import Judgment
 from ..records.log import GRADES, prob_first
 from ..records.templates import Template
 from ..secrets import lazy_secrets, redact, redact_json
+from .attachments import read_attachment
 from .locks import RunLock
 from .rows import JudgmentRecord, PlannedRequest, shown
 
@@ -32,7 +33,7 @@ __all__ = ["FREEZE_AFTER", "LIGHT_COLUMNS", "RunStore", "Spend", "connect", "p_f
 @dataclass(frozen=True)
 class Spend:
     calls: int = 0
-    """Judgments, cache hits included (``max_calls`` counts judgments)."""
+    """Paid completions, cache hits included (``max_calls`` counts them): ``k`` per judgment of ``k`` samples."""
     tokens: int = 0
     """Tokens paid for (a cache hit counts 0)."""
     usd: float = 0.0
@@ -73,7 +74,7 @@ FREEZE_AFTER = 20_000
 
 LIGHT_COLUMNS = (
     "key judge kind prompt_id candidates probs p_first round repeat status template method "
-    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached samples"
+    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached samples completions"
 ).split()
 """The judgment columns fits and the engine read (everything but the raw answer and top-k lists)."""
 
@@ -239,6 +240,7 @@ class RunStore:
             "created_at": time.time(),
             "cached": int(judgment.cached),
             "samples": judgment.samples,
+            "completions": judgment.completions,
         }
         status = "done" if judgment.status == "ok" else "failed"
         with self._transaction():
@@ -332,11 +334,18 @@ class RunStore:
         cached = "coalesce(sum(cached), 0)" if "cached" in self._judgment_columns() else "0"
         row = next(
             self.db.query(
-                "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+                f"select {self._completions()} as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
                 f"coalesce(sum(cost_usd), 0.0) as usd, {cached} as cached from judgments"
             )
         )
         return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]), int(row["cached"]))
+
+    def _completions(self) -> str:  # paid completions (a file before schema 4: one per judgment)
+        return "coalesce(sum(coalesce(completions, 1)), 0)" if "completions" in self._judgment_columns() else "count(*)"
+
+    def attachment(self, name: str) -> dict | None:
+        """An input kept whole at creation (:mod:`.attachments`), or None."""
+        return read_attachment(self.db, name)
 
     def planning_spend(self, cutoff: int) -> Spend:
         """What planning may assume is spent: actual spend of rounds ``<= cutoff`` (all committed)
@@ -344,14 +353,15 @@ class RunStore:
         final spend of what is planned, and independent of arrival timing (so resumes agree)."""
         done = next(
             self.db.query(
-                "select count(*) as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+                f"select {self._completions()} as calls, coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
                 "coalesce(sum(cost_usd), 0.0) as usd from judgments where round <= ?",
                 [cutoff],
             )
         )
+        reserved = "coalesce(sum(coalesce(reserved_calls, 1)), 0)" if "reserved_calls" in self.db["requests"].columns_dict else "count(*)"
         later = next(
             self.db.query(
-                "select count(*) as calls, coalesce(sum(reserved_tokens), 0) as tokens, coalesce(sum(reserved_usd), 0.0) as usd "
+                f"select {reserved} as calls, coalesce(sum(reserved_tokens), 0) as tokens, coalesce(sum(reserved_usd), 0.0) as usd "
                 "from requests where round > ?",
                 [cutoff],
             )

@@ -1,0 +1,175 @@
+"""Judges that think (issue #62): a verdict read after the thinking, reasoning tokens counted,
+reasoning_effort passed through, and the hostile cases — a thinking block that never closes, no
+verdict after it, a provider that rejects reasoning_effort, an empty reasoning field, samples = 64
+with a tiny budget — each one clear line, nothing lost or paid twice. Real HTTP: the test server."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from judgekit import QUALITY, run_cli, write_config, write_dataset, write_judge
+from orchestrator import api
+from orchestrator.judging.extract import after_thinking
+from orchestrator.judging.profiles import JudgeProfile
+from orchestrator.judging.testserver import FakeOpenAIServer, completion
+
+THINK_EXTRA = 'pairwise_template = "generic-pairwise-think"\ntask = "summarise the article"\ncriterion = "coherence"\n'
+
+
+def _thinker(answer: str = "normal", *, reasoning_field: str | None = None, seen: list | None = None):
+    """A judge that thinks, then picks the better summary (by the hidden quality) in its text."""
+
+    def behaviour(body: dict):
+        if seen is not None:
+            seen.append({k: body.get(k) for k in ("reasoning_effort", "thinking", "max_tokens", "logprobs")})
+        text = " ".join(m["content"] for m in body.get("messages", []) if m["role"] == "user")
+        qs = [float(x) for x in QUALITY.findall(text)]
+        pick = "A" if len(qs) >= 2 and qs[0] >= qs[1] else "B"
+        thought = "<think>Response A is clearer. But wait: Verdict: B would ignore its order.</think>"
+        content = {
+            "normal": f"{thought}\nVerdict: {pick}",
+            "unclosed": "<think>Let me weigh both summaries carefully, sentence by sentence, and",
+            "no verdict": f"{thought}\nBoth are fine.",
+            "field": f"Verdict: {pick}",
+        }[answer]
+        body_out = completion(content)
+        body_out["usage"] = {
+            "prompt_tokens": 120,
+            "completion_tokens": 90,
+            "total_tokens": 210,
+            "completion_tokens_details": {"reasoning_tokens": 80},
+        }
+        if reasoning_field is not None:
+            body_out["choices"][0]["message"]["reasoning_content"] = reasoning_field
+        return 200, {}, body_out
+
+    return behaviour
+
+
+@pytest.fixture
+def thinking_judge(tmp_path, monkeypatch):
+    folder = write_judge(
+        tmp_path / "judges", "think-openai", logprobs=False, thinking=True, reasoning_effort="low", thinking_budget=256, prefill=False
+    )
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(folder))
+    return tmp_path
+
+
+def _write(tmp_path, url, name="think", max_calls=12, samples=None):
+    prompts, responses = write_dataset(tmp_path / f"data-{name}", prompts=2, candidates=4, seed=1)
+    path = write_config(
+        tmp_path, url, name=name, prompts=prompts, responses=responses, judges='["think-openai"]', max_calls=max_calls, batch=2
+    )
+    text = path.read_text().replace('judges = ["think-openai"]', 'judges = ["think-openai"]\n' + THINK_EXTRA)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, answer, error",
+    [
+        ("<think>hmm</think>Verdict: A", "Verdict: A", None),
+        ("<think>a</think><think>b</think> Verdict: B", " Verdict: B", None),
+        ("<thinking>x</thinking>A", "A", None),
+        ("Verdict: A", "Verdict: A", None),  # the thinking came in a reasoning field
+        ("<think>and then", "", "never closed"),
+    ],
+)
+def test_the_answer_is_what_follows_the_thinking(text, answer, error):
+    got, _, problem = after_thinking(text)
+    assert got == answer
+    assert (problem is None) if error is None else (error in problem)
+
+
+def test_a_thinking_judge_cannot_read_log_probabilities():
+    with pytest.raises(ValueError, match="set logprobs = false"):
+        JudgeProfile(name="x", model="openai/o4-mini", thinking=True)
+    with pytest.raises(ValueError, match="set thinking = true"):
+        JudgeProfile(name="x", model="openai/o4-mini", logprobs=False, reasoning_effort="low")
+
+
+def test_a_thinking_judge_is_read_after_its_thinking_and_its_reasoning_is_paid(thinking_judge):
+    seen: list = []
+    with FakeOpenAIServer(_thinker(seen=seen)) as server:
+        path, reason = api.start(_write(thinking_judge, server.url))
+    db = sqlite3.connect(path)
+    rows = db.execute("select status, method, samples, probs, completion_tokens, note from judgments").fetchall()
+    assert rows and all(r[0] == "ok" and r[1] == "verdict" and r[2] == 1 for r in rows)
+    assert all(sorted(json.loads(r[3])[0].values()) == [0.0, 1.0] for r in rows)  # one answer each, not the thinking's "Verdict: B"
+    assert all(r[4] == 90 and "80 reasoning tokens" in r[5] for r in rows)
+    assert all(s["reasoning_effort"] == "low" and s["thinking"] is None for s in seen)  # an OpenAI-style model: no `thinking`
+    assert all(s["max_tokens"] == 16 + 256 and not s["logprobs"] for s in seen)
+    ranking = api.ranking(path)
+    assert ranking["groups"]
+
+
+@pytest.mark.parametrize("answer, said", [("unclosed", "the thinking block never closed"), ("no verdict", "no verdict after the thinking")])
+def test_no_verdict_after_thinking_is_a_failed_judgment_with_its_tokens_paid(thinking_judge, answer, said):
+    with FakeOpenAIServer(_thinker(answer)) as server:
+        with pytest.raises(Exception):
+            api.start(_write(thinking_judge, server.url, name=answer.replace(" ", "-"), max_calls=4))
+    path = thinking_judge / "runs" / f"{answer.replace(' ', '-')}.sqlite"
+    db = sqlite3.connect(path)
+    rows = db.execute("select status, error_type, error, completion_tokens from judgments").fetchall()
+    assert rows and all(r[0] == "failed" and r[1] == "unparsed" and said in r[2] and r[3] == 90 for r in rows)
+    asked = db.execute("select count(*) from requests").fetchone()[0]
+    assert asked == len(rows) <= 4  # every paid call recorded once; none asked again
+
+
+def test_an_empty_reasoning_field_is_read_like_any_answer(thinking_judge):
+    with FakeOpenAIServer(_thinker("field", reasoning_field="")) as server:
+        path, _ = api.start(_write(thinking_judge, server.url, name="field"))
+    db = sqlite3.connect(path)
+    assert {r[0] for r in db.execute("select method from judgments where status = 'ok'")} == {"verdict"}
+
+
+def test_a_provider_that_rejects_reasoning_effort_is_one_line_at_the_dry_run(thinking_judge, capsys):
+    def rejects(body: dict):
+        return (
+            400,
+            {},
+            {
+                "error": {
+                    "message": "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+                    "type": "invalid_request_error",
+                }
+            },
+        )
+
+    with FakeOpenAIServer(rejects) as server:
+        config = _write(thinking_judge, server.url, name="rejects")
+        code = run_cli(["run", str(config), "--dry-run"])
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert code == 2 or "reasoning_effort" in text
+    assert "reasoning_effort" in text
+    assert "Traceback" not in text
+    assert not (thinking_judge / "runs" / "rejects.sqlite").exists()
+
+
+def test_sixty_four_samples_with_a_tiny_budget_is_refused_before_any_call(thinking_judge, capsys):
+    write_judge(thinking_judge / "judges", "think-openai", logprobs=False, thinking=True, samples=64, prefill=False)
+    calls: list = []
+    with FakeOpenAIServer(_thinker(seen=calls)) as server:
+        config = _write(thinking_judge, server.url, name="tiny", max_calls=10)
+        code = run_cli(["run", str(config)])
+    out = capsys.readouterr()
+    assert code == 2 and not calls
+    line = (out.err or out.out).strip().splitlines()[-1]
+    assert re.search(r"64", line) and "max_calls" in line
+
+
+def test_max_calls_counts_paid_completions_of_sampled_verdicts(thinking_judge):
+    write_judge(thinking_judge / "judges", "think-openai", logprobs=False, thinking=True, samples=3, prefill=False)
+    answered: list = []
+    with FakeOpenAIServer(_thinker(seen=answered)) as server:
+        path, reason = api.start(_write(thinking_judge, server.url, name="sampled", max_calls=12))
+    db = sqlite3.connect(path)
+    rows = db.execute("select method, samples, completions from judgments").fetchall()
+    assert rows and all(r == ("samples", 3, 3) for r in rows)
+    assert len(answered) == sum(r[2] for r in rows) <= 12  # the budget held in completions, not requests
+    assert api.status(path)["spent"]["calls"] == len(answered)
