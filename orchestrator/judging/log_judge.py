@@ -72,6 +72,7 @@ class LogJudge:
             # a log of verdicts replays as verdicts (fitted as counts: orchestrator.poe.verdicts)
             method=method,
             samples=record.samples if method in ("verdict", "samples") else None,
+            completions=record.samples if method == "samples" else None,  # k paid completions behind k shares
             prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens,
             cost_usd=record.cost_usd,

@@ -51,6 +51,12 @@ class JudgeProfile(BaseModel):
     samples: int = Field(default=1, ge=1, le=64)
     """Without logprobs: verdicts sampled this many times per request (each a paid completion,
     counted in ``max_calls``); the shares are fitted as counts (:mod:`orchestrator.poe.verdicts`)."""
+    sampling: Literal["adaptive", "fixed"] = "adaptive"
+    """With ``samples > 1`` and no log-probabilities: ``adaptive`` — ``samples`` is a ceiling, not a
+    fixed cost: a pairwise (PoE) campaign asks one verdict per request and its selection decides,
+    each round, between a new pair and one more verdict of a pair already asked (up to ``samples``
+    per shown order and prompt), by the same value it ranks pairs with; other campaigns ask
+    ``samples`` at once. ``fixed``: always ``samples`` verdicts per request."""
     thinking: bool = False
     """The judge thinks before it answers (o-series, GPT-5, Claude or Gemini with thinking, a
     think-then-answer template): its verdict is read after the thinking — after the last

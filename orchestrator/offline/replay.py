@@ -123,7 +123,7 @@ def _replay_group(
         reference_of = dict(zip(group.names, reference))
         self_scores = np.asarray([reference_of[name] for name in run_group.names], dtype=float)
     judges = {name: LogJudge(name, group.records) for name in names}
-    profiles = {name: JudgeProfile(name=name, model=f"log/{name}") for name in names}
+    profiles = {name: log_profile(name, group.records) for name in names}
     templates = {"pairwise": get_template("poe-pairwise")}
     if with_absolute:
         templates["absolute"] = get_template("poe-absolute")
@@ -149,7 +149,7 @@ def _replay_group(
             templates,
             local=set(names),  # a log judge costs nothing (and needs no price lookup)
             progress=progress if tick is not None else None,
-            answerable=lambda judge, prompt, cands, kind: judges[judge].holds(prompt, cands, kind),
+            answerable=lambda judge, prompt, cands, kind, repeat=0: judges[judge].holds(prompt, cands, kind, repeat),
             known_pairs=lambda: {pair for judge in judges.values() for pair in judge.pairwise_requests()},
             observe=observe,
         )
@@ -173,6 +173,21 @@ def _replay_group(
         k90 = next((k for k, sp, _ in curve if sp >= 0.9 * full_spearman), None)
     k_self90 = next((k for k, _, self_sp in curve if self_sp >= 0.9), None)
     return GroupReplay(group.key, run_group.names, truth, curve, full_spearman, k90, k_self90, posterior, sorted(names))
+
+
+def log_profile(name: str, records: list) -> JudgeProfile:
+    """The profile of a judge answering from a log, as its records say it was read: a log of single
+    verdicts with repeats (repeat 0..R−1 of one shown order) samples adaptively up to R, a log of
+    ``samples`` judgments pays its k completions each (``max_calls`` counts them), anything else is a
+    log-probability judge (issue #62)."""
+    mine = [r for r in records if r.judge == name and r.kind == "pairwise"]
+    if mine and all(r.method == "verdict" for r in mine):
+        ceiling = max(r.repeat for r in mine) + 1
+        return JudgeProfile(name=name, model=f"log/{name}", logprobs=False, samples=min(ceiling, 64), sampling="adaptive")
+    if mine and all(r.method == "samples" and r.samples for r in mine):
+        k = max(r.samples or 1 for r in mine)
+        return JudgeProfile(name=name, model=f"log/{name}", logprobs=False, samples=min(k, 64), sampling="fixed")
+    return JudgeProfile(name=name, model=f"log/{name}")
 
 
 def _replay_config(judges: list[str], strategy: str, poe: PoEConfig, settings: ReplaySettings, seed: int) -> RunConfig:

@@ -29,6 +29,9 @@ class JudgeRequest(BaseModel):
     """Shown candidates in order (first = option A)."""
     repeat: int = 0
     """Index of a repeated run of the same item (a log judge answers with that run's judgment)."""
+    samples: int | None = None
+    """Completions to ask of a judge without log-probabilities (None: its profile's ``samples``);
+    a PoE campaign asks one at a time and decides where the next goes (``sampling = "adaptive"``)."""
 
 
 class Judgment(BaseModel):

@@ -56,7 +56,9 @@ def judge_prices(profiles: dict[str, JudgeProfile], local: set[str], *, max_usd:
     return prices
 
 
-def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, price: tuple[float, float]) -> tuple[int, float]:
+def worst_case(
+    messages: list[dict], template: Template, profile: JudgeProfile, price: tuple[float, float], completions: int | None = None
+) -> tuple[int, float]:
     """Upper bound on the tokens and USD of one request.
 
     A byte-level tokenizer never produces more tokens than bytes, so every content byte counts as
@@ -66,7 +68,7 @@ def worst_case(messages: list[dict], template: Template, profile: JudgeProfile, 
     """
     prompt = sum(len(m["content"].encode()) + MESSAGE_OVERHEAD_TOKENS for m in messages)
     completion = profile.answer_tokens(template.max_new_tokens)
-    calls = profile.samples if not profile.logprobs else 1
+    calls = (completions or profile.samples) if not profile.logprobs else 1
     follow_ups = 0
     if profile.prefill and profile.logprobs and template.read == "first_token":
         options = template.options

@@ -59,6 +59,7 @@ class RoundDispatcher:
             prompt_id=row.prompt_id,
             candidates=row.candidates,
             repeat=row.repeat,
+            samples=row.reserved_calls,
         )
 
     def batched(self, judge: str) -> LiteLLMJudge | None:

@@ -53,7 +53,7 @@ class RunEngine:
         local: set[str] | None = None,
         progress: Callable[[RunEvent], None] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
-        answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None,
+        answerable: Callable[..., bool] | None = None,
         observe: Callable[[Spend, Any], None] | None = None,
         pilot: int | None = None,
         known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None,

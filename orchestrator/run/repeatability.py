@@ -78,7 +78,12 @@ def repeat_summary(rows: list[tuple[str, str, float, float]], groups: list[dict]
         if close
         else "less than any two neighbours' gap in win probability: alone it cannot reorder this ranking"
     )
-    return (
-        f"Asked {len(rows)} of its requests again out of turn, {who} moved its P(first better) by up to {moved:.3f} "
-        f"(llama.cpp reuses the previous request's computation; a run repeats exactly only in the same order): {swap}."
+    # verdicts (0 or 1) move because they are draws; probabilities because llama.cpp reuses the
+    # previous request's computation
+    verdicts = all(v in (0.0, 1.0) for _, _, a, b in rows for v in (a, b))
+    why = (
+        "its verdicts are draws: another one may answer otherwise, which the fit counts as such"
+        if verdicts
+        else "llama.cpp reuses the previous request's computation; a run repeats exactly only in the same order"
     )
+    return f"Asked {len(rows)} of its requests again out of turn, {who} moved its P(first better) by up to {moved:.3f} ({why}): {swap}."

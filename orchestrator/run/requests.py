@@ -58,11 +58,13 @@ class PlanContext:
     profiles: dict[str, JudgeProfile]
     templates: dict[str, Template]
     prices: dict[str, tuple[float, float]]
-    asked: set[tuple[str, str, tuple[str, ...]]] = field(default_factory=set)
-    """``(judge, prompt, shown candidates)`` of every planned request (asked or pending)."""
-    answerable: Callable[[str, str, tuple[str, ...], str], bool] | None = None
-    """``(judge, prompt, shown candidates, kind) → bool``: whether a judge can answer a request at
-    all (a judge replaying a log answers only what the log holds); None: every judge, anything."""
+    asked: Counter[tuple[str, str, tuple[str, ...]]] = field(default_factory=Counter)
+    """``(judge, prompt, shown candidates)`` of every planned request (asked or pending), with how
+    many times it was planned (repeats: one more verdict of a pair already asked)."""
+    answerable: Callable[..., bool] | None = None
+    """``(judge, prompt, shown candidates, kind[, repeat]) → bool``: whether a judge can answer a
+    request at all (a judge replaying a log answers only what the log holds, repeat by repeat);
+    None: every judge, anything."""
 
     known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None
     """``() → (prompt, shown candidates)`` of every pairwise request some judge can answer, where
@@ -89,10 +91,16 @@ class PlanContext:
         return [j for j in judges if self.answerable(j, prompt_id, candidates, kind)]
 
     def prompt_use(self) -> Counter[str]:
-        """Requests per prompt so far (derived from the log, so a resumed run sees the same)."""
-        return Counter(p for _, p, _ in self.asked)
+        """Requests per prompt so far, repeats included (derived from the log, so a resumed run sees
+        the same): a pair is asked again on a prompt only once its other prompts are as used."""
+        use: Counter[str] = Counter()
+        for (_, prompt, _), times in self.asked.items():
+            use[prompt] += times
+        return use
 
-    def request(self, judge: str, role: str, prompt_id: str, candidates: list[str], repeat: int = 0) -> PlannedRequest:
+    def request(
+        self, judge: str, role: str, prompt_id: str, candidates: list[str], repeat: int = 0, *, completions: int | None = None
+    ) -> PlannedRequest:
         """A request row for the store: rendered messages, idempotency key, worst-case reservation."""
         template = self.templates[role]
         profile = self.profiles[judge]
@@ -104,7 +112,7 @@ class PlanContext:
         attribute = self.config.judging.attribute
         parameters = self.config.judging.parameters()
         messages = render_messages(template, prompt, texts, attribute=attribute, prefill=profile.prefill, parameters=parameters)
-        tokens, usd = worst_case(messages, template, profile, self.prices[judge])
+        tokens, usd = worst_case(messages, template, profile, self.prices[judge], completions)
         # the task and criterion change what is asked: part of the key when set (older keys unchanged)
         wording = "\x1f".join([attribute or "", *(f"{k}={v}" for k, v in sorted(parameters.items()))])
         key = request_key(self.run_name, judge, template.digest, wording, prompt_id, *candidates, str(repeat))
@@ -119,9 +127,9 @@ class PlanContext:
             reserved_tokens=tokens,
             reserved_usd=usd,
             repeat=repeat,
-            reserved_calls=1 if profile.logprobs else profile.samples,
+            reserved_calls=1 if profile.logprobs else (completions or profile.samples),
         )
 
     def mark_asked(self, requests: list[PlannedRequest]) -> None:
         for r in requests:
-            self.asked.add((r.judge, r.prompt_id, tuple(r.candidates)))
+            self.asked[(r.judge, r.prompt_id, tuple(r.candidates))] += 1

@@ -9,6 +9,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -385,12 +386,10 @@ class RunStore:
         row = self.db.conn.execute("select avg(reserved_tokens), avg(reserved_usd) from requests").fetchone()
         return float(row[0] or 0.0), float(row[1] or 0.0)
 
-    def asked(self) -> set[tuple[str, str, tuple[str, ...]]]:
-        """``(judge, prompt, candidates)`` of every planned request (asked or pending)."""
-        return {
-            (judge, prompt, shown(cands))
-            for judge, prompt, cands in self.db.conn.execute("select judge, prompt_id, candidates from requests")
-        }
+    def asked(self) -> Counter[tuple[str, str, tuple[str, ...]]]:
+        """``(judge, prompt, candidates)`` of every planned request (asked or pending), with its count."""
+        rows = self.db.conn.execute("select judge, prompt_id, candidates from requests")
+        return Counter((judge, prompt, shown(cands)) for judge, prompt, cands in rows)
 
     def last_round(self) -> int:
         row = next(self.db.query("select coalesce(max(round), -1) as r from rounds"))

@@ -20,6 +20,7 @@ from ...store import JudgmentRecord, PlannedRequest
 from ..groups import Group
 from ..requests import seeded_hash
 from .cost import absolute_values, judge_parameters, pairwise_values, request_cost, value_parameters
+from .pair_slots import PairSlots
 
 if TYPE_CHECKING:
     from ...poe import PoEConfig
@@ -40,8 +41,8 @@ class PanelHost(Protocol):
     _fit_cutoff: list[int | None]
     _fit_judges: list[list[str]]
     _judgments: list[list[JudgmentRecord]]
-
-    def _askable(self, prompt: str, a: str, b: str) -> list[str]: ...
+    slots: PairSlots
+    """Which comparisons can still be asked (:mod:`.pair_slots`)."""
 
 
 __all__ = ["PanelRounds", "DEFAULT_ABSOLUTE_VARIANCE"]
@@ -72,7 +73,7 @@ class PanelRounds:
     def _pair_judges(self, group: Group, i: int, j: int) -> set[str]:
         a, b = group.names[i], group.names[j]
         ca, cb = group.candidate(a), group.candidate(b)
-        return {judge for p in group.pair_prompts(a, b) for judge in self.planner._askable(p, ca, cb)}
+        return {judge for p in group.pair_prompts(a, b) for judge in self.planner.slots.askable(p, ca, cb)}
 
     def _build(self) -> list[dict[str, torch.Tensor]]:
         out = []
@@ -279,7 +280,7 @@ class PanelRounds:
                     i, j = j, i
                 a, b = group.names[i], group.names[j]
                 ca, cb = group.candidate(a), group.candidate(b)
-                prompts = [p for p in group.pair_prompts(a, b) if judge in planner._askable(p, ca, cb)]
+                prompts = [p for p in group.pair_prompts(a, b) if judge in planner.slots.askable(p, ca, cb)]
                 if not prompts:
                     continue
                 prompt = min(prompts, key=lambda p: (use[p], seeded_hash(ctx.seed, p, a, b)))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import random
-from collections import Counter
 from typing import ClassVar
 
 import torch
@@ -35,10 +34,11 @@ from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..calibration import temperatures_for
-from ..groups import Group, build_groups_for, fit_group, judge_names
+from ..groups import build_groups_for, fit_group, judge_names
 from ..requests import PlanContext, seeded_hash
 from .base import Plan
 from .candidates import CandidateAvailability
+from .pair_slots import PairSlots
 from .panel import PanelRounds
 
 __all__ = ["PoEPlanner", "poe_config", "stop_decision"]
@@ -100,6 +100,7 @@ class PoEPlanner:
         self.poe = poe_config(config)
         self.strategy = parse_strategy(config.selection.strategy)
         self.ordered = config.model.debias != "permutation"
+        self.slots = PairSlots(ctx, self.ordered)
         self.posteriors: list[Posterior | None] = [None] * len(self.groups)
         self._dirty = set(range(len(self.groups)))
         self._fit_count = [-1] * len(self.groups)
@@ -263,8 +264,8 @@ class PoEPlanner:
                 sparse.touched(i, j)
             avail = self._avail[k] if self._avail is not None else None
             if avail is not None:
-                avail[i, j] = self._pair_open(group, i, j)
-                avail[j, i] = self._pair_open(group, j, i)
+                avail[i, j] = self.slots.pair_open(group, i, j)
+                avail[j, i] = self.slots.pair_open(group, j, i)
 
     def summary(self, cutoff: int | None) -> dict:
         posteriors = self.refit() if cutoff is None else self.posteriors
@@ -297,49 +298,6 @@ class PoEPlanner:
         random.Random(ctx.seed).shuffle(units)  # a budget too small for all spreads over groups
         return units
 
-    def _available(self, group: Group) -> torch.Tensor:
-        """``(N, N)`` bool: ordered pairs that can still be asked (on some prompt, for ``global``)."""
-        n = len(group.names)
-        avail = torch.zeros(n, n, dtype=torch.bool)
-        for i in range(n):
-            for j in range(n):
-                if i != j:
-                    avail[i, j] = self._pair_open(group, i, j)
-        return avail
-
-    def _pair_open(self, group: Group, i: int, j: int) -> bool:
-        a, b = group.names[i], group.names[j]
-        ca, cb = group.candidate(a), group.candidate(b)
-        focus = self.ctx.config.selection.only_with
-        if focus and ca not in focus and cb not in focus:
-            return False  # an extended run pays only to place its new candidates
-        return any(self._askable(p, ca, cb) for p in group.pair_prompts(a, b))
-
-    def _askable(self, prompt: str, a: str, b: str) -> list[str]:
-        """The judges that can still be asked to compare ``a`` and ``b`` on ``prompt`` (in this
-        order; in both orders with permutation debiasing)."""
-        ctx = self.ctx
-        asked = ctx.asked
-        out = []
-        for judge in ctx.judges_for(prompt, (a, b), "pairwise"):
-            if (judge, prompt, (a, b)) in asked:
-                continue
-            if not self.ordered and (
-                (judge, prompt, (b, a)) in asked or (ctx.answerable is not None and not ctx.answerable(judge, prompt, (b, a), "pairwise"))
-            ):
-                continue
-            out.append(judge)
-        return out
-
-    def _prompt_for(self, group: Group, a: str, b: str, use: Counter[str]) -> str | None:
-        """The prompt to compare ``a`` and ``b`` on: the least used where a judge can still be
-        asked (seeded tie-break), or None when none is left (a pair open only for a stopped judge)."""
-        ca, cb = group.candidate(a), group.candidate(b)
-        options = [p for p in group.pair_prompts(a, b) if self._askable(p, ca, cb)]
-        if not options:
-            return None
-        return min(options, key=lambda p: (use[p], seeded_hash(self.ctx.seed, p, a, b)))
-
     def _comparison_units(self, round_no: int, posteriors: list[Posterior]) -> tuple[list[list[PlannedRequest]], list[list]]:
         ctx = self.ctx
         batch = ctx.config.selection.batch
@@ -350,11 +308,11 @@ class PoEPlanner:
         if self._avail is None or self._avail_disabled != ctx.disabled:
             # (re)built at the first selection and when a judge was stopped: a pair open only for it is
             # closed. A group with a sparse posterior gets candidate pairs each round instead of a matrix.
-            self._avail = [None if p.cov is None else self._available(g) for g, p in zip(self.groups, posteriors)]
+            self._avail = [None if p.cov is None else self.slots.available(g) for g, p in zip(self.groups, posteriors)]
             for k, group in enumerate(self.groups):
                 if self._avail[k] is None:
                     if self._candidates[k] is None:
-                        self._candidates[k] = CandidateAvailability(ctx, group, functools.partial(self._pair_open, group))
+                        self._candidates[k] = CandidateAvailability(ctx, group, functools.partial(self.slots.pair_open, group))
                     self._candidates[k].reset()  # type: ignore[union-attr]
             self._avail_disabled = set(ctx.disabled)
         generator = torch.Generator().manual_seed(ctx.seed * 1_000_003 + round_no)
@@ -378,11 +336,24 @@ class PoEPlanner:
             group = self.groups[g]
             a, b = group.names[i], group.names[j]
             ca, cb = group.candidate(a), group.candidate(b)
-            prompt = self._prompt_for(group, a, b, use)
+            prompt = self.slots.prompt_for(group, a, b, use)
             if prompt is None:
                 continue
             use[prompt] += 1
             orders = [(ca, cb)] if self.ordered else [(ca, cb), (cb, ca)]
-            units.append([ctx.request(jn, "pairwise", prompt, list(o)) for jn in self._askable(prompt, ca, cb) for o in orders])
+            units.append(
+                [
+                    ctx.request(
+                        jn,
+                        "pairwise",
+                        prompt,
+                        list(o),
+                        ctx.asked.get((jn, prompt, o), 0),
+                        completions=1 if self.slots.ceiling(jn) > 1 else None,
+                    )
+                    for jn in self.slots.askable(prompt, ca, cb)
+                    for o in orders
+                ]
+            )
             selected.append([group.key, prompt, a, b, round(float(metric[g][(i, j)]), 6)])
         return units, selected

@@ -1,0 +1,129 @@
+"""What a verdict costs (issue #62): paid completions to reach the log-probability judge's Spearman
+with its own full-data ranking at 100 and 200 calls, for a judge without log-probabilities that
+returns k sampled verdicts per call (fixed k) or one per call with the selection deciding where the
+next verdict goes — a new pair or one more verdict of a pair already asked (adaptive, up to a
+ceiling of R verdicts per shown order and prompt).
+
+Data and derivation as in `verdict_judges.py`: the embedded Qwen 1.5B judge's exhaustive SummEval
+logs (6 articles × 16 systems, 1,440 ordered pairs, global scope, `--debias permutation`,
+`lookahead`, batch 10); each judgment becomes k categorical draws from its logged option
+probabilities (fixed k: one record of their shares, `method = "samples"`, k completions paid), or R
+single draws stored as repeats 0..R−1 (`method = "verdict"`: the replay's judge samples adaptively
+up to R, each request one completion). Budgets and the figures count paid completions. Curves are
+the mean Spearman over draw seeds; a target is reached where that mean first reaches it.
+
+The oracle row is the log-probability judge itself: every call returns the probability that the
+verdicts are drawn from, so no allocation of verdicts can reach a target in fewer completions than
+it reaches it in calls times the verdicts one probability is worth.
+
+    python -m benchmarks.selection.verdict_cost [--seeds 5] [--ks 1,3,5] [--ceiling 8]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+os.environ.setdefault("ORCHESTRATOR_JUDGMENT_CACHE", "off")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from benchmarks import harness  # noqa: E402
+from benchmarks.selection.verdict_judges import CONFIG, as_verdicts, one_group, pairwise_records  # noqa: E402
+from orchestrator.offline.replay import group_dataset, replay_group  # noqa: E402
+from orchestrator.records.log import LogRecord  # noqa: E402
+from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
+
+STEP = 20
+
+
+def as_repeats(records: list[LogRecord], ceiling: int, seed: int) -> list[LogRecord]:
+    """Each judgment as ``ceiling`` single verdicts (repeats 0..ceiling−1) drawn from its probabilities."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for record in records:
+        options = list(record.probs)
+        p = np.asarray([record.probs[o] for o in options], dtype=float)
+        picks = rng.choice(len(options), size=ceiling, p=p / p.sum())
+        for r, pick in enumerate(picks):
+            probs = {o: float(k == pick) for k, o in enumerate(options)}
+            out.append(
+                LogRecord.model_validate(
+                    {**record.model_dump(), "probs": probs, "method": "verdict", "samples": 1, "repeat": r, "key": f"{record.key}-{r}"}
+                )
+            )
+    return out
+
+
+def spearman_curve(records: list[LogRecord], reference: np.ndarray, budget: int, seed: int) -> np.ndarray:
+    """Spearman with the reference after every ``STEP`` paid completions, up to ``budget``."""
+    group = one_group(records)
+    result = replay_group(
+        group, "lookahead", CONFIG, scope="global", debias="permutation", batch=10, budget=budget, seed=seed, reference=reference
+    )
+    calls = np.array([c[0] for c in result.curve])
+    rho = np.array([c[2] for c in result.curve])
+    grid = np.arange(STEP, budget + 1, STEP)
+    return np.array([rho[calls <= g][-1] if np.any(calls <= g) else 0.0 for g in grid])
+
+
+def first(curve: np.ndarray, target: float) -> int | None:
+    hit = np.nonzero(curve >= target)[0]
+    return int((hit[0] + 1) * STEP) if hit.size else None
+
+
+def main() -> None:
+    p = harness.parser(__doc__, quick="2 draw seeds, k = 1 and 3, ceiling 4, budgets to 1,200 completions")
+    p.add_argument("--seeds", type=harness.count, default=5)
+    p.add_argument("--ks", default="1,3,5")
+    p.add_argument("--ceiling", type=harness.count, default=8)
+    p.add_argument("--budget", type=harness.count, default=4400, help="paid completions per replay")
+    args = p.parse_args()
+    seeds, ks, ceiling, budget = (
+        (2, [1, 3], 4, 1200) if args.quick else (args.seeds, [int(k) for k in args.ks.split(",")], args.ceiling, args.budget)
+    )
+    records = pairwise_records()
+    group = one_group(records)
+    run_group = build_groups_for(group_dataset(group), "global")[0]
+    full = fit_group(run_group, group.rows, CONFIG, debias="permutation", with_absolute=False).mean.numpy()
+    reference = np.asarray([full[run_group.names.index(n)] for n in group.names])
+    logprob = np.mean([spearman_curve(records, reference, 400, s) for s in range(3)], axis=0)
+    targets = {100: float(logprob[100 // STEP - 1]), 200: float(logprob[200 // STEP - 1])}
+    print(f"log-probability judge: Spearman with its own full-data ranking {targets[100]:.3f} at 100 calls, {targets[200]:.3f} at 200\n")
+    print("| judge | completions to the 100-call target | to the 200-call target | Spearman at 1,000 completions | best reached |")
+    print("|---|---|---|---|---|")
+    rows: dict[str, np.ndarray] = {}
+    for k in ks:
+        t0 = time.time()
+        k_budget = min(budget, 1440 * k)  # (the log holds 1,440 calls: k completions each)
+        rows[f"fixed k = {k}"] = np.mean(
+            [spearman_curve(as_verdicts(records, k, 1000 + s), reference, k_budget, s) for s in range(seeds)], axis=0
+        )
+        print(f"  fixed k = {k} done ({time.time() - t0:.0f} s)", flush=True)
+    t0 = time.time()
+    adaptive_budget = min(budget, 1440 * ceiling)
+    rows[f"adaptive, ceiling {ceiling}"] = np.mean(
+        [spearman_curve(as_repeats(records, ceiling, 2000 + s), reference, adaptive_budget, s) for s in range(seeds)], axis=0
+    )
+    print(f"  adaptive done ({time.time() - t0:.0f} s)\n", flush=True)
+    for name, curve in rows.items():
+        at = curve[min(1000 // STEP, len(curve)) - 1]
+        reached = [first(curve, targets[c]) for c in (100, 200)]
+        cells = [str(x) if x is not None else f"> {len(curve) * STEP}" for x in reached]
+        print(f"| {name} | {cells[0]} | {cells[1]} | {at:.3f} | {curve.max():.3f} |")
+    print(
+        f"| log-probabilities (the oracle: the probability each verdict is drawn from) | 100 calls | 200 calls | — | {logprob.max():.3f} |"
+    )
+    fixed = {c: [first(rows[n], targets[c]) for n in rows if n.startswith("fixed")] for c in (100, 200)}
+    adaptive = {c: first(rows[f"adaptive, ceiling {ceiling}"], targets[c]) for c in (100, 200)}
+    for c in (100, 200):
+        best = min((x for x in fixed[c] if x is not None), default=None)
+        if best is None or adaptive[c] is None:
+            print(f"target at {c} calls: adaptive {adaptive[c]}, best fixed k {best}: no ratio (a target not reached within the budget)")
+        else:
+            print(f"target at {c} calls: adaptive / best fixed k = {adaptive[c]} / {best} = {adaptive[c] / best:.2f}")
+
+
+if __name__ == "__main__":
+    harness.run(main, __file__)
