@@ -339,3 +339,58 @@ def verdict_coverage_figure(r: Record) -> str:
 
 def verdict_coverage_verdict(r: Record) -> str:
     return "met" if min(float(row["coverage of the judge's own ranks"]) for row in _verdict_rows(r)) >= 0.93 else "not met"
+
+
+def verdict_cost_figure(r: Record) -> str:
+    rows = r["figures"]["tables"][0]
+    cells = "; ".join(
+        f"{row['judge']}: {row['completions to the 100-call target']} / {row['to the 200-call target']}"
+        for row in rows
+        if not row["judge"].startswith("log-probabilities")
+    )
+    ratio = [line for line in r["figures"]["lines"] if line.startswith("target at 100 calls")]
+    return f"paid completions to the log-probability judge's Spearman at 100 / 200 calls: {cells}" + (f"; {ratio[0]}" if ratio else "")
+
+
+def verdict_cost_verdict(r: Record) -> str:
+    ratio = [line for line in r["figures"]["lines"] if line.startswith("target at 100 calls") and "=" in line]
+    if not ratio:
+        return "not met (no ratio)"
+    value = float(ratio[0].rsplit("=", 1)[1])
+    return f"{'met' if value <= 0.6 else 'not met'}: adaptive {value:.2f}× the best fixed k at the 100-call target (goal ≤ 0.6×)"
+
+
+def gate_errors_figure(r: Record) -> str:
+    rows = r["figures"]["tables"][0]
+    return "; ".join(
+        f"{row['outcomes']}: {row['false decisions']} false decisions of {row['comparisons (A/A; true d within ±1 point)']} comparisons "
+        f"(A/A {row['of A/A']}, within 1 point {row['of d within ±1']}), {row['decided']} decided"
+        for row in rows
+    )
+
+
+def gate_errors_verdict(r: Record) -> str:
+    rows = r["figures"]["tables"][0]
+    enough = all(int(row["comparisons (A/A; true d within ±1 point)"].split()[0]) >= 1000 for row in rows)
+    ok = all(float(row["false decisions"]) <= 0.05 for row in rows)
+    return "met" if ok and enough else ("not met" if enough else "not met (fewer than 1,000 comparisons)")
+
+
+def gate_power_figure(r: Record) -> str:
+    rows = r["figures"]["tables"][1]
+    return "; ".join(
+        f"{row['true difference (points)']} points: power {row['sequence: power']} at {row['mean prompts (× fixed)']} on average "
+        f"(fixed test {row['fixed paired z-test: prompts for 80% power (its power)']} prompts), oracle SPRT {row['oracle SPRT told the truth: power, mean prompts (× fixed)']}"
+        for row in rows
+    )
+
+
+def gate_power_verdict(r: Record) -> str:
+    row = next(row for row in r["figures"]["tables"][1] if row["true difference (points)"] == "3")
+    power = float(row["sequence: power"])
+    oracle = row["oracle SPRT told the truth: power, mean prompts (× fixed)"]
+    return (
+        f"not met (power {power:.2f}); beyond any method: the oracle SPRT reaches only {oracle} within the same 1.3× cap"
+        if power < 0.8
+        else "met"
+    )

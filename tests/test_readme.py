@@ -92,6 +92,8 @@ def needs(command: str) -> str | None:
     """Why a command cannot run here (None: it can)."""
     if command.startswith("pip install"):
         return "an install command: .ci/run runs the README's test command verbatim"
+    if "examples/compare.toml" in command:
+        return "run as written (its exit code is the decision) by tests/test_compare_gate.py (slow)"
     if "examples/summeval-think.toml" in command:
         return "run as written, with its figures checked, by tests/test_thinking_judges.py (slow)"
     if "../shared" in command and not SHARED.exists():

@@ -39,20 +39,18 @@ STEP = 20
 
 
 def as_repeats(records: list[LogRecord], ceiling: int, seed: int) -> list[LogRecord]:
-    """Each judgment as ``ceiling`` single verdicts (repeats 0..ceiling−1) drawn from its probabilities."""
-    rng = np.random.default_rng(seed)
+    """Each judgment as ``ceiling`` single verdicts (repeats 0..ceiling−1) drawn from its
+    probabilities; repeat 0 is the one-verdict log of the same seed (paired with fixed k = 1)."""
+    rng = np.random.default_rng(seed + 7919)
     out = []
-    for record in records:
+    for record, first in zip(records, as_verdicts(records, 1, seed)):
         options = list(record.probs)
         p = np.asarray([record.probs[o] for o in options], dtype=float)
-        picks = rng.choice(len(options), size=ceiling, p=p / p.sum())
-        for r, pick in enumerate(picks):
+        picks = rng.choice(len(options), size=ceiling - 1, p=p / p.sum())
+        out.append(first.model_copy(update={"key": f"{record.key}-0"}))
+        for r, pick in enumerate(picks, 1):
             probs = {o: float(k == pick) for k, o in enumerate(options)}
-            out.append(
-                LogRecord.model_validate(
-                    {**record.model_dump(), "probs": probs, "method": "verdict", "samples": 1, "repeat": r, "key": f"{record.key}-{r}"}
-                )
-            )
+            out.append(first.model_copy(update={"probs": probs, "repeat": r, "key": f"{record.key}-{r}"}))
     return out
 
 
@@ -91,8 +89,6 @@ def main() -> None:
     logprob = np.mean([spearman_curve(records, reference, 400, s) for s in range(3)], axis=0)
     targets = {100: float(logprob[100 // STEP - 1]), 200: float(logprob[200 // STEP - 1])}
     print(f"log-probability judge: Spearman with its own full-data ranking {targets[100]:.3f} at 100 calls, {targets[200]:.3f} at 200\n")
-    print("| judge | completions to the 100-call target | to the 200-call target | Spearman at 1,000 completions | best reached |")
-    print("|---|---|---|---|---|")
     rows: dict[str, np.ndarray] = {}
     for k in ks:
         t0 = time.time()
@@ -104,9 +100,11 @@ def main() -> None:
     t0 = time.time()
     adaptive_budget = min(budget, 1440 * ceiling)
     rows[f"adaptive, ceiling {ceiling}"] = np.mean(
-        [spearman_curve(as_repeats(records, ceiling, 2000 + s), reference, adaptive_budget, s) for s in range(seeds)], axis=0
+        [spearman_curve(as_repeats(records, ceiling, 1000 + s), reference, adaptive_budget, s) for s in range(seeds)], axis=0
     )
     print(f"  adaptive done ({time.time() - t0:.0f} s)\n", flush=True)
+    print("| judge | completions to the 100-call target | to the 200-call target | Spearman at 1,000 completions | best reached |")
+    print("|---|---|---|---|---|")
     for name, curve in rows.items():
         at = curve[min(1000 // STEP, len(curve)) - 1]
         reached = [first(curve, targets[c]) for c in (100, 200)]

@@ -11,6 +11,7 @@ for a person) on bad input, and nothing else on user error.
 from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
+from .compare import compare, junit_xml
 from .labels import export_labels, import_labels, label_server
 from .lifecycle import dry_run, export, extend, load_config, ranking, report, resume, start, status, summary
 from .presentation import (
@@ -30,6 +31,8 @@ from .presentation import (
 from .tools import cache_import, cache_prune, cache_stats, embedded_judge, import_data, init, record, simulate
 
 __all__ = [
+    "compare",
+    "junit_xml",
     "start",
     "dry_run",
     "resume",

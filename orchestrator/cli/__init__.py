@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..errors import OrchestratorError
 from ..secrets import redact
-from . import cache, fits, init, labels, runs, tools  # noqa: F401  (registers the commands)
+from . import cache, compare, fits, init, labels, runs, tools  # noqa: F401  (registers the commands)
 from .common import app, err_console
 
 __all__ = ["app", "main"]

@@ -97,6 +97,9 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
     groups = report["groups"]
     for warning in report.get("warnings", []):  # first: what the judge can and cannot tell (issue #51)
         out_console.print(f"warning: {warning}", soft_wrap=True)
+    if report.get("comparison"):  # a [compare] run: a decision, not a ranking (issue #60)
+        c = report["comparison"]
+        out_console.print(f"{c['sentence']} (α = {c['alpha']:g}; `orchestrator compare` exit code {c['exit_code']})", soft_wrap=True)
     for entry in groups[:limit_groups]:
         poe = entry["entropy"] is not None
         title = (

@@ -98,6 +98,10 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     dataset = store.dataset()
     if config.reference is not None:
         return reference_ranking(path, config, dataset, level, store)
+    if config.compare is not None:  # two systems and a decision, not a ranking (issue #60)
+        from .comparison import comparison_in
+
+        return {"run": str(path), "scope": "compare", "level": level, "groups": [], "comparison": comparison_in(store)}
     judgments = list(store.judgments()) if config.absolute is None else []
     templates = store.templates()
     if config.absolute is not None:
@@ -216,7 +220,7 @@ def status(path: str | Path) -> dict:
         counts = store.request_counts()
         failures = store.failure_counts()
         rounds = store.last_round() + 1
-        poe = config.reference is None and config.absolute is None  # campaigns have no PoE posterior
+        poe = config.campaign == "poe"  # campaigns have no PoE posterior
         # one fit of every group serves the forecast and the ranking
         fits = poe_fits(config, store.dataset(), list(store.judgments())) if poe else None
         forecast = _forecast(store, config, fits[1]) if fits is not None and run["status"] != "finished" else None
@@ -247,6 +251,8 @@ def status(path: str | Path) -> dict:
         "deployments": deployments,
         "people": people,
     }
+    if "comparison" in rank:
+        summary["comparison"] = rank["comparison"]
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]
     if sp:
         summary["mean_spearman_vs_truth"] = round(sum(sp) / len(sp), 4)

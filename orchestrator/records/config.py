@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import OrchestratorError
 from .choices import parse_expert_name, parse_strategy
+from .compare_config import CompareConfig
 from .datafiles import load_toml_model
 from .families import family_problem
 from .log import check_identifier
@@ -293,11 +294,13 @@ class RunConfig(_Section):
     """Set to run a reference-anchored campaign instead of PoE pairwise selection."""
     absolute: AbsoluteConfig | None = None
     """Set to run an absolute-scoring campaign (for the simplex model) instead of PoE selection."""
+    compare: CompareConfig | None = None
+    """Set to compare two systems head to head with a decision (:mod:`.compare_config`)."""
 
     @model_validator(mode="after")
     def _one_campaign(self) -> "RunConfig":
-        if self.reference is not None and self.absolute is not None:
-            raise ValueError("[reference] and [absolute] are two different campaigns; a run has at most one")
+        if sum(s is not None for s in (self.reference, self.absolute, self.compare)) > 1:
+            raise ValueError("[reference], [absolute] and [compare] are different campaigns; a run has at most one")
         if self.model.temperature == "fit" and not self.data.truth:
             raise ValueError('model.temperature = "fit" fits each judge on the truth scores: set data.truth')
         text = [c for c in self.model.control if c != "self"]
@@ -329,14 +332,14 @@ class RunConfig(_Section):
         return self
 
     @property
-    def campaign(self) -> Literal["poe", "reference", "absolute"]:
+    def campaign(self) -> Literal["poe", "reference", "absolute", "compare"]:
         """The run's campaign kind, the tag of its planner (:mod:`orchestrator.run.planners`): the
         ``[reference]`` or ``[absolute]`` section when one is given, else PoE pair selection."""
         if self.reference is not None:
             return "reference"
         if self.absolute is not None:
             return "absolute"
-        return "poe"
+        return "compare" if self.compare is not None else "poe"
 
     @property
     def run_path(self) -> Path:

