@@ -33,7 +33,6 @@ def compare_cmd(
     Exit codes: 0 better (with --require not-worse: or equivalent), 10 worse, 11 equivalent within the
     margin, 12 not known within the budget; 2 bad input, 1 a run that failed."""
     from .. import api
-    from ..api.compare import compare, junit_xml
 
     if max_calls is not None and max_calls < 1:
         from ..errors import OrchestratorError
@@ -42,12 +41,12 @@ def compare_cmd(
     cfg = api.load_config(config, runs_dir)
     display, on_event = run_display(max_calls or cfg.budget.max_calls)
     with display:
-        path, result = compare(
+        path, result = api.compare(
             cfg, margin=margin, alpha=alpha, max_calls=max_calls, require=require, progress=on_event, cache=False if no_cache else None
         )
     if junit is not None:
         with open_output(junit, option="--junit", inputs=[config, path]) as fh:
-            fh.write(junit_xml(result))
+            fh.write(api.junit_xml(result))
     if json_out:
         out_console.print_json(json.dumps({"run": str(path), **result}))
     else:

@@ -75,15 +75,17 @@ class PairSlots:
         return ctx.answerable(judge, prompt, shown, "pairwise") if repeat == 0 else ctx.answerable(judge, prompt, shown, "pairwise", repeat)
 
     def prompt_for(self, group: Group, a: str, b: str, use: Counter[str]) -> str | None:
-        """The prompt to compare ``a`` and ``b`` on: where this pair was asked least (a new prompt
-        before one more verdict on an asked one: a prompt's own taste is not averaged away by asking
-        it again), then the least used where a judge can still be asked (seeded tie-break), or None
-        when none is left (a pair open only for a stopped judge)."""
+        """The prompt to compare ``a`` and ``b`` on: the least used where a judge can still be asked
+        (seeded tie-break), or None when none is left (a pair open only for a stopped judge). With
+        adaptive sampling, first where this pair was asked least: a new prompt before one more
+        verdict on an asked one (a prompt's own taste is not averaged away by asking it again)."""
         ca, cb = group.candidate(a), group.candidate(b)
         options = [p for p in group.pair_prompts(a, b) if self.askable(p, ca, cb)]
         if not options:
             return None
         asked = self.ctx.asked
+        if all(self.ceiling(judge) == 1 for judge in self.ctx.profiles):  # nothing is asked twice: the least used prompt
+            return min(options, key=lambda p: (use[p], seeded_hash(self.ctx.seed, p, a, b)))
 
         def times(p: str) -> int:
             return sum(asked.get((judge, p, shown), 0) for judge in self.ctx.profiles for shown in ((ca, cb), (cb, ca)))

@@ -1,0 +1,54 @@
+"""Docs that stay true (issue #61, item 7): every link between the README and docs/ points at a file
+that exists and, with an anchor, at a heading that exists; every "README, \"Section\"" citation names a
+section of the README."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+CITATION = re.compile(r"README(?:'s)?,? \"([^\"]+)\"")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def headings(path) -> set[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    inside = False
+    out = set()
+    for line in lines:
+        if line.startswith("```"):
+            inside = not inside
+        elif not inside and line.startswith("#"):
+            out.add(line.lstrip("#").strip())
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_points_at_a_file_and_heading_that_exist(page):
+    text = page.read_text(encoding="utf-8")
+    for target in LINK.findall(text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        assert file.exists(), f"{page.name}: link to {target!r}: no such file"
+        if anchor and file.suffix == ".md":
+            assert anchor in {slug(h) for h in headings(file)}, f"{page.name}: link to {target!r}: no such heading in {file.name}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_readme_citation_names_a_readme_section(page):
+    sections = headings(ROOT / "README.md")
+    for name in CITATION.findall(page.read_text(encoding="utf-8")):
+        assert name in sections, f"{page.name} cites README section {name!r}, which does not exist ({sorted(sections)})"
