@@ -328,3 +328,45 @@ def length_controlled_run(folder: Path, *, name: str, max_calls: int, warm_start
         config.write_text(config.read_text().replace("[model]\n", '[model]\ncontrol = ["length"]\n'))
         path, _ = api.start(config)
     return path, rows
+
+
+def board_and_newcomer(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """40 prompts; 8 models of spread-out quality (the board's responses) and a newcomer M8 in their
+    range (its responses apart): ``(prompts, board responses, newcomer's responses)``."""
+    base = [0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.6]
+    prompts, responses = write_dataset(tmp_path / "data", prompts=40, candidates=9, seed=4, reference=0.5, base=base, spread=0.5)
+    rows = [json.loads(line) for line in responses.read_text().splitlines()]
+    board_responses, new_responses = tmp_path / "board.jsonl", tmp_path / "new.jsonl"
+    board_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] != "M8"))
+    new_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] == "M8"))
+    return prompts, board_responses, new_responses
+
+
+def board_run(tmp_path: Path, server) -> tuple[Path, Path, Path]:
+    """A board run (8 models judged on all 40 prompts of :func:`board_and_newcomer`, soft outcomes)
+    against ``server``: ``(prompts, newcomer's responses, board run file)``."""
+    from orchestrator import api
+
+    prompts, board_responses, new_responses = board_and_newcomer(tmp_path)
+    config = write_config(
+        tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
+    )
+    board, _ = api.start(config)
+    return prompts, new_responses, board
+
+
+def placed_config(
+    tmp_path: Path, url: str, prompts: Path, responses: Path, board: str, *, name: str = "placed", max_calls: int = 24, **kwargs
+) -> Path:
+    """A reference campaign that places ``responses``' candidates on the ``board`` (a path as the
+    config says it: absolute or relative to the config)."""
+    return write_config(
+        tmp_path,
+        url,
+        name=name,
+        prompts=prompts,
+        responses=responses,
+        max_calls=max_calls,
+        reference=f'soft = true\nboard = "{board}"\n',
+        **kwargs,
+    )

@@ -13,7 +13,7 @@ from scipy.special import stdtrit
 from scipy.stats import spearmanr
 
 from conftest import DATA
-from judgekit import reference_behaviour, run_cli, write_config, write_dataset, write_judge
+from judgekit import board_and_newcomer, board_run, placed_config, reference_behaviour, run_cli, write_config, write_dataset, write_judge
 from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -666,42 +666,18 @@ def test_a_reference_campaign_of_one_candidate_against_the_prompts_references(tm
     assert "no prompt has 2 or more responses to compare" in capsys.readouterr().err
 
 
-def _board_and_newcomer(tmp_path):
-    """40 prompts; 8 models of spread-out quality (the board's responses) and a newcomer M8 in their
-    range (its responses apart): ``(prompts, board responses, newcomer's responses)``."""
-    base = [0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.6]
-    prompts, responses = write_dataset(tmp_path / "data", prompts=40, candidates=9, seed=4, reference=0.5, base=base, spread=0.5)
-    rows = [json.loads(line) for line in responses.read_text().splitlines()]
-    board_responses, new_responses = tmp_path / "board.jsonl", tmp_path / "new.jsonl"
-    board_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] != "M8"))
-    new_responses.write_text("".join(json.dumps(r) + "\n" for r in rows if r["candidate"] == "M8"))
-    return prompts, board_responses, new_responses
-
-
 def test_a_new_model_is_placed_on_an_existing_board_from_few_prompts(tmp_path, capsys):
     """``[reference] board``: a board of 8 models judged on 40 prompts (a run file); a new model judged
     on 24 of the prompts is placed on it — its win rate over the board's 40 prompts with an interval
     that holds its full-data win rate (measured by judging it on all 40), and its rank among the
     board's models (issue #52)."""
-    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
     with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
-        board_config = write_config(
-            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
-        )
-        board, _ = api.start(board_config)
+        prompts, new_responses, board = board_run(tmp_path, server)
         full_config = write_config(
             tmp_path, server.url, name="full", prompts=prompts, responses=new_responses, max_calls=None, reference="soft = true\n"
         )
         full, _ = api.start(full_config)
-        config = write_config(
-            tmp_path,
-            server.url,
-            name="placed",
-            prompts=prompts,
-            responses=new_responses,
-            max_calls=24,
-            reference=f'soft = true\nboard = "{board.name}"\n',
-        )
+        config = placed_config(tmp_path, server.url, prompts, new_responses, board.name)
         config.write_text(config.read_text().replace(f'board = "{board.name}"', f'board = "runs/{board.name}"'))
         placed, _ = api.start(config)
     (truth,) = api.ranking(full)["groups"][0]["ranking"]
@@ -727,7 +703,7 @@ def test_extend_of_a_reference_run_places_the_newcomer_on_the_run_itself(tmp_pat
     all 40 prompts are the board, the newcomer added with a budget of 24 calls is placed on it — its
     win rate over the 40 prompts with an interval that holds its full-data win rate (a run that judged
     it on all 40), and its rank among the 8."""
-    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
+    prompts, board_responses, new_responses = board_and_newcomer(tmp_path)
     with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
         full_config = write_config(
             tmp_path, server.url, name="full", prompts=prompts, responses=new_responses, max_calls=None, reference="soft = true\n"

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from judgekit import reference_behaviour, write_config, write_dataset, write_judge
+from judgekit import board_run, placed_config, reference_behaviour, write_config, write_dataset, write_judge
 from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -250,16 +250,10 @@ def test_intervals_that_hold_together_contain_the_one_at_a_time_ones_on_the_boar
 
 
 def test_a_board_that_shares_no_prompt_or_holds_a_candidate_is_refused_before_any_call(tmp_path, capsys):
-    from test_raee_fit import _board_and_newcomer
-
     from judgekit import run_cli
 
-    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
     with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
-        board_config = write_config(
-            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
-        )
-        board, _ = api.start(board_config)
+        prompts, new_responses, board = board_run(tmp_path, server)
         # other prompts: the same rows under new ids
         other_prompts, other_responses = tmp_path / "other-prompts.jsonl", tmp_path / "other-responses.jsonl"
         other_prompts.write_text(
@@ -271,7 +265,10 @@ def test_a_board_that_shares_no_prompt_or_holds_a_candidate_is_refused_before_an
                 for x in new_responses.read_text().splitlines()
             )
         )
-        cases = {"apart": (other_prompts, other_responses, "shares no prompt"), "already": (prompts, board_responses, "already holds")}
+        cases = {
+            "apart": (other_prompts, other_responses, "shares no prompt"),
+            "already": (prompts, tmp_path / "board.jsonl", "already holds"),
+        }
         for name, (p, r, said) in cases.items():
             config = write_config(
                 tmp_path,
@@ -295,25 +292,11 @@ def test_a_placed_run_outlives_its_board_file_moved_or_edited(tmp_path, capsys):
     import shutil
     import sqlite3
 
-    from test_raee_fit import _board_and_newcomer
-
     from judgekit import run_cli
 
-    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
     with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
-        board_config = write_config(
-            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
-        )
-        board, _ = api.start(board_config)
-        config = write_config(
-            tmp_path,
-            server.url,
-            name="placed",
-            prompts=prompts,
-            responses=new_responses,
-            max_calls=24,
-            reference=f'soft = true\nboard = "{board.as_posix()}"\n',
-        )
+        prompts, new_responses, board = board_run(tmp_path, server)
+        config = placed_config(tmp_path, server.url, prompts, new_responses, board.as_posix())
         placed, _ = api.start(config)
     first = api.ranking(placed)["groups"][0]
     assert first["board"]["file"] == "unchanged since this run started"
@@ -362,11 +345,9 @@ def test_a_signal_during_a_board_placement_run_drains_and_resume_places_it(tmp_p
     import sqlite3
 
     import childkit
-    from test_raee_fit import _board_and_newcomer
 
     from judgekit import run_cli
 
-    prompts, board_responses, new_responses = _board_and_newcomer(tmp_path)
     behaviour = reference_behaviour(slope=4.0)
 
     def slow(body: dict):
@@ -374,22 +355,9 @@ def test_a_signal_during_a_board_placement_run_drains_and_resume_places_it(tmp_p
         return behaviour(body)
 
     with FakeOpenAIServer(behaviour) as server:
-        board_config = write_config(
-            tmp_path, server.url, name="board", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
-        )
-        board, _ = api.start(board_config)
+        prompts, new_responses, board = board_run(tmp_path, server)
     with FakeOpenAIServer(slow) as server:
-        config = write_config(
-            tmp_path,
-            server.url,
-            name="placed",
-            prompts=prompts,
-            responses=new_responses,
-            max_calls=24,
-            batch=2,
-            concurrency=1,
-            reference=f'soft = true\nboard = "{board.as_posix()}"\n',
-        )
+        config = placed_config(tmp_path, server.url, prompts, new_responses, board.as_posix(), batch=2, concurrency=1)
         proc = childkit.popen(
             ["run", str(config), "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
         )

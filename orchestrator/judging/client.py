@@ -12,13 +12,14 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from ..records.judgments import JudgeRequest, Judgment
 from ..records.templates import Template
 from .deployments import DeploymentRouter
 from .extract import OptionReading, after_thinking, continuation_mass, extract_options, split_prefix
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
+from .protocol import Judge
 from .provider import classify_error, error_text, sane_cost, sane_usage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -27,14 +28,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # re-exported: callers take a judge, its requests and answers, its profile and its failures' text
 # from one place
 __all__ = ["JudgeProfile", "JudgeRequest", "Judgment", "Judge", "LiteLLMJudge", "error_text", "get_profile", "profile_dirs"]
-
-
-class Judge(Protocol):
-    """Anything that answers judge requests."""
-
-    name: str
-
-    async def judge(self, request: JudgeRequest) -> Judgment: ...
 
 
 THINKING_PARAMETER_PROVIDERS = ("anthropic", "gemini", "vertex_ai", "bedrock")

@@ -71,6 +71,9 @@ class JudgeProfile(BaseModel):
     a thinking judge without one reserves :data:`DEFAULT_THINKING_TOKENS`."""
     embedded: str | None = None
     """Key of a local llama.cpp model started by ``orchestrator judge serve``."""
+    provider: str | None = None
+    """``package.module:Class``: a judge from outside the package implementing the ``Judge``
+    protocol, built as ``Class(profile)`` (:mod:`orchestrator.judging.providers`; docs/extending.md)."""
     price_input_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
     price_output_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
     params: dict[str, Any] = Field(default_factory=dict)
@@ -114,8 +117,8 @@ class JudgeProfile(BaseModel):
 
     @model_validator(mode="after")
     def _kind(self) -> "JudgeProfile":
-        if self.kind == "model" and not self.model:
-            raise ValueError('model: a judge profile needs a litellm model string (or kind = "human" for people)')
+        if self.kind == "model" and not self.model and not self.provider:
+            raise ValueError('model: a judge profile needs a litellm model string, a provider (or kind = "human" for people)')
         if self.kind == "human" and (self.model or self.embedded or self.api_base or self.deployments or self.batch):
             raise ValueError('kind = "human" is people, asked on the labelling page: no model, embedded, api_base, deployments or batch')
         return self

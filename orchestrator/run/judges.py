@@ -10,6 +10,7 @@ from typing import Callable, Iterator
 
 from ..errors import OrchestratorError
 from ..judging.client import Judge, JudgeProfile, LiteLLMJudge
+from ..judging.providers import provider_judge
 from ..records.config import RunConfig
 from ..store import RunStore, Spend
 from ..store.cache import JudgmentCache
@@ -49,7 +50,7 @@ def judges_for(
                     if notify is not None:
                         notify(f"embedded judge {profile.embedded!r} ready after {time.monotonic() - started:.0f} s")
                 base = servers[profile.embedded].api_base
-            judges[name] = LiteLLMJudge(profile, api_base=base)
+            judges[name] = provider_judge(profile) if profile.provider else LiteLLMJudge(profile, api_base=base)
         yield judges, {n for n, p in profiles.items() if is_local(p, api_base)}
 
 

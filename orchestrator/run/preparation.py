@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile, get_profile
+from ..judging.providers import load_provider
 from ..records.config import RunConfig
 from ..records.dataset import Dataset, load_dataset
 from ..records.templates import Template, get_template
@@ -95,6 +96,9 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
                 f"(choose one of {', '.join(template.attributes)})"
             )
     profiles = {name: get_profile(name) for name in config.judging.judges}
+    for name, profile in profiles.items():  # a provider that does not load is one line now, before anything is written
+        if profile.provider:
+            load_provider(profile.provider, judge=name)
     check_judges(profiles, templates, api_base=config.dispatch.api_base, need_keys=need_keys)
     prepared = Prepared(config, dataset, templates, profiles, people_profile(config))
     check_budget_fits(prepared)
