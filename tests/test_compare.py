@@ -143,3 +143,16 @@ def test_a_one_candidate_adaptive_reference_campaign_spends_its_budget_and_claim
     assert reason.startswith("budget: max_calls (20 of 20")  # not "separated from its neighbours" after the warm-up
     text, _ = api.summary(path)
     assert " leads " not in text and "0 of 0" not in text and "no order is claimed" in text
+
+
+def test_task_and_criterion_a_template_cannot_use_are_refused_at_load(tmp_path, capsys):
+    data = write_dataset(tmp_path / "d", prompts=3, candidates=2, reference=0.5)
+    config = write_config(tmp_path, None, name="ignored", prompts=data[0], responses=data[1], reference='anchor = "M0"\n')
+    config.write_text(
+        config.read_text().replace(
+            'judges = ["local-openai"]', 'judges = ["local-openai"]\ntask = "answer the question"\ncriterion = "correctness"'
+        )
+    )
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
+    err = capsys.readouterr().err
+    assert "judging.task is set, but template 'raee-pairwise-summary' has no ${task}" in err and "generic-reference" in err

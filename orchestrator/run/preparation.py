@@ -84,6 +84,13 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     planner.check(config, dataset, templates)
     attribute = config.judging.attribute
     for role, template in templates.items():
+        unused = [name for name in ("task", "criterion") if getattr(config.judging, name) is not None and name not in template.placeholders]
+        if unused:  # (issue #60: a bare [reference] anchor took a summary template and ignored them without a word)
+            raise OrchestratorError(
+                f"judging.{unused[0]} is set, but template {template.name!r} has no ${{{unused[0]}}}: it would be ignored; "
+                f"name one that takes it (generic-{template.kind}, in "
+                f"{'reference.template' if template.kind == 'reference' else 'judging.' + role + '_template'}) or drop it"
+            )
         for name in ("task", "criterion"):
             if name in template.placeholders and getattr(config.judging, name) is None:
                 raise OrchestratorError(
