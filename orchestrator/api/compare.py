@@ -1,5 +1,5 @@
 """``orchestrator compare``: is the candidate better than the baseline? A ``[compare]`` campaign run
-to its decision, and the decision with its exit code (issue #60)."""
+to its decision, and the decision with its exit code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The door for a new judge provider: the :class:`Judge` protocol (issue #61)."""
+"""The door for a new judge provider: the :class:`Judge` protocol."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Judges from outside the package (issue #61, "doors"): a judge profile may say
+"""Judges from outside the package: a judge profile may say
 ``provider = "package.module:Class"``; the class implements the :class:`~orchestrator.judging.client.Judge`
 protocol — a ``name`` and ``async def judge(self, request: JudgeRequest) -> Judgment`` — and is built as
 ``Class(profile)``. It then answers a run's requests like any litellm judge: behind the judgment

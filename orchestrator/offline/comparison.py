@@ -1,4 +1,4 @@
-"""The decision of a ``[compare]`` run (issue #60), as ``orchestrator compare``, ``rank`` and
+"""The decision of a ``[compare]`` run, as ``orchestrator compare``, ``rank`` and
 ``status`` report it: the candidate's win rate over the baseline with its anytime-valid interval,
 the decision against the margin, the exit code a pipeline acts on."""
 

@@ -23,21 +23,19 @@ from a stated probability, and both are read from the data rather than assumed:
    vary with the prompt more than a binomial's). So ``k = 1`` and ``k = 64`` get the weight they
    carry, and a judge's verdicts never count for more than their own spread allows.
 2. **How far apart the scores are.** A verdict moves a score far less than a confident
-   log-probability does, so the scores of a verdict judge live on a much smaller scale (on the
-   embedded 1.5B judge's SummEval logs, sd ≈ 0.13 logit against the unit prior). Under the fixed
-   ``N(0, I)`` prior of PoE §4.2 the posterior then hardly shrinks the verdicts' noise, the
+   log-probability does, so the scores of a verdict judge live on a much smaller scale. Under the
+   fixed ``N(0, I)`` prior of PoE §4.2 the posterior then hardly shrinks the verdicts' noise, the
    posterior draws spread the candidates further than they are, and rank intervals that hold each
-   pair's difference honestly still miss the ranking (0.73–0.86 of the judge's own full-data
-   ranks at 100–400 calls). The prior's scale is therefore estimated (type-II maximum likelihood,
-   the evidence approximation: MacKay 1992, *Bayesian interpolation*, Eq. 4.9), by the fixed
-   point of :func:`fixed_point_scale`; a single estimate of ``τ`` is noisy when the data are
-   thin (on the Qwen logs after 400 verdicts it ranged 0.06–0.62 over draws, and every coverage
-   miss came with a τ too large), so the posterior averages over it instead: a log-uniform
-   hyperprior on ``τ ∈ [0.01, 1]`` (λ on :data:`PRIOR_GRID`), each ``λ`` weighted by its Laplace
-   evidence ``p(data | λ)`` (:func:`log_evidence`), and the mixture of the Laplace posteriors
-   moment-matched to one Gaussian (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance
-   ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). A sparse posterior (thousands of candidates) takes the fixed
-   point alone.
+   pair's difference honestly still miss the ranking. The prior's scale is therefore estimated
+   (type-II maximum likelihood, the evidence approximation: MacKay 1992, *Bayesian
+   interpolation*, Eq. 4.9), by the fixed point of :func:`fixed_point_scale`; a single estimate
+   of ``τ`` is noisy when the data are thin (and a ``τ`` too large is exactly when the intervals
+   miss), so the posterior averages over it instead: a log-uniform hyperprior on ``τ ∈ [0.01, 1]``
+   (λ on :data:`PRIOR_GRID`), each ``λ`` weighted by its Laplace evidence ``p(data | λ)``
+   (:func:`log_evidence`), and the mixture of the Laplace posteriors moment-matched to one Gaussian
+   (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). A
+   sparse posterior (thousands of candidates) takes the fixed point alone. The figures behind this
+   choice are in ``benchmarks/history/2026-11-27.md`` (session 10).
 
 Log-probability judges keep the fixed prior (their scores' scale is set by their probabilities).
 

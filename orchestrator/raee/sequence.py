@@ -1,4 +1,4 @@
-"""An anytime-valid comparison of two systems (issue #60): a confidence sequence for the mean of
+"""An anytime-valid comparison of two systems: a confidence sequence for the mean of
 bounded paired outcomes, and the decision it supports at every look.
 
 Each prompt ``i`` gives one outcome ``X_i ∈ [0, 1]``: the candidate's win share against the

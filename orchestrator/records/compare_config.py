@@ -1,4 +1,4 @@
-"""The ``[compare]`` section of a run config (issue #60): a candidate system against a baseline on
+"""The ``[compare]`` section of a run config: a candidate system against a baseline on
 the same prompts, judged head to head in both shown orders, with a decision valid at every look
 (:mod:`orchestrator.raee.sequence`)."""
 

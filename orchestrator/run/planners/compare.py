@@ -1,4 +1,4 @@
-"""Two systems compared head to head (issue #60, ``[compare]``): the candidate against the baseline
+"""Two systems compared head to head (``[compare]``): the candidate against the baseline
 on the prompts both answered, in a seeded random order, both shown orders per prompt and judge;
 after every round the anytime-valid confidence sequence of the candidate's win rate
 (:mod:`orchestrator.raee.sequence`) is read, and the run stops as soon as it supports a decision

@@ -1,7 +1,7 @@
 """Which comparisons a PoE campaign can still ask (one concern of the planner): the ordered pairs
 still open, the judges that can still be asked on a prompt, the prompt a pair is asked on, and how
 often one shown order may be asked again — a judge without log-probabilities that samples
-adaptively may get up to ``samples`` verdicts of one shown order on one prompt (issue #62)."""
+adaptively may get up to ``samples`` verdicts of one shown order on one prompt."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ class PairSlots:
 
     def ceiling(self, judge: str) -> int:
         """Verdicts one shown order of a pair may get on one prompt: ``samples`` for a judge without
-        log-probabilities that samples adaptively (issue #62: the selection decides between a new
-        pair and one more verdict of an asked one, by the same value), else 1."""
+        log-probabilities that samples adaptively (the selection decides between a new pair and
+        one more verdict of an asked one, by the same value), else 1."""
         profile = self.ctx.profiles[judge]
         return profile.samples if not profile.logprobs and profile.sampling == "adaptive" else 1
 
