@@ -9,10 +9,11 @@ every layer may import this.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["APP_NAME", "cache_dir"]
+__all__ = ["APP_NAME", "cache_dir", "file_sha256"]
 
 APP_NAME = "llm-judge-orchestrator"
 
@@ -25,3 +26,12 @@ def cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (a multi-GB model file, a run file used as a board)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

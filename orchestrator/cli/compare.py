@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ..outputs import open_output
-from .common import app, err_console, existing, out_console
+from .common import _check_range, app, err_console, existing, out_console
 from .display import run_display
 
 
@@ -34,10 +34,7 @@ def compare_cmd(
     margin, 12 not known within the budget; 2 bad input, 1 a run that failed."""
     from .. import api
 
-    if max_calls is not None and max_calls < 1:
-        from ..errors import OrchestratorError
-
-        raise OrchestratorError(f"--max-calls must be at least 1 (got {max_calls})")
+    _check_range(max_calls, "--max-calls", 1)
     cfg = api.load_config(config, runs_dir)
     display, on_event = run_display(max_calls or cfg.budget.max_calls)
     with display:

@@ -11,7 +11,6 @@ environment that installs the same packages (the sha256 names what the file is).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.resources
 import os
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import OrchestratorError
-from ..paths import cache_dir
+from ..paths import cache_dir, file_sha256
 
 __all__ = ["EMBEDDED_MODELS", "EmbeddedModel", "EmbeddedServer", "model_path"]
 
@@ -67,14 +66,6 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 }
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def model_path(key: str) -> Path:
     """The verified GGUF file of an embedded model, assembling it on first use.
 
@@ -91,7 +82,7 @@ def model_path(key: str) -> Path:
         stat = target.stat()
         if marker.read_text().split() == [str(stat.st_size), str(int(stat.st_mtime)), spec.sha256]:
             return target
-    if target.is_file() and _sha256(target) == spec.sha256:
+    if target.is_file() and file_sha256(target) == spec.sha256:
         _mark(target, marker, spec.sha256)
         return target
     try:
@@ -108,7 +99,7 @@ def model_path(key: str) -> Path:
             with chunk.open("rb") as fh:
                 for block in iter(lambda: fh.read(1 << 22), b""):
                     out.write(block)
-    if _sha256(partial) != spec.sha256:
+    if file_sha256(partial) != spec.sha256:
         partial.unlink(missing_ok=True)
         raise OrchestratorError(
             f"embedded model {key!r}: assembled file does not match the recorded sha256 (corrupted packages?); "

@@ -6,12 +6,12 @@ board's models (their full-data win rates)."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import OrchestratorError
+from ..paths import file_sha256
 from ..raee import ReferenceJudgments
 from ..raee.board import Board, fit_board, place
 from ..raee.tables import item_matrix
@@ -47,14 +47,6 @@ def load_board(path: str | Path, anchor: str, *, soft: bool) -> tuple[list[str],
     return models, prompts, y
 
 
-def _digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def board_snapshot(path: str | Path, anchor: str, *, soft: bool) -> dict:
     """What a run keeps of its ``[reference] board`` (an attachment of the run file): the board's
     models, prompts and outcomes against ``anchor`` and the file's sha256, so that the run's
@@ -67,7 +59,7 @@ def board_snapshot(path: str | Path, anchor: str, *, soft: bool) -> dict:
         "prompts": prompts,
         "y": [[None if np.isnan(v) else float(v) for v in row] for row in y],
     }
-    return {"source": str(path), "digest": _digest(Path(path)), "payload": payload}
+    return {"source": str(path), "digest": file_sha256(Path(path)), "payload": payload}
 
 
 def check_board_against_data(path: str | Path, snapshot: dict, prompts: set[str], candidates: set[str], anchor: str) -> None:
@@ -110,7 +102,7 @@ def placements(
         where = Path(path)
         if not where.is_file():
             summary["file"] = f"no longer at {path}: the copy this run kept when it started is used"
-        elif _digest(where) != snapshot["digest"]:
+        elif file_sha256(where) != snapshot["digest"]:
             summary["file"] = f"{path} has changed since this run started: the copy the run kept is used, not the file"
         else:
             summary["file"] = "unchanged since this run started"

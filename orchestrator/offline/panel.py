@@ -56,7 +56,9 @@ def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Post
     """One entry per judge of the group: its judgments, fitted parameters (in the judge index order
     of :func:`~orchestrator.run.groups.fit_group`) and ``agreement``: the share of its pairwise
     verdicts (P(first) ≠ ½) that prefer the candidate the panel's posterior ranks higher — 1 for a
-    judge that always sides with the panel, ½ for a coin."""
+    judge that always sides with the panel, ½ for a coin; ``agreement_probability``: the mean
+    probability it puts on that side (the same in expectation for verdicts drawn from its
+    probabilities, so noise is not rewarded); ``read_as``: how its probabilities were read."""
     mean = posterior.mean
     out = []
     for k, name in enumerate(judge_names(judgments)):
@@ -64,24 +66,20 @@ def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Post
         agree = votes = 0
         side, sided = 0.0, 0
         for r in mine:
-            if r.kind != "pairwise" or r.p_first is None or r.p_first == 0.5:
+            if r.kind != "pairwise" or r.p_first is None:
                 continue
             a, b = (group.member(r.prompt_id, c) for c in r.candidates)
             if a is None or b is None:
                 continue
-            i, j = group.index[a], group.index[b]
-            if float(mean[i]) == float(mean[j]):
+            first_higher = float(mean[group.index[a]]) - float(mean[group.index[b]])
+            if first_higher == 0.0:
                 continue
-            votes += 1
-            agree += (r.p_first > 0.5) == (float(mean[i]) > float(mean[j]))
-        for r in mine:  # every pairwise judgment, ½ included: the probability it puts on the ranking's side
-            if r.kind != "pairwise" or r.p_first is None:
-                continue
-            a, b = (group.member(r.prompt_id, c) for c in r.candidates)
-            if a is None or b is None or float(mean[group.index[a]]) == float(mean[group.index[b]]):
-                continue
+            # the probability it puts on the ranking's side (every judgment, ½ included) ...
             sided += 1
-            side += r.p_first if float(mean[group.index[a]]) > float(mean[group.index[b]]) else 1.0 - r.p_first
+            side += r.p_first if first_higher > 0 else 1.0 - r.p_first
+            if r.p_first != 0.5:  # ... and whether a decisive verdict sides with it
+                votes += 1
+                agree += (r.p_first > 0.5) == (first_higher > 0)
         entry: dict[str, Any] = {
             "judge": name,
             "judgments": len(mine),

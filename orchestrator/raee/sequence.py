@@ -118,10 +118,10 @@ def confidence_sequence(outcomes: np.ndarray, alpha: float = 0.05) -> SequenceBo
         high[k] = m[min(kept[-1] + 1, GRID - 1)]
     low = np.maximum.accumulate(low)
     high = np.minimum.accumulate(high)
-    crossed = low > high  # (the intersection can only empty on a miss: keep the last interval there)
-    if crossed.any():
+    crossed = low > high  # (the intersection can only empty on a miss: keep the last interval there;
+    if crossed.any():  # never at the first outcome, whose interval is a range of the grid)
         first = int(np.argmax(crossed))
-        low[first:], high[first:] = low[first - 1] if first else low[0], high[first - 1] if first else high[0]
+        low[first:], high[first:] = low[first - 1], high[first - 1]
     return SequenceBounds(np.cumsum(x) / t, low, high)
 
 

@@ -131,21 +131,15 @@ class ComparePlanner:
         c, b = self.section.candidate, self.section.baseline
         units, selected = [], []
         for prompt in self.order:
-            judges = [
-                j
+            unit = [
+                ctx.request(j, "pairwise", prompt, list(shown))
                 for j in ctx.judges_for(prompt, (c, b), "pairwise")
-                if (j, prompt, (c, b)) not in ctx.asked or (j, prompt, (b, c)) not in ctx.asked
+                for shown in ((c, b), (b, c))
+                if (j, prompt, shown) not in ctx.asked
             ]
-            if not judges:
+            if not unit:
                 continue
-            units.append(
-                [
-                    ctx.request(j, "pairwise", prompt, list(shown))
-                    for j in judges
-                    for shown in ((c, b), (b, c))
-                    if (j, prompt, shown) not in ctx.asked
-                ]
-            )
+            units.append(unit)
             selected.append([prompt, prompt, c, b])
             if len(units) == ctx.config.selection.batch:
                 break
