@@ -156,3 +156,131 @@ def test_task_and_criterion_a_template_cannot_use_are_refused_at_load(tmp_path, 
     assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
     err = capsys.readouterr().err
     assert "judging.task is set, but template 'raee-pairwise-summary' has no ${task}" in err and "generic-reference" in err
+
+
+@pytest.mark.parametrize("target", ["config", "responses", "folder"])
+def test_a_junit_report_pointed_at_an_input_is_refused_before_any_call(tmp_path, capsys, target):
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _compare_config(tmp_path, server.url, name="onto", candidate="M1", baseline="M0")
+        before = config.read_text()
+        path = {"config": config, "responses": tmp_path / "data-onto" / "responses.jsonl", "folder": tmp_path / "nowhere" / "g.xml"}[target]
+        assert run_cli(["compare", str(config), "--junit", str(path)]) == 2
+        assert not server.requests
+    err = capsys.readouterr().err
+    assert "--junit" in err and len(err.strip().splitlines()) == 1, err
+    assert config.read_text() == before and not (tmp_path / "runs" / "onto.sqlite").exists()
+
+
+def test_a_judge_that_always_fails_is_one_line_exit_2_and_the_run_file_is_kept(tmp_path, capsys):
+    import sqlite3
+
+    def fail(body: dict):
+        return 500, {}, {"error": {"message": "boom"}}
+
+    with FakeOpenAIServer(fail) as server:
+        config = _compare_config(tmp_path, server.url, name="failing", candidate="M1", baseline="M0", max_calls=20)
+        assert run_cli(["compare", str(config), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "the run failed" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    db = sqlite3.connect(tmp_path / "runs" / "failing.sqlite")
+    assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
+    assert db.execute("select status from runs").fetchone()[0] == "failed"
+
+
+def test_the_printed_win_rate_is_the_mean_of_the_judged_prompts_win_shares(tmp_path, capsys):
+    """Every number `compare --json` prints, against a computation by hand from the run file."""
+    import sqlite3
+
+    from orchestrator.run.planners.compare import comparison_order
+    from orchestrator.store import open_run
+
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _compare_config(tmp_path, server.url, name="byhand", candidate="M1", baseline="M0")
+        assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    with open_run(result["run"], write=False) as store:
+        order = comparison_order(store.dataset(), "M1", "M0", 7)  # (write_config's seed)
+    shares: dict[str, dict[str, float]] = {}
+    for prompt, shown, p in sqlite3.connect(result["run"]).execute(
+        "select prompt_id, candidates, p_first from judgments where status = 'ok'"
+    ):
+        shares.setdefault(prompt, {})[json.loads(shown)[0]] = p
+    x = [0.5 * (shares[p]["M1"] + 1 - shares[p]["M0"]) for p in order if len(shares.get(p, {})) == 2]
+    k = result["decided_after"]
+    assert result["prompts_judged"] == len(x) and 1 <= k <= len(x)
+    assert result["win_rate"] == pytest.approx(100 * float(np.mean(x[:k])), abs=1e-3)
+    assert result["difference"] == pytest.approx(result["win_rate"] - 50, abs=1e-3)
+    assert 0 <= result["win_rate_low"] <= result["win_rate"] <= result["win_rate_high"] <= 100
+    assert 50 < result["win_rate_low"]  # "better" means the whole interval above 50
+
+
+def test_the_interval_ends_are_where_the_capital_crosses_one_over_alpha():
+    """The sequence's lower end, recomputed by hand: the hedged capital of a mean just below it has
+    reached 1/α at some look, and of a mean just above it never has (pure Python products)."""
+    import math
+
+    from orchestrator.raee.sequence import GRID, STAKE_CAP
+
+    rng = np.random.default_rng(11)
+    x = np.clip(rng.normal(0.62, 0.2, 120), 0, 1)
+    bounds = confidence_sequence(x, 0.05)
+    step = 1 / (GRID - 1)
+
+    def ever_rejected(m: float) -> bool:
+        mean, var, up, down = 0.5, 0.25, 1.0, 1.0
+        sum_x, sum_sq = 0.0, 0.0
+        for t, value in enumerate(x, start=1):
+            stake = min(STAKE_CAP, math.sqrt(2 * math.log(2 / 0.05) / (var * t * math.log1p(t))))
+            up *= 1 + min(stake, STAKE_CAP / max(m, 1e-12)) * (value - m)
+            down *= 1 - min(stake, STAKE_CAP / max(1 - m, 1e-12)) * (value - m)
+            if 0.5 * up + 0.5 * down >= 1 / 0.05:
+                return True
+            sum_x += value
+            mean = (0.5 + sum_x) / (t + 1)
+            sum_sq += (value - mean) ** 2
+            var = (0.25 + sum_sq) / (t + 1)
+        return False
+
+    low = float(bounds.low[-1])
+    assert ever_rejected(low - 2 * step) and not ever_rejected(low + 2 * step)
+
+
+def test_compare_from_a_log_decides_as_the_function_does_on_what_it_read(tmp_path, capsys, monkeypatch):
+    """`compare --from-log`: the gate on recorded judgments, answered by the same engine."""
+    rng = np.random.default_rng(4)
+    n = 120
+    win = np.clip(0.62 + rng.normal(0, 0.2, n), 0.01, 0.99)
+    (tmp_path / "prompts.jsonl").write_text("".join(json.dumps({"id": f"p{k}", "text": f"q {k}"}) + "\n" for k in range(n)))
+    (tmp_path / "responses.jsonl").write_text(
+        "".join(
+            json.dumps({"prompt_id": f"p{k}", "candidate": c, "text": f"{c} {k}"}) + "\n" for k in range(n) for c in ("mine", "shipped")
+        )
+    )
+    with (tmp_path / "log.jsonl").open("w") as log:
+        for k in range(n):
+            for shown, p in ((["mine", "shipped"], win[k]), (["shipped", "mine"], 1 - win[k])):
+                log.write(
+                    json.dumps(
+                        {"kind": "pairwise", "judge": "sim", "prompt_id": f"p{k}", "candidates": shown, "probs": {"A": p, "B": 1 - p}}
+                    )
+                    + "\n"
+                )
+    (tmp_path / "sim.toml").write_text('name = "sim"\nmodel = "openai/sim"\nprice_input_per_mtok = 0\nprice_output_per_mtok = 0\n')
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(tmp_path))
+    config = tmp_path / "gate.toml"
+    config.write_text(
+        f'name = "gate"\nruns_dir = "{(tmp_path / "runs").as_posix()}"\n[data]\nprompts = "{(tmp_path / "prompts.jsonl").as_posix()}"\n'
+        f'responses = "{(tmp_path / "responses.jsonl").as_posix()}"\nscope = "global"\n[judging]\njudges = ["sim"]\n'
+        'pairwise_template = "poe-pairwise-noprefill"\n[compare]\ncandidate = "mine"\nbaseline = "shipped"\n'
+    )
+    assert run_cli(["compare", str(config), "--from-log", str(tmp_path / "log.jsonl"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    from orchestrator.run.planners.compare import comparison_order
+    from orchestrator.store import open_run
+
+    with open_run(result["run"], write=False) as store:
+        order = comparison_order(store.dataset(), "mine", "shipped", 0)
+    x = np.array([win[int(p[1:])] for p in order[: result["prompts_judged"]]])
+    expected = decide(confidence_sequence(x))
+    assert (expected.decision, expected.at) == (result["decision"], result["decided_after"]) == ("better", result["decided_after"])
+    assert result["prompts_judged"] < n

@@ -22,7 +22,12 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import norm
@@ -122,12 +127,94 @@ def simulated_power(delta_points: float, runs: int, alpha: float, tie: float = 0
     }
 
 
+def through_product(runs: int, prompts: int, delta: float, alpha: float, seed: int = 3) -> dict:
+    """The gate as a user runs it: ``orchestrator compare CONFIG --from-log LOG --json`` on a simulated
+    head-to-head judge's log (both orders per prompt: the candidate's win probability 0.5 + δ/100 ±
+    a per-prompt spread, the same in both orders), against :func:`decide` on the outcomes the run
+    read. Counts runs whose decision differs, and false decisions (the truth is ``delta``)."""
+    rng = np.random.default_rng(seed)
+    out = {"runs": runs, "delta": delta, "same_decision": 0, "wrong": 0, "decided": 0, "prompts_used": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "prompts.jsonl").write_text("".join(json.dumps({"id": f"p{k}", "text": f"question {k}"}) + "\n" for k in range(prompts)))
+        (folder / "responses.jsonl").write_text(
+            "".join(
+                json.dumps({"prompt_id": f"p{k}", "candidate": c, "text": f"{c} answers {k}"}) + "\n"
+                for k in range(prompts)
+                for c in ("mine", "shipped")
+            )
+        )
+        for r in range(runs):
+            win = np.clip(0.5 + delta / 100 + rng.normal(0, 0.25, prompts), 0.01, 0.99)
+            with (folder / f"log{r}.jsonl").open("w") as log:
+                for k in range(prompts):
+                    for shown, p in ((["mine", "shipped"], win[k]), (["shipped", "mine"], 1 - win[k])):
+                        log.write(
+                            json.dumps(
+                                {
+                                    "kind": "pairwise",
+                                    "judge": "sim",
+                                    "prompt_id": f"p{k}",
+                                    "candidates": shown,
+                                    "probs": {"A": p, "B": 1 - p},
+                                }
+                            )
+                            + "\n"
+                        )
+            config = folder / f"gate{r}.toml"
+            config.write_text(
+                f'name = "gate{r}"\nseed = {r}\nruns_dir = "{(folder / "runs").as_posix()}"\n[data]\nprompts = "{(folder / "prompts.jsonl").as_posix()}"\n'
+                f'responses = "{(folder / "responses.jsonl").as_posix()}"\nscope = "global"\n[judging]\njudges = ["sim"]\n'
+                f'pairwise_template = "poe-pairwise-noprefill"\n[compare]\ncandidate = "mine"\nbaseline = "shipped"\nalpha = {alpha}\n'
+                f"[selection]\nbatch = 8\n"
+            )
+            (folder / "sim.toml").write_text('name = "sim"\nmodel = "openai/sim"\nprice_input_per_mtok = 0\nprice_output_per_mtok = 0\n')
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "orchestrator",
+                    "compare",
+                    str(config),
+                    "--from-log",
+                    str(folder / f"log{r}.jsonl"),
+                    "--json",
+                    "--no-cache",
+                ],
+                capture_output=True,
+                text=True,
+                env={**__import__("os").environ, "ORCHESTRATOR_JUDGES": str(folder)},
+            )
+            result = json.loads(done.stdout)
+            x = [0.5 * (win[int(p[1:])] + 1 - (1 - win[int(p[1:])])) for p in _order(result["run"])]
+            expected = decide(confidence_sequence(np.array(x[: result["prompts_judged"]]), alpha))
+            out["same_decision"] += expected.decision == result["decision"] and done.returncode == result["exit_code"]
+            out["wrong"] += wrong(result["decision"], delta, 0.0)
+            out["decided"] += result["decision"] != "not yet known"
+            out["prompts_used"].append(result["prompts_judged"])
+    out["mean_prompts"] = float(np.mean(out.pop("prompts_used")))
+    return out
+
+
+def _order(run: str) -> list[str]:
+    """The prompts a compare run judged, in the order it read them."""
+    from orchestrator.records.config import RunConfig
+    from orchestrator.run.planners.compare import comparison_order
+    from orchestrator.store import open_run
+
+    with open_run(run, write=False) as store:
+        config = RunConfig.from_stored(store.config)
+        asked = {row.prompt_id for row in store.judgments()}
+        return [p for p in comparison_order(store.dataset(), "mine", "shipped", config.seed) if p in asked]
+
+
 def main() -> None:
     p = harness.parser(__doc__, quick="1 seed, 100 power runs")
     p.add_argument("--seeds", type=harness.count, default=5)
     p.add_argument("--margin", type=float, default=0.0)
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--power-runs", type=harness.count, default=400)
+    p.add_argument("--product-runs", type=harness.count, default=20, help="runs of `orchestrator compare --from-log` per row")
     args = p.parse_args()
     seeds, runs = (1, 100) if args.quick else (args.seeds, args.power_runs)
     _, y = load(harness.shared("alpacaeval"))
@@ -155,6 +242,13 @@ def main() -> None:
             f"| {delta:g} | {s['n_fixed']} ({s['fixed_power']:.2f}) | {s['power']:.2f} | {s['mean_prompts']:.0f} ({s['ratio']:.2f}×) | "
             f"{s['cap']} ({s['max_ratio']:.2f}×) | {s['sprt_power']:.2f}, {s['sprt_ratio']:.2f}× |"
         )
+    product = args.product_runs if not args.quick else 4
+    print("\nThrough the command a user runs (`orchestrator compare CONFIG --from-log LOG --json`, a simulated judge, 300 prompts):\n")
+    print("| true difference (points) | runs | same decision and exit code as the function | false decisions | decided | mean prompts |")
+    print("|---|---|---|---|---|---|")
+    for delta in (0.0, 10.0):
+        t = through_product(product, 300, delta, args.alpha)
+        print(f"| {delta:g} | {t['runs']} | {t['same_decision']} | {t['wrong']} | {t['decided']} | {t['mean_prompts']:.0f} |")
     print(
         "\nThe oracle is Wald's sequential probability ratio test between no difference and the true one, α/2 per side "
         "and β = 0.2: among all tests with these error rates it needs the fewest prompts on average (Wald & Wolfowitz "

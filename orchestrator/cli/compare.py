@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from ..outputs import open_output
+from ..outputs import check_output, open_output
 from .common import _check_range, app, err_console, existing, out_console
 from .display import run_display
 
@@ -27,19 +27,31 @@ def compare_cmd(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+    from_log: Optional[Path] = typer.Option(
+        None, "--from-log", help="Answer every request from this judgment log instead of the judges: the same gate on recorded judgments."
+    ),
 ) -> None:
     """Is the candidate better than the baseline? Judge both head to head until the decision is known.
 
     Exit codes: 0 better (with --require not-worse: or equivalent), 10 worse, 11 equivalent within the
-    margin, 12 not known within the budget; 2 bad input, 1 a run that failed."""
+    margin, 12 not known within the budget; 2 bad input or a run whose judge calls all failed."""
     from .. import api
 
     _check_range(max_calls, "--max-calls", 1)
     cfg = api.load_config(config, runs_dir)
+    if junit is not None:  # before anything is paid: never onto the config, the data or the run file
+        check_output(junit, option="--junit", inputs=[config, cfg.data.prompts, cfg.data.responses, cfg.run_path, from_log])
     display, on_event = run_display(max_calls or cfg.budget.max_calls)
     with display:
         path, result = api.compare(
-            cfg, margin=margin, alpha=alpha, max_calls=max_calls, require=require, progress=on_event, cache=False if no_cache else None
+            cfg,
+            margin=margin,
+            alpha=alpha,
+            max_calls=max_calls,
+            require=require,
+            progress=on_event,
+            from_log=from_log,
+            cache=False if no_cache else None,
         )
     if junit is not None:
         with open_output(junit, option="--junit", inputs=[config, path]) as fh:

@@ -15,7 +15,7 @@ __all__ = ["EXIT_CODES", "comparison", "comparison_in", "exit_code"]
 
 EXIT_CODES = {"better": 0, "worse": 10, "equivalent": 11, "not yet known": 12}
 """``orchestrator compare``'s exit code per decision (``--require not-worse``: ``equivalent`` is 0
-too); 2 is bad input, 1 a run that failed, as for every command."""
+too); 2 is bad input or a run whose judge calls all failed, as for every command."""
 
 CONSTRUCTION = (
     "anytime-valid confidence sequence for the mean of the per-prompt win shares (hedged betting capital, "
