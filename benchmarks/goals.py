@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from benchmarks import harness, readers
+from benchmarks import harness, readers, readers_verdicts
 
 Record = readers.Record
 
@@ -114,8 +114,8 @@ GOALS: list[Goal] = [
         "selection.verdict_judges",
         "--seeds 8",
         "",
-        readers.verdict_coverage_figure,
-        readers.verdict_coverage_verdict,
+        readers_verdicts.verdict_coverage_figure,
+        readers_verdicts.verdict_coverage_verdict,
     ),
     Goal(
         "compare-errors",
@@ -138,14 +138,24 @@ GOALS: list[Goal] = [
         readers.gate_power_verdict,
     ),
     Goal(
+        "stated-confidence",
+        "#62",
+        "a judge's stated confidence is never taken at face value: read through a calibration on its own repeated verdicts, the 95% rank intervals keep covering the judge's own full-data ranking ≥ 0.93 (an overconfident stating judge derived from the Qwen SummEval logs, 5 draw seeds), what face value would do stated",
+        "selection.stated_confidence",
+        "--seeds 5 --budgets 100,400,1200",
+        "",
+        readers_verdicts.stated_figure,
+        readers_verdicts.stated_verdict,
+    ),
+    Goal(
         "verdict-cost",
         "#62",
         "judges without log-probabilities: paid completions to reach the log-probability judge's Spearman at 100 and 200 calls, adaptive sampling ≤ 0.6× the best fixed k (Qwen SummEval logs)",
         "selection.verdict_cost",
         "--seeds 5",
         "",
-        readers.verdict_cost_figure,
-        readers.verdict_cost_verdict,
+        readers_verdicts.verdict_cost_figure,
+        readers_verdicts.verdict_cost_verdict,
     ),
     Goal(
         "reliability-5",

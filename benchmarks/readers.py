@@ -318,48 +318,6 @@ def oracle_verdict(r: Record) -> str:
     return beyond + (f"; the predictors without a 2PL {min(other):.2f} at best" if other else "")
 
 
-def _verdict_rows(r: Record) -> list[dict]:
-    return [row for row in r["figures"]["tables"][0] if row["judge"] != "log-probabilities"]
-
-
-def verdict_coverage_figure(r: Record) -> str:
-    rows = _verdict_rows(r)
-    cells = "; ".join(
-        f"{row['judge']} @{row['calls']}: {row['coverage of the judge' + chr(39) + 's own ranks']} "
-        f"(width {row['mean width (ranks of 16)']} of 16; before {row['before #62: coverage, width']})"
-        for row in rows
-    )
-    logprob = [row for row in r["figures"]["tables"][0] if row["judge"] == "log-probabilities"]
-    base = "; ".join(
-        f"@{row['calls']}: {row['coverage of the judge' + chr(39) + 's own ranks']} (width {row['mean width (ranks of 16)']})"
-        for row in logprob
-    )
-    return f"coverage of the judge's own full-data ranks (before: coverage, width): {cells}; log-probabilities {base}"
-
-
-def verdict_coverage_verdict(r: Record) -> str:
-    return "met" if min(float(row["coverage of the judge's own ranks"]) for row in _verdict_rows(r)) >= 0.93 else "not met"
-
-
-def verdict_cost_figure(r: Record) -> str:
-    rows = r["figures"]["tables"][0]
-    cells = "; ".join(
-        f"{row['judge']}: {row['completions to the 100-call target']} / {row['to the 200-call target']}"
-        for row in rows
-        if not row["judge"].startswith("log-probabilities")
-    )
-    ratio = [line for line in r["figures"]["lines"] if line.startswith("target at 100 calls")]
-    return f"paid completions to the log-probability judge's Spearman at 100 / 200 calls: {cells}" + (f"; {ratio[0]}" if ratio else "")
-
-
-def verdict_cost_verdict(r: Record) -> str:
-    ratio = [line for line in r["figures"]["lines"] if line.startswith("target at 100 calls") and "=" in line]
-    if not ratio:
-        return "not met (no ratio)"
-    value = float(ratio[0].rsplit("=", 1)[1])
-    return f"{'met' if value <= 0.6 else 'not met'}: adaptive {value:.2f}× the best fixed k at the 100-call target (goal ≤ 0.6×)"
-
-
 def gate_errors_figure(r: Record) -> str:
     rows = r["figures"]["tables"][0]
     return "; ".join(

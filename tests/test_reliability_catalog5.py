@@ -376,4 +376,4 @@ def test_a_signal_during_a_board_placement_run_drains_and_resume_places_it(tmp_p
     assert len(keys) == len(set(keys)) == 24  # every call once, none paid twice
     (group,) = api.ranking(run)["groups"]
     (row,) = group["ranking"]
-    assert row["placed_on_board"] and row["prompts"] == 24 and group["board"]["file"] == "unchanged since this run started"
+    assert row["placement"]["prompts"] == 24 and group["board"]["file"] == "unchanged since this run started"

@@ -115,8 +115,8 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
         has_rate = any("win_rate" in r for r in entry["ranking"])
         level = f"{int(report['level'] * 100)}%"
         columns: tuple[tuple[str, str], ...]
-        if has_rate:  # a leaderboard: the win rate people read first, the Elo gap beside it
-            columns = (("win rate % (" + level + ")", "right"), ("prompts", "right"), ("Elo", "right"))
+        if has_rate:  # a leaderboard: rows, rank intervals and the Elo gap on prompts like these first; the pool's win rate beside
+            columns = (("Elo", "right"), ("win rate % (" + level + ")", "right"), ("prompts", "right"))
         elif details or not poe:
             columns = (("score", "right"), ("± sd vs mean" if poe else "± sd", "right"))
         else:
@@ -132,7 +132,7 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
             cells = [str(r["rank"]), r["candidate"], f"{r['rank_low']}–{r['rank_high']}"]
             if has_rate:
                 rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})" if "win_rate" in r else ""
-                cells += [rate, str(r.get("prompts", "")), f"{r['score']:+.0f}"]
+                cells += [f"{r['score']:+.0f}", rate, str(r.get("prompts", ""))]
             elif columns:
                 cells += [f"{r['score']:+.3f}", f"{r['sd']:.3f}"]
             if has_truth:
@@ -141,8 +141,9 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
         out_console.print(table)
         if has_rate:
             out_console.print(
-                "win rate: against the anchor on this prompt pool (ties count ½; the interval shrinks to a point when every "
-                "prompt is judged); Elo and rank intervals: on prompts like these (the superpopulation)",
+                "rows, rank intervals and Elo: on prompts like these (the superpopulation), rows in Elo order; win rate: "
+                "against the anchor on the prompts judged in this pool (ties count ½; its interval shrinks to a point when "
+                "every prompt is judged), so its order can differ where candidates were judged on different prompts",
                 soft_wrap=True,
             )
             if any("win_rate_low_together" in r for r in entry["ranking"]):
@@ -160,12 +161,13 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
                 soft_wrap=True,
             )
             for r in entry["ranking"]:
-                if r.get("placed_on_board"):
+                if r.get("placement"):
+                    p = r["placement"]
                     out_console.print(
-                        f"  {r['candidate']}: {r['win_rate']:.1f}% ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f}) from "
-                        f"{r['prompts']} prompts; rank {r['board_rank_low']}–{r['board_rank_high']} among the board's "
+                        f"  {r['candidate']}: {p['win_rate']:.1f}% ({p['win_rate_low']:.1f}–{p['win_rate_high']:.1f}) from "
+                        f"{p['prompts']} prompts; rank {p['board_rank_low']}–{p['board_rank_high']} among the board's "
                         f"{board['models']} models"
-                        + ("" if r.get("in_range", True) else " (beyond the board's range: its prompts predict it poorly)"),
+                        + ("" if p.get("in_range", True) else " (beyond the board's range: its prompts predict it poorly)"),
                         soft_wrap=True,
                     )
         for part in entry.get("slices", []):
@@ -239,6 +241,8 @@ def read_words(read: dict | None) -> str:
     if not read:
         return ""
     method, k, completions = read.get("method"), read.get("samples"), read.get("completions")
+    if method == "verdict" and read.get("stated"):
+        return f" (read from one verdict per call, no log-probabilities; {stated_words(read['stated'])}; {completions} completions)"
     if method == "verdict":
         return f" (read from one verdict per call, no log-probabilities: fitted as counts; {completions} completions)"
     if method == "samples":
@@ -246,6 +250,17 @@ def read_words(read: dict | None) -> str:
     if method == "logprobs":
         return " (read from its log-probabilities)"
     return ""
+
+
+def stated_words(stated: dict) -> str:
+    """What a judge's stated confidence was worth: calibrated on its own repeated verdicts, or unused."""
+    said = f"stated confidence {stated['mean']:.0%} on average"
+    if not stated.get("calibrated_on"):
+        return f"{said}, not used: too few repeated verdicts to calibrate it on (fitted as counts)"
+    return (
+        f"{said}, calibrated on {stated['scored']} of {stated['calibrated_on']}, which repeat {stated['agreement']:.0%} "
+        f"of the time (its {stated['mean']:.0%} reads as {stated['at_mean']:.0%})"
+    )
 
 
 def judge_lines(judges: list[dict], information: dict[str, dict]) -> list[str]:

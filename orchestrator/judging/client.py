@@ -17,7 +17,7 @@ from typing import Any
 from ..records.judgments import JudgeRequest, Judgment
 from ..records.templates import Template
 from .deployments import DeploymentRouter
-from .extract import OptionReading, after_thinking, continuation_mass, extract_options, split_prefix
+from .extract import OptionReading, after_thinking, continuation_mass, extract_options, split_prefix, stated_confidence
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
 from .protocol import Judge
 from .provider import classify_error, error_text, sane_cost, sane_usage
@@ -232,6 +232,10 @@ class LiteLLMJudge:
             common["cost_usd"] += extra_cost
         expected = len(template.option_sets()) * max(1, len(request.candidates)) if template.kind == "multi" else 1
         note = first.note
+        stated = None
+        if template.confidence_marker and readings[0].method == "verdict":
+            stated, unread = stated_confidence(common["text"], template.confidence_marker)
+            note = _notes(note, unread)
         if len(readings) < expected:
             note = ((note + "; ") if note else "") + f"read {len(readings)} of {expected} expected scores"
         return _checked(
@@ -241,6 +245,7 @@ class LiteLLMJudge:
                 probs=[_graded(template, r.probs) for r in readings],
                 method=readings[0].method,
                 samples=1 if readings[0].method == "verdict" else None,
+                stated=stated,
                 capped=[list(r.capped) for r in readings],
                 unresolved=[list(r.unresolved) for r in readings],
                 top_logprobs=first.top_logprobs,

@@ -32,6 +32,7 @@ __all__ = [
     "read_positions",
     "parse_verdicts",
     "split_prefix",
+    "stated_confidence",
     "continuation_mass",
 ]
 
@@ -278,6 +279,29 @@ def extract_options(
     if verdicts:
         return Extraction(verdicts, top, note=_join(invalid, "judge returned no log-probabilities; verdict parsed from text"))
     return Extraction([], top, error=_join(f"no log-probabilities and no parsable verdict in {text[:120]!r}", invalid))
+
+
+_NUMBER = re.compile(r"\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)\s*(%|/\s*100|/\s*10\b)?")
+
+
+def stated_confidence(text: str, marker: str) -> tuple[float | None, str | None]:
+    """``(confidence in [0, 1], note)``: the number after the last ``marker`` in ``text`` — ``80``,
+    ``80%``, ``80/100`` and ``0.8`` are all 0.8, ``8/10`` too; ``None`` with a note when there is no
+    marker, no number after it, or a number outside 0–100."""
+    at = text.casefold().rfind(marker.casefold())
+    if at < 0:
+        return None, f"no stated confidence (no {marker!r} in the answer)"
+    found = _NUMBER.match(text, at + len(marker))
+    if not found:
+        return None, f"no number after {marker!r}: stated confidence not read"
+    value, unit = float(found.group(1)), (found.group(2) or "").replace(" ", "")
+    if unit == "/10":
+        value /= 10
+    elif unit or value > 1:
+        value /= 100
+    if not 0.0 <= value <= 1.0:
+        return None, f"stated confidence {found.group(0).strip()} is outside 0–100: not read"
+    return value, None
 
 
 def _join(*notes: str | None) -> str | None:

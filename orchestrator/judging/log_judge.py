@@ -73,6 +73,7 @@ class LogJudge:
             method=method,
             samples=record.samples if method in ("verdict", "samples") else None,
             completions=record.samples if method == "samples" else None,  # k paid completions behind k shares
+            stated=record.stated if method == "verdict" else None,
             prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens,
             cost_usd=record.cost_usd,

@@ -240,9 +240,9 @@ def _slices(
 
 
 def _place_on_board(group: dict, board: Path, anchor: str, data, soft: bool, level: float, snapshot: dict | None = None) -> None:
-    """``[reference] board`` (issue #52): each candidate's win rate over the board's prompts from
-    the prompts it was judged on and its rank interval among the board's models replace the run's
-    own figures; ``group["board"]`` says what the board is."""
+    """``[reference] board``: each candidate's win rate over the board's prompts from the prompts it
+    was judged on and its rank interval among the board's models, as its row's ``placement``;
+    ``group["board"]`` says what the board is."""
     from .board_placement import placements
 
     _show_placements(group, placements(board, anchor, data, soft=soft, level=level, snapshot=snapshot))
@@ -259,10 +259,9 @@ def _place_on_own_board(group: dict, anchor: str, data, newcomers: set[str], sof
 
 
 def _show_placements(group: dict, result: tuple[dict, dict[str, dict]]) -> None:
-    """The placed candidates' board figures replace their own; ``group["board"]`` says what the board is."""
+    """Each placed candidate's board figures as its row's ``placement`` (its own figures on the run's
+    pool stay as they are: two quantities, two places); ``group["board"]`` says what the board is."""
     group["board"], placed = result
     for row in group["ranking"]:
         if row["candidate"] in placed:
-            for key in ("win_rate_low_together", "win_rate_high_together"):  # the run's pool's: not the board's
-                row.pop(key, None)
-            row.update(placed[row["candidate"]], placed_on_board=True)
+            row["placement"] = placed[row["candidate"]]

@@ -35,6 +35,7 @@ def _log_line(row: JudgmentRecord, anchor: str | None = None) -> dict:
         "template": row.template,
         "method": row.method,
         **({"samples": row.samples} if row.samples is not None else {}),
+        **({"stated": row.stated} if row.stated is not None else {}),
         "capped": one(row.capped),
         "unresolved": one(row.unresolved),
         "text": row.text,

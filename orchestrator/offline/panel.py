@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from ..poe import Posterior, neighbour_status
+from ..poe.stated import fit_calibration, scored_verdicts
 from ..poe.stopping import MAX_ERROR
 from ..run.groups import Group, judge_names
 from ..store import JudgmentRecord
@@ -40,25 +41,45 @@ _PARAMETERS = (
 """What each judge's entry carries from the posterior (``*_absolute``: the weights of its absolute judgments' covariates)."""
 
 
-def read_as(judgments: list[JudgmentRecord]) -> dict[str, Any]:
+def read_as(judgments: list[JudgmentRecord], run_judgments: list[JudgmentRecord] | None = None) -> dict[str, Any]:
     """How a judge's probabilities were read: ``method`` (the most common: ``logprobs``,
     ``verdict``, ``samples``, ``log``, or ``unknown``), ``samples`` (verdicts per call, the most
-    common k) and ``completions`` (paid answers behind its judgments: k each for sampled verdicts)."""
+    common k) and ``completions`` (paid answers behind its judgments: k each for sampled verdicts);
+    ``stated``, for a judge that stated its confidence: how many, their mean, and the calibration on
+    its own repeated verdicts over the whole run (``run_judgments``, as the fit does; ``calibrated_on``
+    None: too few to fit one, the confidence is unused)."""
     methods = Counter(r.method or "unknown" for r in judgments)
     method = methods.most_common(1)[0][0] if methods else "unknown"
     ks = Counter(r.samples for r in judgments if r.samples)
     k = ks.most_common(1)[0][0] if ks else (1 if method == "verdict" else None)
     completions = sum((r.samples or 1) for r in judgments if not r.cached)
-    return {"method": method, "samples": k, "completions": completions}
+    out: dict[str, Any] = {"method": "verdict" if method == "stated" else method, "samples": k, "completions": completions}
+    stated = [r.stated for r in judgments if r.stated is not None]
+    if stated:  # what it said of its certainty, and what that is worth on its own repeated verdicts
+        calibration = fit_calibration(*scored_verdicts(run_judgments if run_judgments is not None else judgments))
+        out["stated"] = {"judgments": len(stated), "mean": round(sum(stated) / len(stated), 4), "calibrated_on": None}
+        if calibration is not None:
+            out["stated"].update(
+                calibrated_on="its own repeated verdicts",
+                scored=calibration.n,
+                agreement=round(calibration.agreement, 4),
+                a=round(calibration.a, 4),
+                b=round(calibration.b, 4),
+                at_mean=round(calibration.probability(sum(stated) / len(stated)), 4),
+            )
+    return out
 
 
-def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Posterior) -> list[dict[str, Any]]:
+def judge_summary(
+    group: Group, judgments: list[JudgmentRecord], posterior: Posterior, run_judgments: list[JudgmentRecord] | None = None
+) -> list[dict[str, Any]]:
     """One entry per judge of the group: its judgments, fitted parameters (in the judge index order
     of :func:`~orchestrator.run.groups.fit_group`) and ``agreement``: the share of its pairwise
     verdicts (P(first) ≠ ½) that prefer the candidate the panel's posterior ranks higher — 1 for a
     judge that always sides with the panel, ½ for a coin; ``agreement_probability``: the mean
     probability it puts on that side (the same in expectation for verdicts drawn from its
-    probabilities, so noise is not rewarded); ``read_as``: how its probabilities were read."""
+    probabilities, so noise is not rewarded); ``read_as``: how its probabilities were read (a stated
+    confidence's calibration on ``run_judgments``, the whole run, as the fit has it)."""
     mean = posterior.mean
     out = []
     for k, name in enumerate(judge_names(judgments)):
@@ -85,7 +106,7 @@ def judge_summary(group: Group, judgments: list[JudgmentRecord], posterior: Post
             "judgments": len(mine),
             "agreement": round(agree / votes, 4) if votes else None,
             "agreement_probability": round(side / sided, 4) if sided else None,
-            "read_as": read_as(mine),
+            "read_as": read_as(mine, [r for r in run_judgments if r.judge == name] if run_judgments is not None else None),
         }
         for key in _PARAMETERS:
             if key in posterior.judges:

@@ -88,6 +88,7 @@ def _log_line(judgment: Judgment, kind: str, attribute: str | None) -> dict:
         "template": judgment.template,
         "attribute": attribute,
         "method": judgment.method,
+        **({"stated": judgment.stated} if judgment.stated is not None else {}),
         "capped": judgment.capped[0] if judgment.capped else [],
         "unresolved": judgment.unresolved[0] if judgment.unresolved else [],
         "text": redact(judgment.text),

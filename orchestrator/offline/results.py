@@ -151,7 +151,7 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
         }
         informed = post.n_comparisons > 0 or post.link is not None  # never statistics from no data
         entry["judged"] = informed
-        entry["judges"] = judge_summary(group, rows_of_group, post) if informed else []
+        entry["judges"] = judge_summary(group, rows_of_group, post, judgments) if informed else []
         entry["ties"], entry["close"] = practical_ties(group, post, config.stopping.tie_delta, config.stopping.max_error)
         if truth and len(rows) > 2 and informed:
             from scipy.stats import spearmanr

@@ -54,6 +54,9 @@ class Judgment(BaseModel):
     completions: int | None = None
     """Paid completions behind this judgment (the ``samples`` asked of a judge without
     log-probabilities, parsed or not); None: one."""
+    stated: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The confidence the judge stated in its verdict (0–1; templates with a ``confidence_marker``).
+    Never read as a probability as such: the fit calibrates it (:mod:`orchestrator.poe.stated`)."""
     capped: list[list[str]] = Field(default_factory=list)
     unresolved: list[list[str]] = Field(default_factory=list)
     top_logprobs: list[list[tuple[str, float]]] = Field(default_factory=list)

@@ -96,6 +96,8 @@ class LogRecord(BaseModel):
     log-probabilities). Verdicts and samples are fitted as counts (:mod:`orchestrator.poe.verdicts`)."""
     samples: int | None = Field(default=None, ge=1)
     """How many sampled verdicts a ``samples`` (or ``verdict``: 1) judgment's shares come from."""
+    stated: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    """The confidence the judge stated in its ``verdict`` (0–1); calibrated before use (:mod:`orchestrator.poe.stated`)."""
 
     @field_validator("judge", "prompt_id", "reference")
     @classmethod
@@ -144,6 +146,8 @@ class LogRecord(BaseModel):
             except ValueError:
                 raise ValueError(f"absolute probs keys must be numeric levels, got {sorted(self.probs)}") from None
         problem = method_problem(self.method, self.samples, self.probs)
+        if self.stated is not None and self.method != "verdict":
+            problem = f"stated = {self.stated} is a confidence in one verdict: it needs method 'verdict', got {self.method!r}"
         if problem:
             raise ValueError(problem)
         return self

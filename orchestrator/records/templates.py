@@ -72,6 +72,10 @@ class Template(BaseModel):
     several tokens, e.g. arena-hard's ``[[A>>B]]``)."""
     markers: list[str] = Field(default_factory=list)
     """For ``read = "marker"`` or ``"verdict"``: the option follows any of these strings."""
+    confidence_marker: str | None = None
+    """For ``read = "verdict"``: the judge's stated confidence in its verdict follows this string
+    (``Confidence: 80``, ``80%`` or ``0.8``); stored with the judgment and used only through a
+    calibration on the judge's own sampled verdicts (:mod:`orchestrator.poe.stated`)."""
     grades: list[str] = Field(default_factory=list)
     """Graded pairwise templates: the five-way verdict (:data:`~orchestrator.records.log.GRADES`)
     each option stands for, in the order of ``options``; the judgment's probabilities are stored
@@ -103,6 +107,10 @@ class Template(BaseModel):
             raise ValueError("options has duplicates")
         if self.read in ("marker", "verdict") and not self.markers:
             raise ValueError(f'read = "{self.read}" needs markers')
+        if self.confidence_marker is not None and (self.read != "verdict" or not self.confidence_marker.strip()):
+            raise ValueError(
+                'confidence_marker needs read = "verdict" (a stated confidence goes with a parsed verdict) and a non-empty marker'
+            )
         if self.grades:
             if self.kind != "pairwise":
                 raise ValueError("grades are for pairwise templates")

@@ -20,6 +20,7 @@ import torch
 from ..errors import OrchestratorError
 from ..poe import Observations, PoEConfig, Posterior, absolute_moments, fit_with_reliability, permutation_debias, threads_for
 from ..poe.covariates import TEXT_CONTROLS, answer_covariates, comparison_covariates, self_covariate, text_features
+from ..poe.stated import calibrate_stated
 from ..poe.verdicts import is_verdict
 from ..records.dataset import Dataset
 from ..records.log import grade_vector, level_distribution
@@ -258,7 +259,8 @@ def fit_group(
     """Cold Laplace fit of one group on its judgments, taken in (round, key) order: the canonical
     posterior, the same in a live run, a resumed one, ``orchestrator rank`` and the replay of the
     run's export."""
-    rows = sorted(judgments, key=lambda r: (r.round, r.key))
+    # a stated confidence counts only through its judge's calibration (poe/stated.py)
+    rows, _ = calibrate_stated(sorted(judgments, key=lambda r: (r.round, r.key)))
     names = judge_names(rows)
     judges = {name: k for k, name in enumerate(names)}
     # text covariates need the answers' features (a global group has them); self needs none
@@ -276,7 +278,7 @@ def fit_group(
         families=config.families,
     )
     observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1), grades=grades)
-    if any(is_verdict(row.method) for row in rows if row.kind == "pairwise"):
+    if any(is_verdict(row.method) or row.method == "stated" for row in rows if row.kind == "pairwise"):
         # verdicts' scores live on a smaller scale than the unit prior's (poe/verdicts.py)
         config = dataclasses.replace(config, empirical_prior_scale=True)
     return fit_with_reliability(observations, config)
@@ -286,6 +288,7 @@ def fit_groups(
     groups: list[Group], judgments: list[JudgmentRecord], config: PoEConfig, *, debias: str, temperatures: dict[str, float] | None = None
 ) -> list[Posterior]:
     """:func:`fit_group` for every group of a run."""
+    judgments, _ = calibrate_stated(judgments)  # on the whole run: every group's verdicts calibrate its judge
     with threads_for(max(len(g.names) for g in groups)):
         return [
             fit_group(group, rows, config, debias=debias, temperatures=temperatures)

@@ -1,8 +1,8 @@
 """The run file: one SQLite database (WAL) per run, written through sqlite-utils.
 
-Tables (``SCHEMA_VERSION`` 4; ``PRAGMA user_version`` holds the version; an older file gains the
+Tables (``SCHEMA_VERSION`` 5; ``PRAGMA user_version`` holds the version; an older file gains the
 ``repeat`` (version 2), ``cached`` (version 3), ``samples``, ``completions`` and
-``requests.reserved_calls`` (version 4) columns when it is opened for writing; read-only, it reads
+``requests.reserved_calls`` (version 4), ``stated`` (version 5) columns when it is opened for writing; read-only, it reads
 as before — a missing count is 1):
 
 - ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
@@ -18,7 +18,8 @@ as before — a missing count is 1):
   ``attempts``, ``error``/``error_type``, ``cached`` (1: answered from the judgment cache, tokens
   and USD 0: :mod:`orchestrator.store.cache`), ``samples`` (how many verdicts a ``verdict`` /
   ``samples`` judgment's shares count; NULL for log-probabilities), ``completions`` (paid completions
-  behind it: what ``max_calls`` counts; NULL: 1).
+  behind it: what ``max_calls`` counts; NULL: 1), ``stated`` (the confidence a judge stated in its
+  verdict, 0–1; NULL: none asked).
 - ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
   largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
 - ``human_labels``: people's labels (``orchestrator label``; :mod:`orchestrator.store.labels`), created
@@ -58,7 +59,7 @@ __all__ = [
     "refuse_existing",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def create_run(
@@ -188,7 +189,8 @@ def check_run_file(path: Path) -> None:
 def _migrate(store: RunStore) -> None:
     """Bring an older run file to this version: version 2 adds ``repeat`` (0 for every existing
     row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed), version 4
-    ``judgments.samples``, ``judgments.completions`` and ``requests.reserved_calls`` (NULL: 1)."""
+    ``judgments.samples``, ``judgments.completions`` and ``requests.reserved_calls`` (NULL: 1),
+    version 5 ``judgments.stated`` (NULL: no stated confidence)."""
     version = next(store.db.query("PRAGMA user_version"))["user_version"]
     if version >= SCHEMA_VERSION:
         return
@@ -202,6 +204,8 @@ def _migrate(store: RunStore) -> None:
             for table, column in (("judgments", "samples"), ("judgments", "completions"), ("requests", "reserved_calls")):
                 if column not in store.db[table].columns_dict:
                     store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [{column}] INTEGER")
+        if version < 5 and "stated" not in store.db["judgments"].columns_dict:
+            store.db.execute("ALTER TABLE [judgments] ADD COLUMN [stated] FLOAT")
         store.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         store.db.execute("update runs set schema_version = ?", [SCHEMA_VERSION])
 

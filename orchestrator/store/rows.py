@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-__all__ = ["JudgmentRecord", "PlannedRequest"]
+from ..secrets import lazy_secrets, redact, redact_json
+
+if TYPE_CHECKING:
+    from ..records.judgments import Judgment
+
+__all__ = ["JudgmentRecord", "PlannedRequest", "judgment_row"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -52,6 +58,9 @@ class JudgmentRecord:
     """How many verdicts a ``verdict``/``samples`` judgment's shares count (None: log-probabilities)."""
     completions: int | None = None
     """Paid completions behind it (``samples`` asked of a judge without log-probabilities; None: 1)."""
+    stated: float | None = None
+    """The confidence the judge stated in its verdict (0–1), read from its answer; a probability only
+    after calibration (:mod:`orchestrator.poe.stated`)."""
     capped: Sequence[Any] = ()
     unresolved: Sequence[Any] = ()
     top_logprobs: Sequence[Any] = ()
@@ -93,6 +102,7 @@ class JudgmentRecord:
             method=row.get("method"),
             samples=row.get("samples"),
             completions=row.get("completions"),
+            stated=row.get("stated"),
             capped=_load(row.get("capped"), ()),
             unresolved=_load(row.get("unresolved"), ()),
             top_logprobs=_load(row.get("top_logprobs"), ()),
@@ -165,3 +175,41 @@ class PlannedRequest:
             round=row["round"] if row.get("round") is not None else -1,
             reserved_calls=row.get("reserved_calls") or 1,
         )
+
+
+def judgment_row(judgment: "Judgment", attempts: int, round_no: int, repeat: int, first: float | None) -> dict[str, Any]:
+    """The ``judgments`` row of a finished request; secrets in the environment are redacted from
+    every free-text field (read at most once per row)."""
+    secrets = lazy_secrets()
+    return {
+        "key": judgment.key,
+        "judge": judgment.judge,
+        "template": judgment.template,
+        "kind": judgment.kind,
+        "prompt_id": judgment.prompt_id,
+        "candidates": json.dumps(judgment.candidates),
+        "repeat": repeat,
+        "status": judgment.status,
+        "probs": json.dumps(judgment.probs),
+        "p_first": first,
+        "method": judgment.method,
+        "capped": json.dumps(judgment.capped),
+        "unresolved": json.dumps(judgment.unresolved),
+        "top_logprobs": json.dumps(redact_json(judgment.top_logprobs, values=secrets)),
+        "text": redact(judgment.text, values=secrets),
+        "raw": json.dumps(redact_json(judgment.raw, values=secrets)) if judgment.raw is not None else None,
+        "prompt_tokens": judgment.prompt_tokens,
+        "completion_tokens": judgment.completion_tokens,
+        "cost_usd": judgment.cost_usd,
+        "latency_s": judgment.latency_s,
+        "attempts": attempts,
+        "error": redact(judgment.error, values=secrets),
+        "error_type": judgment.error_type,
+        "note": redact(judgment.note, values=secrets),
+        "round": round_no,
+        "created_at": time.time(),
+        "cached": int(judgment.cached),
+        "samples": judgment.samples,
+        "completions": judgment.completions,
+        "stated": judgment.stated,
+    }

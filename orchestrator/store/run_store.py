@@ -23,10 +23,10 @@ from ..records.dataset import Dataset, PromptRow, ResponseText
 from ..records.judgments import Judgment
 from ..records.log import GRADES, prob_first
 from ..records.templates import Template
-from ..secrets import lazy_secrets, redact, redact_json
+from ..secrets import redact
 from .attachments import read_attachment
 from .locks import RunLock
-from .rows import JudgmentRecord, PlannedRequest, shown
+from .rows import JudgmentRecord, PlannedRequest, judgment_row, shown
 
 __all__ = ["FREEZE_AFTER", "LIGHT_COLUMNS", "RunStore", "Spend", "connect", "p_first"]
 
@@ -75,7 +75,7 @@ FREEZE_AFTER = 20_000
 
 LIGHT_COLUMNS = (
     "key judge kind prompt_id candidates probs p_first round repeat status template method "
-    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached samples completions"
+    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached samples completions stated"
 ).split()
 """The judgment columns fits and the engine read (everything but the raw answer and top-k lists)."""
 
@@ -211,38 +211,7 @@ class RunStore:
 
     def commit_judgment(self, judgment: Judgment, attempts: int, round_no: int, repeat: int = 0) -> JudgmentRecord:
         """Store one finished request (its judgment or permanent failure) atomically."""
-        secrets = lazy_secrets()  # the environment, read at most once for every field
-        row = {
-            "key": judgment.key,
-            "judge": judgment.judge,
-            "template": judgment.template,
-            "kind": judgment.kind,
-            "prompt_id": judgment.prompt_id,
-            "candidates": json.dumps(judgment.candidates),
-            "repeat": repeat,
-            "status": judgment.status,
-            "probs": json.dumps(judgment.probs),
-            "p_first": p_first(judgment) if judgment.status == "ok" else None,
-            "method": judgment.method,
-            "capped": json.dumps(judgment.capped),
-            "unresolved": json.dumps(judgment.unresolved),
-            "top_logprobs": json.dumps(redact_json(judgment.top_logprobs, values=secrets)),
-            "text": redact(judgment.text, values=secrets),
-            "raw": json.dumps(redact_json(judgment.raw, values=secrets)) if judgment.raw is not None else None,
-            "prompt_tokens": judgment.prompt_tokens,
-            "completion_tokens": judgment.completion_tokens,
-            "cost_usd": judgment.cost_usd,
-            "latency_s": judgment.latency_s,
-            "attempts": attempts,
-            "error": redact(judgment.error, values=secrets),
-            "error_type": judgment.error_type,
-            "note": redact(judgment.note, values=secrets),
-            "round": round_no,
-            "created_at": time.time(),
-            "cached": int(judgment.cached),
-            "samples": judgment.samples,
-            "completions": judgment.completions,
-        }
+        row = judgment_row(judgment, attempts, round_no, repeat, p_first(judgment) if judgment.status == "ok" else None)
         status = "done" if judgment.status == "ok" else "failed"
         with self._transaction():
             self._insert("judgments", [row])

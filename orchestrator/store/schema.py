@@ -82,6 +82,7 @@ def create_schema(db: sqlite_utils.Database, schema_version: int) -> None:
             "cached": int,
             "samples": int,
             "completions": int,
+            "stated": float,
         },
         pk="key",
         foreign_keys=[("key", "requests", "key")],
