@@ -10,29 +10,12 @@ goal's command replaces them.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from benchmarks import harness, readers, readers_verdicts
+from benchmarks import harness, readers
+from benchmarks.goal import Goal
+from benchmarks.goals_judges import JUDGE_GOALS
 
 Record = readers.Record
-
-
-@dataclass(frozen=True)
-class Goal:
-    key: str
-    issue: str
-    statement: str
-    script: str  # GROUP.NAME under benchmarks/
-    args: str  # the arguments of the full measurement
-    quick: str  # the arguments of the reviewers' run (``--quick`` added)
-    figure: Callable[[Record], str]
-    verdict: Callable[[Record], str]
-    accepts: Callable[[list[str]], bool] = field(default=lambda argv: True)  # which runs of the script measure this goal
-
-    def command(self, quick: bool = False) -> str:
-        args = (self.quick + " --quick").strip() if quick else self.args
-        return f"python -m benchmarks.{self.script} {args}".strip()
 
 
 def _argv(record: Record) -> list[str]:
@@ -107,56 +90,7 @@ GOALS: list[Goal] = [
         readers.cut_verdict,
         readers.budget_main,
     ),
-    Goal(
-        "verdict-coverage",
-        "#62",
-        "judges without log-probabilities: 95% rank intervals from one verdict or k = 3 sampled verdicts per call cover the judge's own full-data ranking ≥ 0.93 at 100 and 400 calls (Qwen SummEval logs, ≥ 5 draw seeds), width stated",
-        "selection.verdict_judges",
-        "--seeds 8",
-        "",
-        readers_verdicts.verdict_coverage_figure,
-        readers_verdicts.verdict_coverage_verdict,
-    ),
-    Goal(
-        "compare-errors",
-        "#60",
-        "is mine better? false decisions (wrong sign, or better by ≥ margin below it) ≤ α = 0.05 looking after every prompt, ≥ 1,000 comparisons on AlpacaEval through the anchor incl. pairs within 1 point and A/A, with probabilities and with verdicts",
-        "validity.compare_gate",
-        "--seeds 5",
-        "",
-        readers.gate_errors_figure,
-        readers.gate_errors_verdict,
-    ),
-    Goal(
-        "compare-power",
-        "#60",
-        "is mine better? a 3-point difference decided correctly in ≥ 80% of comparisons, on average ≤ 0.6× the prompts of a fixed-size paired test with that power, at most 1.3× (simulated head-to-head judge)",
-        "validity.compare_gate",
-        "--seeds 5",
-        "",
-        readers.gate_power_figure,
-        readers.gate_power_verdict,
-    ),
-    Goal(
-        "stated-confidence",
-        "#62",
-        "a judge's stated confidence is never taken at face value: read through a calibration on its own repeated verdicts, the 95% rank intervals keep covering the judge's own full-data ranking ≥ 0.93 (an overconfident stating judge derived from the Qwen SummEval logs, 5 draw seeds), what face value would do stated",
-        "selection.stated_confidence",
-        "--seeds 5 --budgets 100,400,1200",
-        "",
-        readers_verdicts.stated_figure,
-        readers_verdicts.stated_verdict,
-    ),
-    Goal(
-        "verdict-cost",
-        "#62",
-        "judges without log-probabilities: paid completions to reach the log-probability judge's Spearman at 100 and 200 calls, adaptive sampling ≤ 0.6× the best fixed k (Qwen SummEval logs)",
-        "selection.verdict_cost",
-        "--seeds 5",
-        "",
-        readers_verdicts.verdict_cost_figure,
-        readers_verdicts.verdict_cost_verdict,
-    ),
+    *JUDGE_GOALS,
     Goal(
         "reliability-5",
         "#59",

@@ -55,6 +55,29 @@ def stated_verdict(r: Record) -> str:
     return f"{'met' if ok else 'not met'}: calibrated coverage ≥ {min(calibrated):.3f}; at face value down to {min(face):.3f}"
 
 
+def alpaca_figure(r: Record) -> str:
+    rows = r["figures"]["tables"][1]
+    cells = "; ".join(
+        f"at {row['target: the probabilities' + chr(39) + ' Spearman at']} (Spearman {row['target']}) one verdict per call needs "
+        f"{row['one verdict per call needs']} = {row['ratio']}×"
+        for row in rows
+    )
+    bound = rows[0]["oracle bound (plain; difficulty-corrected)"] if rows else "?"
+    return f"{cells}; variance-ratio oracle (plain; difficulty-corrected): {bound}"
+
+
+def alpaca_verdict(r: Record) -> str:
+    rows = r["figures"]["tables"][1]
+    worst = max(float(row["ratio"]) for row in rows)
+    bound = rows[0]["oracle bound (plain; difficulty-corrected)"]
+    if worst <= 1.5:
+        return f"met (worst {worst:.2f}×)"
+    return (
+        f"not met: worst {worst:.2f}× (goal ≤ 1.5×); the goal sits at the oracle's edge: one verdict's coin-flip variance "
+        f"alone needs {bound.split('; ')[1]}× the calls with the product's difficulty-corrected estimator ({bound.split('; ')[0]}× with plain means)"
+    )
+
+
 def verdict_cost_figure(r: Record) -> str:
     rows = r["figures"]["tables"][0]
     cells = "; ".join(

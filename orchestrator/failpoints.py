@@ -1,4 +1,4 @@
-"""Crash points for the crash campaign (issue #7): ``ORCHESTRATOR_FAILPOINTS="name:N[,name:N]"``
+"""Crash points for the crash campaign: ``ORCHESTRATOR_FAILPOINTS="name:N[,name:N]"``
 makes the process kill itself with SIGKILL the N-th time it reaches ``failpoint(name)`` — inside
 an SQLite transaction, in the middle of the posterior update — places a random ``kill -9`` rarely
 hits. Unset (always, outside the tests), a failpoint is one dictionary lookup.

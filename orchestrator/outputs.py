@@ -1,4 +1,4 @@
-"""Every file a command writes goes through here (issue #16, "outputs that destroy inputs").
+"""Every file a command writes goes through here ("outputs that destroy inputs").
 
 Rules, for every output option (``export --out``, ``record --out``, ``simulate --out-*``, plots):
 

@@ -1,4 +1,4 @@
-"""Keep credentials out of everything the orchestrator stores, exports or prints (issue #7).
+"""Keep credentials out of everything the orchestrator stores, exports or prints.
 
 litellm reads API keys from environment variables (``OPENAI_API_KEY``, a profile's
 ``api_key_env``, ...). Providers echo them in error messages ("Incorrect API key provided:
@@ -9,7 +9,7 @@ an error is printed, every value of a secret-looking environment variable (name 
 judge profile names in ``api_key_env`` (whatever its name; 4+ characters), and the password of
 any URL-valued variable is replaced by ``[REDACTED NAME]`` — by value, wherever it appears — and
 key-shaped strings (``sk-…``, ``Bearer …``, credentials in URLs) by ``[REDACTED]``. A run's
-stored config has its URL credentials redacted too (issue #16): ``resume --api-base`` gives them back.
+stored config has its URL credentials redacted too: ``resume --api-base`` gives them back.
 """
 
 from __future__ import annotations

@@ -334,3 +334,16 @@ def test_refused_arguments_and_help_record_nothing(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(sys, "argv", ["script.py", "--seeds", "2"])
     harness.run(main, str(harness.ROOT / "benchmarks" / "group" / "script.py"))
     assert [r["figures"]["tables"] for r in harness.records("group.script")] == [[[{"seeds": "2"}]]]
+
+
+def test_the_package_says_what_and_why_now_not_which_issue():
+    """Docstrings and comments say what the code does and why; the history (issue numbers, the
+    figures of the day) lives in benchmarks/history/ and the goals' entries: at most 5 issue references
+    in the package (there are none now; 125 before)."""
+    cited = [
+        f"{path.relative_to(ROOT)}:{k}"
+        for path in PACKAGE.rglob("*.py")
+        for k, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\bissues? #\d+", line)
+    ]
+    assert len(cited) <= 5, cited

@@ -86,7 +86,9 @@ def main() -> None:
     for f, a, b in zip(FRACTIONS, soft_mean, verdict_mean):
         print(f"| {f:.1%} | {a:.3f} | {b:.3f} |")
     print()
-    print("| target: the probabilities' Spearman at | target | one verdict per call needs | ratio | oracle bound (plain; difficulty-corrected) |")
+    print(
+        "| target: the probabilities' Spearman at | target | one verdict per call needs | ratio | oracle bound (plain; difficulty-corrected) |"
+    )
     print("|---|---|---|---|---|")
     ratios = []
     for target_fraction in TARGETS:

@@ -25,10 +25,12 @@ def compare(
     judges: dict | None = None,
     from_log: str | Path | None = None,
     cache: str | Path | bool | None = None,
+    baseline_run: str | Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run the config's ``[compare]`` campaign until its decision (or the budget) and return ``(run
     file, decision)`` (:func:`orchestrator.offline.comparison.comparison`). ``margin``, ``alpha`` and
-    ``max_calls`` replace the config's.
+    ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
+    against the anchor come from that earlier run (the anchor, unless the config names one, is the run's).
 
     Raises:
         OrchestratorError: no ``[compare]`` section, a bad option, or any problem ``start`` refuses."""
@@ -45,16 +47,40 @@ def compare(
         section["margin"] = margin
     if alpha is not None:
         section["alpha"] = alpha
+    if baseline_run is not None:
+        section["baseline_run"] = Path(baseline_run)
+        section["anchor"] = cfg.compare.anchor or _anchor_of(Path(baseline_run))
     try:
         checked = type(cfg.compare).model_validate({**cfg.compare.model_dump(), **section})
         budget = type(cfg.budget).model_validate({**cfg.budget.model_dump(), **({"max_calls": max_calls} if max_calls is not None else {})})
     except ValueError as exc:  # pydantic's ValidationError: one line naming the option
         first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": ("?",), "msg": str(exc)}  # type: ignore[union-attr]
-        option = {"margin": "--margin", "alpha": "--alpha", "max_calls": "--max-calls"}.get(str(first["loc"][0]), str(first["loc"][0]))
+        option = {"margin": "--margin", "alpha": "--alpha", "max_calls": "--max-calls", "baseline_run": "--baseline"}.get(
+            str(first["loc"][0]), str(first["loc"][0])
+        )
         raise OrchestratorError(f"{option}: {first['msg']}") from None
     cfg = cfg.model_copy(update={"compare": checked, "budget": budget})
     path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache)
     return path, comparison(path, require=require)
+
+
+def _anchor_of(run: Path) -> str:
+    """The anchor an earlier run judged its candidates against (its ``[reference]`` or ``[compare]`` anchor).
+
+    Raises:
+        OrchestratorError: not a run file, or a run with no anchor."""
+    from ..records.config import RunConfig
+    from ..store import open_run
+
+    if not run.is_file():
+        raise OrchestratorError(f"--baseline: {run}: no such run file")
+    with open_run(run, write=False) as store:
+        config = RunConfig.from_stored(store.config)
+    if config.reference is not None:
+        return config.reference.anchor
+    if config.compare is not None and config.compare.anchor is not None:
+        return config.compare.anchor
+    raise OrchestratorError(f"--baseline: {run} judged nothing against an anchor (a reference campaign's run file is needed)")
 
 
 def junit_xml(result: dict[str, Any]) -> str:

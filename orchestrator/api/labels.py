@@ -1,4 +1,4 @@
-"""The public API's human labels (issue #34): a person labelling a run's items on a local page,
+"""The public API's human labels: a person labelling a run's items on a local page,
 and the labels a run file holds, as the JSONL file every ``--human`` option reads."""
 
 from __future__ import annotations

@@ -15,8 +15,18 @@ def load_config(config: str | Path | Any, runs_dir: str | Path | None = None):
     from ..records.config import load_config as load
 
     cfg = config if isinstance(config, RunConfig) else load(config)
-    board_attachments(cfg)  # a board that cannot serve is one line now, not at `rank` (issues #52, #59)
+    board_attachments(cfg)  # a board that cannot serve is one line now, not at `rank`
     return cfg.model_copy(update={"runs_dir": Path(runs_dir)}) if runs_dir is not None else cfg
+
+
+def run_attachments(cfg: Any) -> dict[str, dict] | None:
+    """Inputs the run file keeps whole: its ``[reference] board`` and a compare's ``baseline_run``."""
+    kept = board_attachments(cfg) or {}
+    if cfg.compare is not None and cfg.compare.baseline_run is not None and cfg.compare.anchor is not None:
+        from ..run.planners.compare_anchor import anchor_name, baseline_snapshot
+
+        kept["baseline"] = baseline_snapshot(cfg.compare.baseline_run, cfg.compare.baseline, anchor_name(cfg.compare.anchor))
+    return kept or None
 
 
 def board_attachments(cfg: Any) -> dict[str, dict] | None:
@@ -62,7 +72,7 @@ def start(
     from ..run.service import start as start_run
 
     cfg = load_config(config, runs_dir)
-    attachments = board_attachments(cfg)
+    attachments = run_attachments(cfg)
     return start_run(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot, attachments=attachments)
 
 

@@ -50,7 +50,7 @@ def init(
     from ..records.starter import StarterOptions, write_starter
 
     try:
-        answers_prefill = get_profile(judge).answers_prefill  # a template the judge answers (issue #51)
+        answers_prefill = get_profile(judge).answers_prefill  # a template the judge answers
     except OrchestratorError:
         answers_prefill = True  # a profile written later: the dry run checks it
     options = StarterOptions(

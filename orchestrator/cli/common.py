@@ -64,7 +64,7 @@ _plain_help_types()
 class _Console(Console):
     """A console that wraps and truncates only on a terminal: off one (a log, CI, a pipe) rich
     would cut lines at 80 columns, splitting a printed command over two lines and shortening
-    names in tables (issue #51), so there every line is printed whole."""
+    names in tables, so there every line is printed whole."""
 
     LOG_WIDTH = 100_000
 

@@ -27,6 +27,12 @@ def compare_cmd(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+    baseline: Optional[Path] = typer.Option(
+        None,
+        "--baseline",
+        help="An earlier reference run holding the baseline's judgments against the anchor: only the candidate is judged.",
+        callback=existing("run file"),
+    ),
     from_log: Optional[Path] = typer.Option(
         None, "--from-log", help="Answer every request from this judgment log instead of the judges: the same gate on recorded judgments."
     ),
@@ -40,7 +46,7 @@ def compare_cmd(
     _check_range(max_calls, "--max-calls", 1)
     cfg = api.load_config(config, runs_dir)
     if junit is not None:  # before anything is paid: never onto the config, the data or the run file
-        check_output(junit, option="--junit", inputs=[config, cfg.data.prompts, cfg.data.responses, cfg.run_path, from_log])
+        check_output(junit, option="--junit", inputs=[config, cfg.data.prompts, cfg.data.responses, cfg.run_path, from_log, baseline])
     display, on_event = run_display(max_calls or cfg.budget.max_calls)
     with display:
         path, result = api.compare(
@@ -52,6 +58,7 @@ def compare_cmd(
             progress=on_event,
             from_log=from_log,
             cache=False if no_cache else None,
+            baseline_run=baseline,
         )
     if junit is not None:
         with open_output(junit, option="--junit", inputs=[config, path]) as fh:

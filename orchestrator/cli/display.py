@@ -92,12 +92,12 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
 
 def print_ranking(report: dict, limit_groups: int | None = None, details: bool = False) -> None:
     """``rank``'s text: plain words first — who leads and how sure, which neighbours are still
-    open, whether each judge can be trusted (issue #51) — and the model's internals (log-strength
+    open, whether each judge can be trusted — and the model's internals (log-strength
     scores, posterior entropy, sharpness, precision, position bias) only with ``details``."""
     groups = report["groups"]
-    for warning in report.get("warnings", []):  # first: what the judge can and cannot tell (issue #51)
+    for warning in report.get("warnings", []):  # first: what the judge can and cannot tell
         out_console.print(f"warning: {warning}", soft_wrap=True)
-    if report.get("comparison"):  # a [compare] run: a decision, not a ranking (issue #60)
+    if report.get("comparison"):  # a [compare] run: a decision, not a ranking
         c = report["comparison"]
         out_console.print(f"{c['sentence']} (α = {c['alpha']:g}; `orchestrator compare` exit code {c['exit_code']})", soft_wrap=True)
     for entry in groups[:limit_groups]:

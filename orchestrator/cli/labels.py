@@ -1,4 +1,4 @@
-"""``orchestrator label RUN``: a person labels the run's items on a local page (issue #34)."""
+"""``orchestrator label RUN``: a person labels the run's items on a local page."""
 
 from __future__ import annotations
 

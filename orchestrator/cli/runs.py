@@ -250,7 +250,12 @@ def status_cmd(
             (f"deployments of {judge}", ", ".join(f"{d} {n}" for d, n in counts.items()))
             for judge, counts in (summary.get("deployments") or {}).items()
         ],
-        ("groups", str(summary["groups"])),
+        *(
+            [("decision", f"{summary['comparison']['sentence']} (exit {summary['comparison']['exit_code']})")]
+            if summary.get("comparison")
+            else []
+        ),
+        *([] if summary.get("comparison") else [("groups", str(summary["groups"]))]),
     ]
     if summary.get("people"):
         people = summary["people"]

@@ -193,7 +193,7 @@ def _result_line(line: str) -> tuple[str, dict[str, Any] | str] | None:
 async def _flush_litellm_logging(timeout_s: float = 10.0) -> None:
     """Let litellm's logging worker finish what a batch retrieval queued (its own cost accounting
     reads the output file) inside this event loop: left for later, the task is cut off when the
-    run's loop closes and Python warns that a coroutine was never awaited (issue #51)."""
+    run's loop closes and Python warns that a coroutine was never awaited."""
     try:
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 

@@ -1,4 +1,4 @@
-"""Many endpoints for one judge (issue #21 item 2): a profile's ``deployments`` (several vLLM, SGLang or
+"""Many endpoints for one judge: a profile's ``deployments`` (several vLLM, SGLang or
 TGI servers of the same model, or several API keys) are driven through litellm's ``Router``.
 
 The Router picks a deployment per call (``least-busy`` by default: the one with the fewest calls in

@@ -1,4 +1,4 @@
-"""A new model placed on an existing board (issue #52, ``[reference] board = "PATH"``): the board's
+"""A new model placed on an existing board (``[reference] board = "PATH"``): the board's
 reference judgments (a run file or a judgment log, same anchor) fit the 2PL prompt model of
 :mod:`orchestrator.raee.board`; each candidate of the run is placed from the prompts it was judged
 on — its win rate over the board's prompts with an interval, and its rank interval among the
@@ -114,7 +114,7 @@ def placements(
 def own_board_placements(
     data: ReferenceJudgments, anchor: str, newcomers: set[str], *, soft: bool, level: float = 0.95
 ) -> tuple[dict, dict[str, dict]] | None:
-    """``extend`` of a reference run (issue #52): the run's own candidates from before the extension
+    """``extend`` of a reference run: the run's own candidates from before the extension
     are the board and the ``newcomers`` are placed on it, as :func:`placements` does with a board in
     another file. ``None`` when fewer than :data:`MIN_BOARD_MODELS` candidates were there before."""
     candidates, prompts, y = item_matrix(data, anchor, soft=soft)
@@ -141,7 +141,7 @@ def _place_all(
         if pairs:
             judged[m] = (np.array([k for k, _ in pairs]), np.array([v for _, v in pairs]))
     # intervals that hold all at once over the placed candidates: each at Bonferroni's level, on the
-    # board's prompts like the one-at-a-time ones (so they contain them; issue #59)
+    # board's prompts like the one-at-a-time ones (so they contain them)
     together_level = 1.0 - (1.0 - level) / len(judged) if len(judged) >= 2 else None
     for m, (where, outcomes) in judged.items():
         candidate = candidates[m]

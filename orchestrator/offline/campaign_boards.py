@@ -1,7 +1,7 @@
 """The leaderboards of campaigns (reference and absolute runs): one entry per anchor (or one for an
 absolute campaign) with shortest rank intervals from draws, and a reference campaign's win rates
-against its anchor with their intervals, overall and per prompt category (issue #30 item 5; honest
-small slices, issue #54). :mod:`.results` reads a run and calls these."""
+against its anchor with their intervals, overall and per prompt category (honest
+small slices). :mod:`.results` reads a run and calls these."""
 
 from __future__ import annotations
 
@@ -199,12 +199,12 @@ def _member(values, members: set[str]):
 def _slices(
     data, anchor: str, config: RunConfig, dataset: Dataset, per_candidate: dict[str, list[str]], level: float, sigma: dict[str, float]
 ) -> list[dict]:
-    """One leaderboard per prompt category (issue #30 item 5), when the prompts name two or more:
+    """One leaderboard per prompt category, when the prompts name two or more:
     ``[{"slice", "prompts", "small", "ranking": [{rank, candidate, win_rate…, rank_low, rank_high}]}]``,
     ranked by win rate, with rank intervals from Student-t draws (``n − 1`` degrees of freedom) of
     each win rate with its own sd (every candidate walks the same prompts: the difficulty they
     share cancels in the order). A category's intervals are never narrower than its data allow
-    (issue #54: one or two prompts gave point ranks while the whole board said 1–4): its prompts
+    (one or two prompts gave point ranks while the whole board said 1–4): its prompts
     are a sample of the category and each candidate's per-prompt sd is at least the whole board's
     (``sigma``); ``small`` marks a category with fewer than :data:`SLICE_MIN_PROMPTS` judged prompts."""
     import numpy as np
@@ -249,7 +249,7 @@ def _place_on_board(group: dict, board: Path, anchor: str, data, soft: bool, lev
 
 
 def _place_on_own_board(group: dict, anchor: str, data, newcomers: set[str], soft: bool, level: float) -> None:
-    """``extend`` of a reference run (issue #52): the candidates added are placed on the board the run
+    """``extend`` of a reference run: the candidates added are placed on the board the run
     had before (its other candidates' judgments), as with ``[reference] board``."""
     from .board_placement import own_board_placements
 

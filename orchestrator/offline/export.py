@@ -76,7 +76,7 @@ CSV_COLUMNS = [
     "error",
     "cached",
 ]
-"""The tidy export's fixed columns (issue #51): one row per judgment, the shown answers, the verdict
+"""The tidy export's fixed columns: one row per judgment, the shown answers, the verdict
 (``winner``: the judge's most probable answer — the name of the candidate it picks, or ``tie`` (:func:`winner`); ``score``: an absolute judgment's
 expected level), then one ``prob_OPTION`` column per option any judgment has (``prob_A``,
 ``prob_B``, ``prob_C`` for a tie, ``prob_A>>B`` … for graded verdicts, ``prob_1`` … for scores);

@@ -196,7 +196,7 @@ def run_simplex(
 
 
 def _human_grid(human: str | Path | None, data: ScoreData) -> tuple[np.ndarray | None, HumanLabels | None, list[str]]:
-    """People's labels (issue #34): their absolute scores as the ``(K, Q)`` true levels of
+    """People's labels: their absolute scores as the ``(K, Q)`` true levels of
     :func:`fit_simplex` (None without absolute labels), the labels, and notes for the report;
     ``(None, None, [])`` without ``--human``."""
     if human is None:
@@ -221,7 +221,7 @@ def _human_grid(human: str | Path | None, data: ScoreData) -> tuple[np.ndarray |
 
 
 def people_beside(fit: SimplexFit, labels: HumanLabels, questions: list[str], level: float, truth: dict[str, float] | None) -> dict | None:
-    """People's ranking beside the fit's (issue #34): the fit's draws of the expected scores as the
+    """People's ranking beside the fit's: the fit's draws of the expected scores as the
     judges' posterior ``N(mean, cov)``, moved by people's scores of answers and pairwise verdicts on
     ``questions`` through the discrepancy model of :mod:`orchestrator.poe.human` (a candidate-specific
     judge bias of sd τ, averaged over τ). Labels inside the fit (true levels) inform the confusion

@@ -1,4 +1,4 @@
-"""Human labels as data (issue #34): a JSONL file of people's verdicts, validated like every input.
+"""Human labels as data: a JSONL file of people's verdicts, validated like every input.
 
 Two row shapes, mixed freely in one file (``docs/human-labels.md``):
 
@@ -141,7 +141,7 @@ def _answers(label: AbsoluteLabel | PairwiseLabel) -> list[tuple[str, str]]:
 
 def refuse_unmatched(labels: HumanLabels, answers: set[tuple[str, str]], source: str | Path, where: str = "judged here") -> int:
     """How many labels name an answer outside ``answers`` (``(prompt_id, candidate)`` pairs the
-    command has judgments of); none matching is refused in one line (issue #54: a prompt-id typo
+    command has judgments of); none matching is refused in one line (a prompt-id typo
     gave the judges board a table of dashes and exit 0), as every command that reads labels does.
 
     Raises:

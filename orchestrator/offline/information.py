@@ -1,4 +1,4 @@
-"""Headlines true for the judge you have (issue #51): which judges' verdicts carry no detectable
+"""Headlines true for the judge you have: which judges' verdicts carry no detectable
 information about the answers (:mod:`orchestrator.poe.information`), and the plain warnings
 ``rank``, ``status``, a run's closing paragraph and the report put first. When no judge carries
 information, no leader is named."""

@@ -1,4 +1,4 @@
-"""``orchestrator judges``: a leaderboard of judges against people (issue #34; AlpacaEval's
+"""``orchestrator judges``: a leaderboard of judges against people (AlpacaEval's
 ``analyze_evaluators``). For every judge of a log, against the human labels of
 :mod:`orchestrator.offline.human_labels`:
 
@@ -35,8 +35,8 @@ BINS = 10
 
 def _p_first(probs: dict[str, float]) -> float:
     """P(first shown better) of a comparison, each verdict kind read with its own meaning: A/B with
-    an optional tie C, or graded five-way verdicts (A≫B and A>B win, A=B is half of one; issue #54:
-    graded verdicts were read as ties). Any other kind fails loudly, never as a tie.
+    an optional tie C, or graded five-way verdicts (A≫B and A>B win, A=B is half of one;
+    never read as ties). Any other kind fails loudly, never as a tie.
 
     Raises:
         OrchestratorError: options that are neither A/B(/C) nor :data:`GRADES`."""

@@ -1,5 +1,5 @@
 """``fit raee --responses R [--control length]``: flagged candidates and length-controlled win
-rates on a RAEE report (issue #33). Reads the answers' texts (their lengths, their repeats), fits
+rates on a RAEE report. Reads the answers' texts (their lengths, their repeats), fits
 :func:`orchestrator.raee.control.length_controlled` per anchor and judge, and writes the results
 into the report's rows, ``judge_biases``, ``flags`` and ``warnings``."""
 

@@ -1,6 +1,6 @@
 """What a ranking says about its judges and its ties: per-judge reliability from the PoE posterior
 (sharpness ``t_j``, position bias ``Δ_j``, absolute link) with the judge's agreement with the panel,
-and the neighbour pairs the indifference zone treats as practical ties (issue #17)."""
+and the neighbour pairs the indifference zone treats as practical ties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""People's win rates beside a RAEE fit (issue #34 item 3, ``fit raee --human``): the labels that
+"""People's win rates beside a RAEE fit (``fit raee --human``): the labels that
 speak to a candidate and its anchor rectify the judge's outcomes (PPI++, :mod:`orchestrator.raee.human`)."""
 
 from __future__ import annotations

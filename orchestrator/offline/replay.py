@@ -179,7 +179,7 @@ def log_profile(name: str, records: list) -> JudgeProfile:
     """The profile of a judge answering from a log, as its records say it was read: a log of single
     verdicts with repeats (repeat 0..R−1 of one shown order) samples adaptively up to R, a log of
     ``samples`` judgments pays its k completions each (``max_calls`` counts them), anything else is a
-    log-probability judge (issue #62)."""
+    log-probability judge."""
     mine = [r for r in records if r.judge == name and r.kind == "pairwise"]
     if mine and all(r.method == "verdict" for r in mine):
         ceiling = max(r.repeat for r in mine) + 1
@@ -348,7 +348,7 @@ def replay_files(
         truth, responses = NO_TRUTH, "(from the log)"
     else:
         rows = load_responses(responses)
-        if truth is None:  # the answers' texts alone (length or style control, issue #54): only rank
+        if truth is None:  # the answers' texts alone (length or style control): only rank
             rows = [(n, r.model_copy(update={"human": {**r.human, NO_TRUTH: 0.0}})) for n, r in rows]
             truth = NO_TRUTH
     groups = build_groups(records, rows, truth, settings.scope, judge=judge, source=str(log), responses_source=str(responses))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""People's ranking beside the judges' (issue #34 item 3, PoE part; ``replay --human``, and ``rank``
+"""People's ranking beside the judges' (PoE part; ``replay --human``, and ``rank``
 of a run file that holds labels): each group's judges' posterior turned into people's scores by the labels of its candidates — scores of
 answers and pairwise verdicts (:mod:`orchestrator.poe.human`) — with rank intervals."""
 

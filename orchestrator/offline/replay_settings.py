@@ -1,4 +1,4 @@
-"""What a replay is asked to do, as one frozen object (issue #29: the option group that the API,
+"""What a replay is asked to do, as one frozen object (the option group that the API,
 the CLI and the benchmarks used to spell out argument by argument), and its checks.
 
 Light on purpose: nothing here imports torch until :meth:`ReplaySettings.checked` runs."""

@@ -98,7 +98,7 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     dataset = store.dataset()
     if config.reference is not None:
         return reference_ranking(path, config, dataset, level, store)
-    if config.compare is not None:  # two systems and a decision, not a ranking (issue #60)
+    if config.compare is not None:  # two systems and a decision, not a ranking
         from .comparison import comparison_in
 
         return {"run": str(path), "scope": "compare", "level": level, "groups": [], "comparison": comparison_in(store)}
@@ -244,7 +244,7 @@ def status(path: str | Path) -> dict:
         "groups": len(groups),
         "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if poe and groups else None,
         "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
-        # no leader where no judge carries information (issue #51): the warnings say why
+        # no leader where no judge carries information: the warnings say why
         "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]} if rank.get("leader", True) else {},
         "warnings": rank.get("warnings", []),
         "forecast": forecast,

@@ -1,5 +1,5 @@
 """``fit raee --control self``: each judge's preference for answers of its own model family in a
-reference campaign, and the win rates it would give without it (issue #33). Families come from
+reference campaign, and the win rates it would give without it. Families come from
 ``--family NAME=FAMILY`` (judges and candidates) or a run's ``model.families``; the fit is
 :func:`orchestrator.raee.self_preference.self_preference`, per anchor, on each judge's win rates
 (the length-controlled ones when ``--control length`` ran first)."""

@@ -310,7 +310,7 @@ def simulate_shared_bias_panel(
     victim: int = 4,
     bias: float = -1.2,
 ):
-    """A reference campaign whose judges share a bias against one candidate (issue #34): candidate k
+    """A reference campaign whose judges share a bias against one candidate: candidate k
     beats the anchor in people's eyes with probability ``σ(logit people[k] + d_i)`` on prompt i
     (``d_i ~ N(0, 1)``); each judge's soft outcome is ``σ(logit people[k] + d_i + b_k + e)``,
     ``e ~ N(0, 0.5)``, ``b = bias`` for ``victim`` and 0 otherwise; people label ``share`` of each

@@ -1,4 +1,4 @@
-"""Humans in the loop (issue #34): the items a person should label first (``choice``), a person's
+"""Humans in the loop: the items a person should label first (``choice``), a person's
 labelling session on a run file (``session``) and its local web page (``server``, ``page.html``)."""
 
 from .choice import LabelItem

@@ -1,4 +1,4 @@
-"""Asking people during a run (issue #34 item 4, ``judging.people``): after each round it plans, and
+"""Asking people during a run (``judging.people``): after each round it plans, and
 once more when it finishes (from every judgment), the run chooses the people profile's ``per_round``
 items to label next and records them in the run file (``label_requests``,
 :mod:`orchestrator.store.labels`); the labelling page offers them first.

@@ -1,4 +1,4 @@
-"""Which items a person labels, in which order (issue #34, humans in the loop): pure functions.
+"""Which items a person labels, in which order (humans in the loop): pure functions.
 
 An item is an answer (absolute campaigns) or a pair of answers to one prompt (pairwise campaigns)
 the judges have judged. Its priority says where the judges leave the question open — where they are

@@ -7,7 +7,7 @@ is one HTTP/1.0 connection, so no handler thread outlives its request. Requests 
 page sends through the person's browser (an ``Origin`` not ours), under another host name (DNS
 rebinding) or, for a label, as anything but JSON (which a cross-site form could) are refused.
 
-A server anyone on the machine can reach is attacked (issue #54): a body is at most 64 KiB of
+A server anyone on the machine can reach is attacked: a body is at most 64 KiB of
 UTF-8 JSON nested at most :data:`MAX_DEPTH` deep, any other shape is a 400 with nothing stored, a
 handler's failure is a 500 with one line (never a dropped connection), a connection that sends
 nothing for :data:`READ_TIMEOUT` seconds is closed, and :meth:`LabelServer.close` shuts every open

@@ -1,4 +1,4 @@
-"""A person labelling a run's items (issue #34): what the labelling page shows next and what it stores.
+"""A person labelling a run's items: what the labelling page shows next and what it stores.
 
 The items are those the run's judges judged: first those the run asked people for (``judging.people``,
 :mod:`.asking`), in the order it asked, then the rest in the order of :mod:`.choice`; a verdict is

@@ -1,5 +1,5 @@
 """Selection over a candidate set of pairs, for posteriors too large to score all ``N²`` pairs
-(issue #21; the metrics are PoE §4.2's, :mod:`orchestrator.poe.selection`).
+(the metrics are PoE §4.2's, :mod:`orchestrator.poe.selection`).
 
 The pairs worth asking are few and predictable: the probability of reordering (Eq. 5) is large
 only where the means are close, so **neighbours in the current ranking** (up to ``window`` places

@@ -1,4 +1,4 @@
-"""Covariates of a comparison for the judges' tastes (issue #33): length and style, computed from
+"""Covariates of a comparison for the judges' tastes: length and style, computed from
 the two answers' texts; each judge's weight on them is fitted with the scores
 (:class:`~orchestrator.poe.objective.PoEConfig` ``controls``).
 

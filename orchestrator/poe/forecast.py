@@ -1,4 +1,4 @@
-"""How many more comparisons until the indifference-zone rule stops a ranking (issue #18 item 3): a
+"""How many more comparisons until the indifference-zone rule stops a ranking: a
 forecast with its spread, from the current posterior, so a user can plan calls, tokens and USD.
 
 For each neighbour pair that matters (:mod:`.stopping`), with posterior gap ``N(μ, v)``:

@@ -1,4 +1,4 @@
-"""Graded five-way verdicts as an expert of their own (issue #33 item 4): the ordered-logit
+"""Graded five-way verdicts as an expert of their own: the ordered-logit
 (proportional-odds, McCullagh 1980) model of arena-hard's verdicts ``A≫B, A>B, A=B, B>A, B≫A``.
 
 With the comparison's difference ``d = t_j (s_i − s_j − Δ_j + …)`` (the same ``d`` every PoE

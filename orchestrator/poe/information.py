@@ -1,4 +1,4 @@
-"""Whether a judge's verdicts carry information about the answers at all (issue #51).
+"""Whether a judge's verdicts carry information about the answers at all.
 
 A judge that picks the first-shown answer whatever it says (the 270M model does, P(A) ≈ 0.85 every
 time) still yields a fitted ranking: the posterior orders candidates by which one happened to be

@@ -56,8 +56,8 @@ class PoEConfig:
     sharpness_prior_sd: float = 1.0
     """Sd of the ``N(0, ·)`` prior on ``η_j = log t_j`` (t = 1: the judge's probabilities as given)."""
     controls: tuple[str, ...] = ()
-    """Covariates whose weight each judge gets, fitted jointly with the scores (issue #33;
-    arena-hard's style control): ``x = s_i − s_j − Δ_j + Σ_c β_jc z_ijc`` with ``z`` the
+    """Covariates whose weight each judge gets, fitted jointly with the scores
+    (arena-hard's style control): ``x = s_i − s_j − Δ_j + Σ_c β_jc z_ijc`` with ``z`` the
     observations' covariates (``length``, ``headers``, ``lists``, ``bold``), so the scores are what
     the judge would say at equal length and style; ``β_jc > 0``: the judge prefers more of ``c``.
     Absolute judgments get weights of their own, ``μ = a_j s + b_j + Σ_c γ_jc x_c`` with ``x`` the

@@ -1,4 +1,4 @@
-"""How far each judge's probabilities are to be believed (issue #17): a judge's *precision* κ_j,
+"""How far each judge's probabilities are to be believed: a judge's *precision* κ_j,
 estimated from how closely its probabilities follow the fitted model, weights its comparisons.
 
 The PoE comparative expert treats a probability ``p`` like the outcome of one Bernoulli trial
@@ -22,7 +22,7 @@ gets a weak normal prior around a coin's dispersion (sd :data:`PRECISION_PRIOR_S
 .. math:: \\log φ_j = \\arg\\min_u \\; \\frac{m_j}{2} u + \\frac{R_j}{2} e^{−u} + \\frac{u^2}{2 s^2},
           \\qquad κ_j = \\min(1/φ_j, κ_{max}),
 
-and a judge with no judgments keeps ``κ = 1``. Why these two corrections (issue #36): the first
+and a judge with no judgments keeps ``κ = 1``. Why these two corrections: the first
 version read ``φ_j = (R_j + ν)/(n_j + ν)`` with ν = 4 pseudo-judgments at φ = 1, on residuals of
 the unweighted fit. For a judge whose probabilities are far more reproducible than a coin's the
 pseudo-judgments were the whole estimate (``κ ≈ (n + 4)/4``: 3.4 after 20 calls of the embedded

@@ -1,4 +1,4 @@
-"""The Laplace posterior for many candidates without an ``N × N`` matrix (issue #21).
+"""The Laplace posterior for many candidates without an ``N × N`` matrix.
 
 The negative log-posterior's Hessian is the prior's diagonal plus a curvature-weighted graph
 Laplacian over the comparisons (PoE §4.1; :meth:`NegLogPosterior.hessian_entries`), so it has

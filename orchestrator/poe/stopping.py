@@ -1,5 +1,5 @@
 """Stopping with an indifference zone: a ranking is done when every neighbour pair is either in the
-right order or a practical tie that more calls would not settle (issue #17; PoE §4.3 extended).
+right order or a practical tie that more calls would not settle (PoE §4.3 extended).
 
 Why not the reorder probability alone (PoE §4.3)? Two candidates of equal quality keep a
 reordering probability near ½ however often they are compared, so a rule "every adjacent pair

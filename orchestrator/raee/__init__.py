@@ -5,8 +5,8 @@
 - :mod:`.records`: the columnar reference-anchored judgments and the report's rows;
 - :mod:`.tables`: per-item outcomes, between-judge correlation, leaderboards, anchor swaps;
 - :mod:`.report`: :func:`raee_report`, the whole table with screening and diagnostics;
-- :mod:`.allocation`: difficulty-corrected win rates and the adaptive allocation's gains (issue #30);
-- :mod:`.control`: length-controlled win rates, judges' length effects, degenerate candidates (issue #33).
+- :mod:`.allocation`: difficulty-corrected win rates and the adaptive allocation's gains;
+- :mod:`.control`: length-controlled win rates, judges' length effects, degenerate candidates.
 
 Pure: imports numpy, scipy and pydantic only — never the judging layer, the CLI or plotting.
 """

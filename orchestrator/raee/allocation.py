@@ -1,4 +1,4 @@
-"""Where a reference campaign's next prompt pays most (issue #30): pure functions on arrays.
+"""Where a reference campaign's next prompt pays most: pure functions on arrays.
 
 A leaderboard campaign judges M candidates against one anchor on P prompts. Every candidate walks
 the *same* seeded prompt order, so any two candidates share their first ``min(n_a, n_b)`` prompts:
@@ -26,9 +26,9 @@ plus ``width_weight`` times the drop of the candidate's own sd (the error in win
 user reads). A candidate with few prompts has a wide ``s`` and therefore a large gain: it is never
 starved, the defect of the former overlap-per-width priority. With prompt categories,
 :func:`slice_gains` adds the same gain on the board of the category the candidate's next prompt
-belongs to (issue #30 item 5: per-category leaderboards from one run).
+belongs to (per-category leaderboards from one run).
 
-:func:`lockstep_choice` is the default rule since issue #52 (item 3, "never worse than cutting"):
+:func:`lockstep_choice` is the default rule ("never worse than cutting the benchmark"):
 every candidate whose place is still open walks the shared order at the same depth (the fixed
 subset's pairing, kept exactly), and only a candidate whose place is *settled* — each neighbour
 ordered beyond ``z`` standard errors of the difference, or (with a resolution) tied within it —
@@ -186,7 +186,7 @@ def win_rate_intervals(
     :func:`prompt_sampling_variance`, with Student's t on ``n_m − 1`` degrees of freedom (a few
     prompts make σ_m itself uncertain). The own sd alone is what differences carry. ``sigma_floor``:
     a lower bound on σ_m known from more data (a slice's few prompts cannot estimate it: with one or
-    two prompts the two-way fit leaves no residual, and σ would read as 0; issue #54)."""
+    two prompts the two-way fit leaves no residual, and σ would read as 0)."""
     estimate, sigma, n = leaderboard_state(y)
     if sigma_floor is not None:
         sigma = np.maximum(sigma, sigma_floor)
@@ -209,7 +209,7 @@ def win_rate_intervals(
 def simultaneous_half(
     y: np.ndarray, populations: np.ndarray, *, level: float = 0.95, sigma_floor: np.ndarray | None = None
 ) -> np.ndarray | None:
-    """Half-widths of win-rate intervals that hold all at once with ``level`` (issue #52): each of
+    """Half-widths of win-rate intervals that hold all at once with ``level``: each of
     the K candidates judged on part of their pool at ``(1 − level) / K`` (Bonferroni: under any
     dependence between them); a candidate judged on its whole pool keeps its point. ``None`` when
     fewer than two are partly judged (the one interval is then the statement)."""
@@ -260,7 +260,7 @@ def slice_gains(
 
 def claim_z(candidates: int, alpha: float = 0.05) -> float:
     """The normal quantile that makes the stopping rule's claims about a board of ``candidates``
-    hold together (issue #52 item 2): each of its ``candidates − 1`` neighbour claims at level
+    hold together: each of its ``candidates − 1`` neighbour claims at level
     ``α / (candidates − 1)`` (Bonferroni), so the chance that *any* claim is wrong is at most ``α``
     at the look where the run stops (a user reads "the order is settled" as one statement)."""
     return float(ndtri(1.0 - alpha / (2.0 * max(candidates - 1, 1))))

@@ -1,4 +1,4 @@
-"""A board as prior knowledge (issue #52): where a new model lands on a leaderboard that already
+"""A board as prior knowledge: where a new model lands on a leaderboard that already
 exists, from few of its prompts.
 
 The board's full judgments against the anchor, ``y[m, i] ∈ [0, 1]`` (model m's soft outcome on
@@ -187,7 +187,7 @@ def place(board: Board, judged: np.ndarray, outcomes: np.ndarray, *, pool: np.nd
 
     def over_pool(rest_mean: float) -> float:
         """The pool's win rate with the unjudged prompts' mean outcome ``rest_mean`` — itself a share
-        in [0, 1] (a steep slope on few prompts can predict a negative one: issue #59)."""
+        in [0, 1] (a steep slope on few prompts can predict a negative one)."""
         return known_sum / max(len(pool), 1) + share_rest * min(max(rest_mean, 0.0), 1.0)
 
     if regression:

@@ -1,4 +1,4 @@
-"""Length-controlled win rates and degenerate candidates (issue #33): pure functions on arrays.
+"""Length-controlled win rates and degenerate candidates: pure functions on arrays.
 
 AlpacaEval 2.0's headline figure (Dubois et al. 2024, "Length-controlled AlpacaEval") asks what a
 judge's preference against the anchor would be if both answers had the same length. Per candidate

@@ -1,4 +1,4 @@
-"""A judge's win rate corrected by a few people's labels (issue #34 item 3): prediction-powered
+"""A judge's win rate corrected by a few people's labels: prediction-powered
 inference, PPI++ (Angelopoulos, Duchi & Zrnic 2023, "PPI++: Efficient Prediction-Powered
 Inference", §2 mean estimation) — pure functions on arrays.
 

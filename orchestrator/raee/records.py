@@ -157,7 +157,7 @@ class JudgeScreen(BaseModel):
 
 
 class JudgeBias(BaseModel):
-    """A judge's taste under one anchor (issue #33): ``effect`` in log-odds per unit of the bias
+    """A judge's taste under one anchor: ``effect`` in log-odds per unit of the bias
     feature (length: tanh of the standardised length difference; self: the answer is of the
     judge's model family) with its interval, and ``points_per_sd``: win-rate points the taste is
     worth against an even match (length: an answer one sd longer; self: an answer of its family);

@@ -1,4 +1,4 @@
-"""Self-preference of judges in a reference campaign (issue #33): a pure function on arrays.
+"""Self-preference of judges in a reference campaign: a pure function on arrays.
 
 A judge may prefer answers of its own model family (MT-Bench's self-enhancement). In a reference
 log, judge j's log-odds that candidate m beats the anchor, read from its judged prompts, is modelled

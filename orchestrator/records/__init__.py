@@ -1,4 +1,4 @@
-"""The records every layer shares (issue #29): what a run is configured with (:mod:`.config`), the
+"""The records every layer shares: what a run is configured with (:mod:`.config`), the
 datasets it ranks (:mod:`.dataset`), the prompt templates (:mod:`.templates`) and judge-profile data
 files they are read from (:mod:`.datafiles`), the judgment log format (:mod:`.log`), the
 importers that turn other benchmarks' files into datasets (:mod:`.importers`) and the starter

@@ -4,6 +4,8 @@ the same prompts, judged head to head in both shown orders, with a decision vali
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["CompareConfig"]
@@ -27,10 +29,23 @@ class CompareConfig(BaseModel):
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     """The chance of any wrong decision, whenever it is looked at."""
     template: str | None = None
-    """A pairwise template (default: ``judging.pairwise_template``)."""
+    """A pairwise template (default: ``judging.pairwise_template``); through an ``anchor``, a
+    reference template (default: the baseline run's, else ``raee-pairwise-summary``)."""
+    anchor: str | None = None
+    """Compare through an anchor instead of head to head: both systems are judged against it
+    (``dataset``: the prompts' reference texts, or a system's name), and the decision is about the
+    difference of their win rates against it, in points."""
+    baseline_run: Path | None = None
+    """Through an ``anchor``: the baseline's judgments against it come from this earlier run (a
+    reference campaign's run file); only the candidate is judged, on the prompts the baseline was,
+    by the same judges with the same template, in the same shown orders. Kept whole in the run file."""
 
     @model_validator(mode="after")
     def _two(self) -> "CompareConfig":
         if self.candidate == self.baseline:
             raise ValueError(f"compare.candidate and compare.baseline are both {self.candidate!r}: compare two systems")
+        if self.anchor in (self.candidate, self.baseline):
+            raise ValueError(f'compare.anchor {self.anchor!r} is one of the two systems: name a third (or "dataset")')
+        if self.baseline_run is not None and self.anchor is None:
+            raise ValueError("compare.baseline_run needs compare.anchor: the earlier run judged the baseline against an anchor")
         return self

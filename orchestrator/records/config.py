@@ -105,7 +105,7 @@ class ModelConfig(_Section):
     ``N²``: for large rankings, e.g. ``scope = "items"`` over a benchmark) or ``auto`` (sparse from
     2,000 candidates in a group)."""
     control: list[Literal["length", "style", "self"]] = []
-    """Judge tastes fitted with the scores and taken out of the ranking (issue #33): ``"length"``
+    """Judge tastes fitted with the scores and taken out of the ranking: ``"length"``
     fits each judge's preference for the longer answer, ``"style"`` for more markdown headers, list
     items and bold (arena's normalised differences, :mod:`orchestrator.poe.covariates`) in the
     Laplace step; selection, stopping and ``rank`` then act on the scores at equal length and style,
@@ -231,8 +231,8 @@ class ReferenceConfig(_Section):
     ``adaptive``: every candidate walks the same seeded prompt order (so any two are compared on
     common prompts) at the same depth, and a candidate stops once its place is settled — both
     neighbours ordered beyond doubt, or with ``resolution`` ordered or tied at the stopping claims'
-    confidence — unless its interval is the widest (issue #52: with weak evidence it is the fixed
-    subset, so never worse than cutting the benchmark); ``gains`` (the rule before issue #52): after
+    confidence — unless its interval is the widest (with weak evidence it is the fixed
+    subset, so never worse than cutting the benchmark); ``gains`` (the earlier rule): after
     ``warmup_prompts`` prompts each, every round gives one more prompt to the ``selection.batch``
     candidates where it lowers most the expected number of misordered pairs plus the interval width.
     Both stop early when every candidate's Elo interval is separated from its neighbours' (or at the
@@ -253,7 +253,7 @@ class ReferenceConfig(_Section):
     soft: bool = False
     """Adaptive allocation ranks by soft outcomes P(win) + ½P(tie) instead of the argmax."""
     board: Path | None = None
-    """An existing board this run's candidates are placed on (issue #52): a run file or a judgment
+    """An existing board this run's candidates are placed on: a run file or a judgment
     log (``.jsonl``) of reference judgments against the same anchor, its models judged on the same
     prompts. ``rank`` then gives each candidate of this run its win rate over the board's prompts
     from the prompts it was judged on (the board's 2PL model as a control variate,
@@ -388,4 +388,6 @@ def load_config(path: str | Path) -> RunConfig:
     update: dict = {"data": data, "name": config.name or path.stem}
     if config.reference is not None and config.reference.board is not None and not config.reference.board.is_absolute():
         update["reference"] = config.reference.model_copy(update={"board": base / config.reference.board})
+    if config.compare is not None and config.compare.baseline_run is not None and not config.compare.baseline_run.is_absolute():
+        update["compare"] = config.compare.model_copy(update={"baseline_run": base / config.compare.baseline_run})
     return config.model_copy(update=update)

@@ -1,9 +1,9 @@
 """Model-family maps (``--family NAME=FAMILY``, a run's ``model.families``): one parser and one
-validator for every command that reads one (issue #54: ``fit raee``, ``replay`` and a run's config
+validator for every command that reads one (``fit raee``, ``replay`` and a run's config
 each accepted a name that is neither a judge nor a candidate, or a candidate given two families,
 without a word, and the run then showed the self-preference prior as if it had been measured).
 
-The self-preference control (issue #33) tells a judge's taste for answers of its own family from
+The self-preference control tells a judge's taste for answers of its own family from
 that family's quality only beside a judge without the taste, so a usable map names, among the
 judges, one of a candidate's family and one of none.
 """
@@ -42,7 +42,7 @@ def self_control_problem(
     for its own family is told from that family's quality only beside a judge without the taste,
     so it needs a judge of a candidate's family and a judge of none. ``candidates`` (when known)
     may include judges: the textbook self-preference design has a judge that is also a candidate,
-    beside a neutral judge (issue #59); without them, the names that are not judges are."""
+    beside a neutral judge; without them, the names that are not judges are."""
     if candidates is not None:
         candidate_families = {families[c] for c in candidates if c in families}
     else:

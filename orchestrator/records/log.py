@@ -8,7 +8,7 @@ Judgment log (one judgment per line; the format ``orchestrator replay`` reads an
      "reference": anchor?, "repeat": r?}
 
 ``A`` is the first-shown candidate; ``C`` is a tie. A graded pairwise judgment (arena-hard's five-way
-verdict, issue #33) has ``probs`` over :data:`GRADES` instead of ``A``/``B``:
+verdict) has ``probs`` over :data:`GRADES` instead of ``A``/``B``:
 ``{"A>>B": .., "A>B": .., "A=B": .., "B>A": .., "B>>A": ..}``. In a ``reference`` judgment the anchor is the
 candidate named by ``reference`` (default: the first); ``repeat`` numbers repeated runs of a judge
 on the same item (default 0). Other fields are allowed and ignored.
@@ -39,7 +39,7 @@ MAX_ID_CHARS = 512
 
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """Unicode's bidirectional formatting characters: in a name they reorder what is displayed around
-them, so ``"evil\u202egnp.exe"`` can show as another name (issue #54)."""
+them, so ``"evil\u202egnp.exe"`` can show as another name."""
 
 
 def check_identifier(value: str) -> str:

@@ -184,6 +184,10 @@ class Comparison(_Closed):
     """The run file (``compare --json``)."""
     candidate: str
     baseline: str
+    anchor: str | None = None
+    """Through an anchor: both systems' win rates against it, the decision on their difference."""
+    baseline_run: str | None = None
+    """The earlier run the baseline's judgments against the anchor were taken from (kept in the run file)."""
     margin: float
     """Points of win rate that count as a difference worth deciding on."""
     alpha: float
@@ -191,11 +195,16 @@ class Comparison(_Closed):
     prompts_judged: int
     prompts_available: int
     win_rate: float | None
-    """Candidate over baseline on the prompts judged, percent (ties ½); None before any."""
-    win_rate_low: float
-    win_rate_high: float
+    """Head to head: candidate over baseline on the prompts judged, percent (ties ½); None before any
+    (and through an anchor)."""
+    win_rate_low: float | None
+    win_rate_high: float | None
+    candidate_win_rate: float | None = None
+    """Through an anchor: the candidate's win rate against it on the prompts judged, percent."""
+    baseline_win_rate: float | None = None
+    """Through an anchor: the baseline's, on the same prompts."""
     difference: float | None
-    """``win_rate`` − 50."""
+    """Head to head: ``win_rate`` − 50; through an anchor: the candidate's win rate minus the baseline's, points."""
     difference_low: float
     difference_high: float
     decision: Literal["better", "worse", "equivalent", "not yet known"]

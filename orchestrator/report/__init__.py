@@ -1,6 +1,6 @@
 """``orchestrator report RUN --out report.html``: one self-contained HTML file a person reads — the
 ranking with rank intervals, the efficiency curve, spend per round, per-judge diagnostics and every
-judgment with its texts and probabilities (issue #19)."""
+judgment with its texts and probabilities."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class ReportData:
     ``max_error``; ``ordered_within_delta``: of those, ordered pairs that are also practical ties;
     ``tied``: a practical tie, P(|d| < δ) > ½, whose order is not settled; ``uncertain``: the rest)."""
     repeatability: str | None = None
-    """What asking the embedded judge a few requests again showed (issue #51; None: not checked)."""
+    """What asking the embedded judge a few requests again showed (None: not checked)."""
 
 
 def _neighbours(data: ReportData, posteriors: list | None) -> dict[str, int] | None:
@@ -174,7 +174,7 @@ def _judges(data: ReportData, truth: dict[tuple[str, str], float]) -> dict[str, 
 def _length_preference(data: ReportData, pairwise: list[JudgmentRecord], truth: dict[tuple[str, str], float]) -> dict[str, Any]:
     """``prefers_longer``: the share of a judge's decisive comparisons of answers of different lengths
     won by the longer one; ``reference_prefers_longer``: the reference scores' share on the same
-    pairs (where they differ) — the judge's length taste beside people's (issue #33)."""
+    pairs (where they differ) — the judge's length taste beside people's."""
     judge_votes, reference_votes = [], []
     for r in pairwise:
         texts = [data.dataset.responses.get(r.prompt_id, {}).get(c) for c in r.candidates]

@@ -229,7 +229,7 @@ def _judges_section(data: ReportData) -> str:
 
 
 def _biases_table(data: ReportData, fitted: list[tuple[str, dict]]) -> str:
-    """Judge biases (issue #33): position (first shown wins, Δ) and length (β, with length control)."""
+    """Judge biases: position (first shown wins, Δ) and length (β, with length control)."""
     from ..poe.covariates import STYLE
 
     def effect(value, sd) -> str:

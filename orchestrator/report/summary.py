@@ -1,6 +1,6 @@
 """The paragraph a run ends with and the report opens with (plain text): what the run found, what
-is still uncertain, whether the judge can be trusted and is repeatable, what it spent (issue #51:
-plain words first; a judge without information named as such, and no leader named from it)."""
+is still uncertain, whether the judge can be trusted and is repeatable, what it spent (plain
+words first; a judge without information named as such, and no leader named from it)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def summary_text(data: ReportData) -> str:
     reason = data.run.get("stop_reason") or ""
     status = f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + "."
     comparison = data.ranking.get("comparison")
-    if comparison:  # a [compare] run: its decision, not a leader (issue #60)
+    if comparison:  # a [compare] run: its decision, not a leader
         return f"{status} {comparison['sentence']} (α = {comparison['alpha']:g}). {spent}"
-    if groups and all(len(g["ranking"]) == 1 for g in groups):  # one candidate: nothing leads anything (issue #60)
+    if groups and all(len(g["ranking"]) == 1 for g in groups):  # one candidate: nothing leads anything
         row = groups[0]["ranking"][0]
         rate = (
             f": win rate {row['win_rate']:.1f}% against the anchor ({row['win_rate_low']:.1f}–{row['win_rate_high']:.1f}%)"
@@ -50,7 +50,7 @@ def summary_text(data: ReportData) -> str:
     lead = f"{len(groups)} rankings of {n_cands} responses in all" if len(groups) > 1 else f"{n_cands} candidates ranked"
     where = f"In {first['group']}, " if len(groups) > 1 else ""
     warnings = " ".join(data.ranking.get("warnings", []))
-    if not data.ranking.get("leader", True):  # no leader named from a judge that carries no information (issue #51)
+    if not data.ranking.get("leader", True):  # no leader named from a judge that carries no information
         return f"{warnings} {status} " + (data.repeatability + " " if data.repeatability else "") + spent
     text = (
         warnings + " " if warnings else ""

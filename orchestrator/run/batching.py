@@ -1,4 +1,4 @@
-"""Batch mode (issue #18 item 2): a round's requests to a ``batch = true`` judge go out as one
+"""Batch mode: a round's requests to a ``batch = true`` judge go out as one
 provider batch, exactly once, whatever crashes in between.
 
 The protocol, against the run file (:mod:`orchestrator.store.batches`):

@@ -86,6 +86,7 @@ class RunEngine:
             asked=store.asked(),
             answerable=answerable,
             known_pairs=known_pairs,
+            attachment=store.attachment,
         )
         self.observe = observe
         self._spend: Spend | None = None

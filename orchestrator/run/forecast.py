@@ -1,4 +1,4 @@
-"""Cost estimates users can plan with (issue #18 item 3): after a pilot, the expected calls, tokens
+"""Cost estimates users can plan with: after a pilot, the expected calls, tokens
 and USD to reach the stopping rule, with a 90th percentile, next to the worst case.
 
 Calls: the comparisons still needed per ranking (:func:`~orchestrator.poe.forecast.comparisons_to_settle`,

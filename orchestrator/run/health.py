@@ -1,4 +1,4 @@
-"""Per-judge fail-fast (issue #17): a judge whose recent calls mostly fail permanently is stopped
+"""Per-judge fail-fast: a judge whose recent calls mostly fail permanently is stopped
 before it eats the budget, with a message naming it, its template and its typical error; in a
 panel the other judges go on."""
 

@@ -31,7 +31,7 @@ def judges_for(
 ) -> Iterator[tuple[dict[str, Judge], set[str]]]:
     """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed —
     one llama.cpp slot each: two slots batch requests in arrival order, which is not bit-deterministic
-    (two runs of one config differed by up to 0.027 in P(A) within 14 calls; issue #51); ``notify``
+    (two runs of one config differed by up to 0.027 in P(A) within 14 calls); ``notify``
     hears when an embedded model starts loading and when it is ready (it takes a while)."""
     from ..judging.embedded import EmbeddedServer
 

@@ -55,7 +55,7 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     """Load and check everything a run needs before anything is written or sent (``run --dry-run``
     runs exactly these checks and :func:`check_new_run`)."""
     # against the prompts' reference texts one response per prompt is a comparison: a campaign of one
-    # candidate ("evaluate my model against the anchor", issue #52) needs no second one
+    # candidate ("evaluate my model against the anchor") needs no second one
     alone = config.reference is not None and config.reference.anchor == "dataset"
     dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses, min_candidates=1 if alone else 2))
     if config.data.truth is not None:
@@ -64,7 +64,7 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
             raise OrchestratorError(
                 f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human score {config.data.truth!r}"
             )
-    if "self" in config.model.control:  # the names the config could not check without the data (issue #54)
+    if "self" in config.model.control:  # the names the config could not check without the data
         from ..records.families import family_problem
 
         problem = family_problem(
@@ -85,7 +85,7 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     attribute = config.judging.attribute
     for role, template in templates.items():
         unused = [name for name in ("task", "criterion") if getattr(config.judging, name) is not None and name not in template.placeholders]
-        if unused:  # (issue #60: a bare [reference] anchor took a summary template and ignored them without a word)
+        if unused:  # (a bare [reference] anchor took a summary template and ignored them without a word)
             raise OrchestratorError(
                 f"judging.{unused[0]} is set, but template {template.name!r} has no ${{{unused[0]}}}: it would be ignored; "
                 f"name one that takes it (generic-{template.kind}, in "

@@ -1,4 +1,4 @@
-"""Is the judge itself repeatable? (issue #51). Replaying one log gives one result; a live judge may
+"""Is the judge itself repeatable?. Replaying one log gives one result; a live judge may
 still answer the same request differently from run to run (llama.cpp's batching of parallel slots
 is not bit-deterministic), which no interval of a single run shows. At the end of a live run each
 embedded (local, free) judge is asked a few of its committed requests again, exactly as sent and

@@ -71,6 +71,10 @@ class PlanContext:
     that set is known and small (a replayed log): planners of large rankings score these pairs
     besides their own candidates, so a sparse log is not searched for at random."""
 
+    attachment: Callable[[str], dict | None] | None = None
+    """``name → {"source", "digest", "payload"}``: an input the run file keeps whole (a compare's
+    baseline run), or None."""
+
     disabled: set[str] = field(default_factory=set)
     """Judges stopped by the per-judge fail-fast (:mod:`orchestrator.run.health`): asked no more."""
 

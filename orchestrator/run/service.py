@@ -66,14 +66,14 @@ def _execute(
             pilot=pilot,
             people=people_profile(config),
             # embedded judges only: one request at a time, in planned order — llama.cpp reuses the previous
-            # request's computation, so arrival order changes its answers slightly (issue #51)
+            # request's computation, so arrival order changes its answers slightly
             concurrency=1 if embedded and embedded == set(profiles) else None,
         )
         raw = judges
 
         async def drive() -> str:
             reason = await engine.run()
-            if embedded and store.run["status"] == "finished":  # is the judge itself repeatable? (issue #51)
+            if embedded and store.run["status"] == "finished":  # is the judge itself repeatable?
                 from .repeatability import repeat_check
 
                 await repeat_check(store, raw, embedded, templates)

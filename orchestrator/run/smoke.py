@@ -1,4 +1,4 @@
-"""The dry run's smoke call (issue #17): one real request per judge and template before a run is
+"""The dry run's smoke call: one real request per judge and template before a run is
 started, so a wrong address, a missing key, a model that ignores the template or a template whose
 answer cannot be read shows up as one line instead of a budget spent on failures."""
 

@@ -1,6 +1,6 @@
 """Posterior inference for the simplex model: NUTS (numpyro), diagnostics, rankings, sensitivity.
 
-Why numpyro: issue #6 asked for pyro-ppl on torch first. The same model under pyro's NUTS costs
+Why numpyro rather than pyro-ppl on torch: the same model under pyro's NUTS costs
 tens of milliseconds per iteration in Python-level tree building on 2 cores — minutes to hours for
 4 × 2000 iterations — while numpyro compiles the whole sampler with JAX and runs the speed goal
 (K = 12, J = 5, M = 5, 100 questions, 4 × (1000 + 1000)) in well under a minute;
@@ -20,7 +20,7 @@ spread are exactly what Theorem 2 leaves weakly identified). R-hat of the centre
 expected scores and the maximum over every parameter are reported too; above 1.01 they mean the
 absolute level or spread of the scale mixes slowly, not that the ranking is wrong.
 
-Defaults: β_max = 5 fixed (the paper's base value, §5.4; issue #35). Integrated over its
+Defaults: β_max = 5 fixed (the paper's base value, §5.4). Integrated over its
 hyperprior U(0, 20), β_max couples every judge's discrimination ρ_j·β_max, and on panels of judges
 of very different quality the posterior is bimodal: "β_max small, every judge mildly
 discriminating" against "β_max large, strong judges sharp and the weak one at ρ ≈ 0" — two readings
@@ -29,7 +29,7 @@ R-hat 1.37 on the test bed's ``mixed`` replicate 1; benchmarks/validity/simplex_
 each judge's ρ_j still sets its own discrimination and the chains mix; the ``--sweep`` shows
 β_max's effect and ``beta_max=None`` (``--beta-max prior``) integrates it as the paper's Table 1 did.
 ω = 1 (constancy relaxed by random effects of expected magnitude ≈ 0.5, the paper's
-second sweep value; issue #20: with ω = 0 the rank intervals covered 0.875 of SummEval's expert
+second sweep value; with ω = 0 the rank intervals covered 0.875 of SummEval's expert
 ranks, with ω = 1 0.938 — the random effects are the model's only room for a judge panel that
 shares a candidate-specific bias, which the judges' own data cannot reveal), counts weighted by
 1/design effect, and β_max integrated over its hyperprior. With
@@ -248,7 +248,7 @@ def fit_or_fallback(
 ) -> SimplexFit:
     """:func:`fit_simplex`, and when its chains disagree on the ranking (R-hat > 1.01), the
     :func:`fallback_settings` fit instead — so a user gets a valid ranking and is told which model
-    it comes from (issue #35 item 3). The fallback's ``fallback_from`` and first warning say what
+    it comes from. The fallback's ``fallback_from`` and first warning say what
     was asked, its R-hat, and that constancy is assumed (its intervals are narrower than the
     random-effects fit's: on SummEval they covered 0.875 of the expert ranks against 0.938).
     When the fallback does not converge either, the requested fit is returned as it is (NOT

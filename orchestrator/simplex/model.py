@@ -5,7 +5,7 @@ Likelihood (Eq. B.3), the true score marginalised:
 
     log p(n | π, θ) = Σ_{j,k,s} n[j,k,s] · log Σ_m π^{(j)}_{k,m} θ^{(j)}_{m,s}
 
-or, with ``likelihood="answers"`` (our extension, issue #20), one latent true score per answer
+or, with ``likelihood="answers"`` (our extension), one latent true score per answer
 shared by its judges (:func:`answer_log_likelihood`).
 
 Priors:
@@ -21,7 +21,7 @@ Priors:
   — the sensitivity range; its lower end is 0.1 rather than 0 because ``Beta(ωJ, J)`` degenerates
   as ω → 0 (a funnel the sampler cannot cross; ω = 0 itself is the fixed fit) — and
   ``β_max ~ Uniform(0, 20)``.
-- Human labels (issue #34; the paper's future work, "a small set of gold labels"): an answer a person
+- Human labels (the paper's future work, "a small set of gold labels"): an answer a person
   scored has a known true level m*. Its judges' scores then contribute ``log θ'_{j,k}[m*, s]``
   instead of the marginal, and the label itself ``log π̄_{k,m*}`` — so the labels inform both the
   candidates' prevalences and the judges' confusion matrices. Labels enter at weight 1 (people's
@@ -117,7 +117,7 @@ def make_model(
 
 def answer_log_likelihood(item_counts, log_pi_bar, log_seen, labels=None):
     """Σ over answers of ``log Σ_m π̄_{k,m} Π_j Π_s θ'_{j,k}[m, s]^{n[j,k,q,s]}``: one true score per
-    answer, shared by every judge who scored it (our extension, issue #20).
+    answer, shared by every judge who scored it (our extension).
 
     Eq. B.3 gives each judge's score its own latent true score, as if judges scored independent
     answers; judges who score the same answer see the same answer. Sharing the latent score keeps

@@ -23,7 +23,7 @@ Why this is the paper's construction for general M:
   ignores the answer: every edge "stay"). ``ρ_j`` lets judges differ in quality.
 - *M = 3* reproduces App. B.3.2's ``β_{1,1} = [1, 1 + ρβ_max, 1]`` (node (1,1) → (2,1), (2,2), (2,3)).
   For node (2,1) the paper prints ``[1, 1, 1 + ρβ_max]``, boosting the edge to the diagonal (3,3)
-  instead; issue #6 specifies the one-step-up edge everywhere, which is what this module does.
+  instead; the one-step-up edge is used everywhere (as specified for this project), which is what this module does.
   Nothing else of the general-M graph is printed (App. B.3.4 defers it to unavailable code).
 
 Parameters per judge: ``(M − 1)`` for row 1 and ``(M − 1)·Σ_{s<M}(M − s) = (M − 1)²M/2`` edge

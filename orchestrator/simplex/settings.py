@@ -27,7 +27,7 @@ class SimplexSettings:
     target_accept: float = 0.95
     likelihood: Literal["counts", "answers"] = "counts"
     """``counts`` (the default): the paper's Eq. B.3, every judge's score with its own latent score.
-    ``answers`` (our extension, issue #20): each answer has one latent true score shared by every
+    ``answers`` (our extension): each answer has one latent true score shared by every
     judge who scored it (:func:`~orchestrator.simplex.model.answer_log_likelihood`)."""
     count_weight: float | None = None
     """Every answer's (``counts``: every count's) log-likelihood is worth this much (a power

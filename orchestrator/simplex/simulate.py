@@ -104,7 +104,7 @@ def misspecified(
 
 
 PANEL_SHAPES = ("dominant", "compressed", "mixed", "wide")
-"""The shapes of :func:`panel` (issue #35's test bed): a dominant candidate above a close pack, judge
+"""The shapes of :func:`panel` (the simulation test bed): a dominant candidate above a close pack, judge
 scales compressed or shifted, judges of very different quality, many candidates."""
 
 
@@ -153,7 +153,7 @@ def panel_with_levels(
     samples: int = 3,
     shared_bias: float = 0.0,
 ) -> tuple[ScoreData, np.ndarray, np.ndarray]:
-    """A judge panel of the shapes real multi-judge score sets have (issue #35) — an ordinal world the
+    """A judge panel of the shapes real multi-judge score sets have — an ordinal world the
     model does not assume; the truth is the exact ``E[S*_k]`` with the standard cut-points.
 
     Answers have latent quality ``μ_k + ε`` (ε ~ N(0, 1)) plus an item effect every judge sees; each
@@ -168,7 +168,7 @@ def panel_with_levels(
 
     ``shared_bias`` moves every judge's reading of candidate ``cand00``'s answers by that much (in
     units of the latent quality's sd; negative = all judges underrate it) — a bias the judges share,
-    which their own data cannot reveal and people's labels can (issue #34). Also returns each
+    which their own data cannot reveal and people's labels can. Also returns each
     answer's true level ``(K, Q)`` (1..M, the standard cut-points), what a person's label would be.
     """
     if shape not in PANEL_SHAPES:

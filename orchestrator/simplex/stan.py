@@ -1,5 +1,5 @@
 """The simplex model in Stan: an independent implementation to check the numpyro one against
-(issue #20; the seeds' authors fit this model in Stan).
+(the seeds' authors fit this model in Stan).
 
 :func:`stan_program` writes the default fit of :mod:`.model` — the random effects of Eqs. B.4–B.7
 at a fixed ω (default 1; ω = 0 drops them), β_max fixed (default 5) or ``~ U(0, 20)``, the weight-propagation judge

@@ -1,4 +1,4 @@
-"""People's labels in the run file (issue #34): the ``human_labels`` table, and the items a run
+"""People's labels in the run file: the ``human_labels`` table, and the items a run
 asked people for (``label_requests``).
 
 One row per (item, annotator): ``item`` is :func:`orchestrator.records.labels.label_item` (the
@@ -14,7 +14,7 @@ An item is asked once (primary key); the labelling page offers these first, in t
 A label is committed in its own transaction, ``INSERT OR IGNORE`` on the key: a verdict sent twice
 (a double click, a page reloaded after the server restarted) is stored once, and a label written
 before a kill -9 is in the file when the server comes back. An imported label is data with an
-identity (issue #54): a file's label for an item and annotator already stored with another verdict
+identity: a file's label for an item and annotator already stored with another verdict
 replaces it, and the replaced row is kept in ``human_labels_history`` (its columns, then
 ``replaced_at`` and ``replaced_by``, the new row's source).
 """

@@ -73,7 +73,7 @@ def readonly(path: Path) -> sqlite3.Connection:
 def snapshot_reader(path: Path) -> sqlite3.Connection:
     """A read-only connection inside one read transaction, begun and pinned at once: every query on
     it sees the file as it was at that moment (WAL keeps that snapshot readable while a writer
-    commits), so two reads of a run never disagree (issue #54: ``status`` polled beside a live run
+    commits), so two reads of a run never disagree (``status`` polled beside a live run
     read the requests and the judgments at two different commits). Closing it ends the snapshot."""
     conn = readonly(path)
     try:

@@ -1,4 +1,4 @@
-"""The judge's own repeatability (issue #51): the ``judge_repeats`` table of a run file.
+"""The judge's own repeatability: the ``judge_repeats`` table of a run file.
 
 At the end of a live run with a local judge (the embedded llama.cpp model) a few committed requests
 are asked again, exactly as sent (:mod:`orchestrator.run.repeatability`); each row holds the

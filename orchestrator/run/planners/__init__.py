@@ -11,6 +11,7 @@ from ...records.config import RunConfig
 from .absolute import AbsolutePlanner
 from .base import Plan, Planner
 from .compare import ComparePlanner
+from .compare_anchor import AnchoredComparePlanner
 from .reference import ReferencePlanner, reference_items
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ __all__ = [
     "ReferencePlanner",
     "AbsolutePlanner",
     "ComparePlanner",
+    "AnchoredComparePlanner",
     "planner_for",
     "reference_items",
 ]
@@ -48,4 +50,6 @@ def __getattr__(name: str) -> Any:
 def planner_for(config: RunConfig) -> Any:
     """The planner class of a config's campaign (:attr:`RunConfig.campaign`)."""
     name = PLANNERS[config.campaign]
+    if name == "ComparePlanner" and config.compare is not None and config.compare.anchor is not None:
+        return AnchoredComparePlanner  # the same campaign, through an anchor
     return __getattr__(name) if name == "PoEPlanner" else globals()[name]

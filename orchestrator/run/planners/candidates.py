@@ -1,4 +1,4 @@
-"""Which pairs a large group may still ask, without an ``N × N`` availability matrix (issue #21).
+"""Which pairs a large group may still ask, without an ``N × N`` availability matrix.
 
 A group whose posterior is sparse (:mod:`orchestrator.poe.sparse`) is offered candidate pairs each
 round (:func:`~orchestrator.poe.candidates.candidate_pairs`: ranking neighbours, the uncertain

@@ -1,4 +1,4 @@
-"""Cost-aware selection (issue #17): which (comparison or candidate, judge, kind) to ask next, by
+"""Cost-aware selection: which (comparison or candidate, judge, kind) to ask next, by
 the expected reduction of the ranking's uncertainty per unit of cost.
 
 Pairwise. For a pair ``(a, b)`` with posterior ``d = s_a − s_b ~ N(μ, v)`` and its selection score

@@ -1,4 +1,4 @@
-"""The PoE planner's cost-aware rounds (issue #17): every (pair or candidate, judge, kind) a judge can
+"""The PoE planner's cost-aware rounds: every (pair or candidate, judge, kind) a judge can
 still be asked, valued by :mod:`.cost`, the ``batch`` of most value per unit of cost asked.
 
 Availability is tracked per judge (a pair the cheap judge has asked is still open for the others),
@@ -31,7 +31,7 @@ class PanelHost(Protocol):
     """What the panel's rounds read of the PoE planner that owns them (:class:`~.poe.PoEPlanner`
     is one): its groups and their last fits' judges and cutoffs, its committed judgments, whether a
     pair is asked in one order, its selection strategy and the judges a prompt's pair can ask. A
-    protocol here, so that the planner imports the panel and not the other way round (issue #53)."""
+    protocol here, so that the planner imports the panel and not the other way round."""
 
     ctx: PlanContext
     groups: list[Group]

@@ -209,7 +209,7 @@ class ReferencePlanner:
         population = np.array([len(self.prompts[c]) for c in self.candidates], dtype=float)
         if ref.resolution is not None:
             # on what is committed (a prompt in flight tells nothing yet)
-            # the claims hold together: each of the M − 1 at 5% / (M − 1), so that any one is wrong with at most 5% (issue #52)
+            # the claims hold together: each of the M − 1 at 5% / (M − 1), so that any one is wrong with at most 5%
             z = claim_z(len(self.candidates))
             settled = settled_leaderboard(self.candidates, estimate, sigma, judged, population, ref.resolution / 100, z=z)
             if settled is not None:
@@ -222,10 +222,10 @@ class ReferencePlanner:
         else:
             est = self.estimates(cutoff)
             # one candidate has no neighbour: "separated from its neighbours" would be true of any
-            # single candidate and stop after the warm-up (issue #60); it spends its budget instead
+            # single candidate and stop after the warm-up; it spends its budget instead
             if len(self.candidates) > 1 and open_ and est and set(open_) <= set(est) and self._separated(est, open_):
                 return "every candidate's Elo interval is separated from its neighbours'"
-        if ref.allocation == "adaptive":  # lockstep: the open candidates at one depth, the settled ones stop (issue #52)
+        if ref.allocation == "adaptive":  # lockstep: the open candidates at one depth, the settled ones stop
             resolution = ref.resolution / 100 if ref.resolution is not None else None
             z = claim_z(len(self.candidates)) if resolution is not None else SETTLED_Z
             for k in lockstep_choice(estimate, sigma, depth, population, ctx.config.selection.batch, z=z, resolution=resolution):
