@@ -94,3 +94,72 @@ def test_a_provider_that_cannot_serve_is_one_line_before_anything_is_written(tmp
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "runs" / "bad.sqlite").exists()
+
+
+def _recipe(heading: str) -> str:
+    """The first Python block under ``heading`` in docs/extending.md: the recipe as a reader copies it."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "extending.md").read_text()
+    section = text.split(f"## {heading}\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_campaign_kind_from_the_recipe_runs_from_the_config(tmp_path, provider, capsys, monkeypatch):
+    """docs/extending.md's EveryPair, copied as written: every ordered pair of the first prompt in the
+    first round, the next prompt in the next; its judgments rank like any run's; a resume of the
+    finished run imports it again and asks nothing more."""
+    (tmp_path / "every_pair.py").write_text(_recipe("A new campaign kind"))
+    _profile(provider, "mine", "my_judges:QualityReader")
+    prompts, responses = write_dataset(tmp_path / "data", prompts=3, candidates=4, seed=2)
+    config = write_config(tmp_path, None, name="kind", prompts=prompts, responses=responses, judges='["mine"]', max_calls=None)
+    config.write_text(config.read_text().replace("[selection]", '[selection]\nplanner = "every_pair:EveryPair"'))
+    assert run_cli(["run", str(config), "--no-cache"]) == 0
+    path = tmp_path / "runs" / "kind.sqlite"
+    db = sqlite3.connect(path)
+    rounds = db.execute("select round, prompt_id, candidates from requests order by round, key").fetchall()
+    assert len(rounds) == 3 * 4 * 3  # every ordered pair of 4 candidates on each of 3 prompts
+    by_round: dict = {}
+    for round_no, prompt, _ in rounds:
+        by_round.setdefault(round_no, set()).add(prompt)
+    assert [sorted(v) for _, v in sorted(by_round.items())] == [["p0"], ["p1"], ["p2"]]  # a prompt per round, in order
+    assert "every pair has been asked" in db.execute("select stop_reason from runs").fetchone()[0]
+    assert all(g["judged"] for g in api.ranking(path)["groups"])
+    assert run_cli(["resume", str(path), "--no-cache"]) == 0
+    assert sqlite3.connect(path).execute("select count(*) from requests").fetchone()[0] == len(rounds)
+
+
+@pytest.mark.parametrize(
+    "spec, said",
+    [("nowhere_module:Planner", "does not import"), ("my_judges:Missing", "has no class 'Missing'"), ("my_judges:QualityReader", "lacks")],
+)
+def test_a_planner_that_cannot_plan_is_one_line_before_anything_is_written(tmp_path, provider, capsys, spec, said):
+    _profile(provider, "mine", "my_judges:QualityReader")
+    prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=3)
+    config = write_config(tmp_path, None, name="bad", prompts=prompts, responses=responses, judges='["mine"]', max_calls=6)
+    config.write_text(config.read_text().replace("[selection]", f'[selection]\nplanner = "{spec}"'))
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "selection.planner" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "runs" / "bad.sqlite").exists()
+
+
+def test_a_fit_from_the_recipe_reads_an_exported_run(tmp_path, provider, monkeypatch):
+    """docs/extending.md's win_shares, copied as written, on a real run's export: the shares by hand."""
+    (tmp_path / "win_share.py").write_text(_recipe("A new fit"))
+    _profile(provider, "mine", "my_judges:QualityReader")
+    prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=4, seed=3)
+    config = write_config(tmp_path, None, name="fit", prompts=prompts, responses=responses, judges='["mine"]', max_calls=16)
+    path, _ = api.start(config, cache=False)
+    log = tmp_path / "log.jsonl"
+    api.export(path, out=log)
+    import win_share
+
+    shares = win_share.win_shares(log)
+    rows = sqlite3.connect(path).execute("select candidates, p_first from judgments where status = 'ok'").fetchall()
+    won: dict = {}
+    for shown, p in rows:
+        a, b = __import__("json").loads(shown)
+        won.setdefault(a, []).append(p)
+        won.setdefault(b, []).append(1 - p)
+    assert shares == pytest.approx({c: sum(v) / len(v) for c, v in won.items()})

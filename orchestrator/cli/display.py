@@ -67,7 +67,7 @@ def run_display(total: int | None):
         if event.kind == "stop" and not err_console.is_terminal:
             cached = f", {spend.cached} from the cache" if spend.cached else ""
             err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls{cached}, {spend.tokens} tokens)")
-        if event.kind == "stop" and event.forecast is not None and "pilot" in event.reason:
+        if event.kind == "stop" and event.forecast is not None and getattr(event.reason, "kind", None) == "pilot":
             err_console.print("forecast: " + forecast_text(event.forecast), soft_wrap=True)
 
     return progress, on_event

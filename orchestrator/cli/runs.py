@@ -91,7 +91,7 @@ def run_cmd(
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
         raise typer.Exit(130)
-    if pilot is not None and "pilot" in reason:
+    if pilot is not None and getattr(reason, "kind", None) == "pilot":
         err_console.print(
             f"{reason}: continue with `orchestrator resume {path}`; `orchestrator status {path}` shows the forecast", soft_wrap=True
         )

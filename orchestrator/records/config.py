@@ -160,6 +160,9 @@ class SelectionConfig(_Section):
     """Spend only on comparisons (and absolute scores) that involve one of these candidates:
     ``orchestrator extend`` sets it to the candidates it adds, so a grown leaderboard pays only to
     place the newcomers on the existing scale. Empty: every pair."""
+    planner: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    """``package.module:Class``: a campaign planner from outside the package (a subclass of
+    :class:`orchestrator.run.planners.PlannerBase`) plans every round instead (docs/extending.md)."""
 
     @field_validator("strategy")
     @classmethod

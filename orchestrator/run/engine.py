@@ -32,6 +32,7 @@ from .health import JudgeHealth
 from .planners import Plan, planner_for
 from .requests import PlanContext
 from .signals import Drain, cancel_all
+from .stops import StopReason, kind_of
 
 __all__ = ["FAIL_FAST_AFTER", "RunEngine", "RunEvent"]
 
@@ -190,15 +191,17 @@ class RunEngine:
         if set(self.ctx.profiles) - self.ctx.disabled:  # (the last judge: the run's stop says it)
             self._event("judge_stopped", self.store.last_round(), reason=message)
 
-    def _fail_fast(self) -> str:
+    def _fail_fast(self) -> StopReason | None:
         """A reason to stop when nothing has worked yet: the first ``FAIL_FAST_AFTER`` finished
         requests all failed permanently (a wrong address, a rejected request, an unreadable
         answer): the next ones would only spend the budget the same way."""
         if self._ok == 0 and self._failed - self._failed_at_start >= FAIL_FAST_AFTER:
-            return f"the first {self._failed - self._failed_at_start} judge calls all failed ({self._typical_error()})"
+            return StopReason(
+                f"the first {self._failed - self._failed_at_start} judge calls all failed ({self._typical_error()})", "fail_fast"
+            )
         if self.ctx.profiles and set(self.ctx.profiles) <= self.ctx.disabled:
-            return "every judge was stopped: " + "; ".join(self.judge_stops)
-        return ""
+            return StopReason("every judge was stopped: " + "; ".join(self.judge_stops), "judges_stopped")
+        return None
 
     def _typical_error(self) -> str:
         typical = self.store.typical_failure()
@@ -224,7 +227,7 @@ class RunEngine:
         depth = self.config.dispatch.pipeline_depth
         semaphore = asyncio.Semaphore(self.concurrency)
         in_flight: dict[int, asyncio.Task] = {}
-        reason = ""
+        reason = StopReason("", "done")
         failed = False
         drained = False
         try:
@@ -241,9 +244,9 @@ class RunEngine:
                     await in_flight.pop(r)
                 if self.drain.draining:
                     break
-                reason = self._fail_fast()
-                if reason:
-                    failed = self._ok == 0
+                stopped = self._fail_fast()
+                if stopped is not None:
+                    reason, failed = stopped, self._ok == 0
                     break
                 with self.drain.cpu_work():
                     reason, round_no, planned = self._plan_round(round_no, cutoff)
@@ -270,9 +273,10 @@ class RunEngine:
         if self._ok == 0:
             # nothing to rank: say so, never "finished" with statistics from no data
             failed = True
-            reason = f"no judgment succeeded: {reason}" if not reason.startswith("the first") else reason
-            if self._failed:
-                reason += f"; typical failure: {self._typical_error()}" if "×" not in reason else ""
+            if kind_of(reason) != "fail_fast":  # that one says so already, with the typical failure
+                reason = StopReason(f"no judgment succeeded: {reason}", "no_success")
+                if self._failed:
+                    reason = reason.extended(f"; typical failure: {self._typical_error()}")
         if failed:
             self.store.set_status("failed", reason)
             raise RunFailed(
@@ -280,8 +284,8 @@ class RunEngine:
                 f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
                 f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run"
             )
-        if self.judge_stops and not reason.startswith("every judge"):
-            reason += "; " + "; ".join(self.judge_stops)
+        if self.judge_stops and kind_of(reason) != "judges_stopped":
+            reason = StopReason(reason, kind_of(reason)).extended("; " + "; ".join(self.judge_stops))
         if self.people is not None:  # the last rounds' items too: a run of one or two rounds asks here only
             self.people.after_round(round_no + 1, self.store.judgments())
         self.store.set_status("interrupted" if self._pilot_done else "finished", reason)
@@ -301,7 +305,7 @@ class RunEngine:
         judges = len([j for j in self.ctx.profiles if j not in self.ctx.disabled]) or 1
         return forecast(self.store, self.config, posteriors, n_judges=judges, possible=self._possible)
 
-    def _plan_round(self, round_no: int, cutoff: int) -> tuple[str, int, list[PlannedRequest] | None]:
+    def _plan_round(self, round_no: int, cutoff: int) -> tuple[StopReason, int, list[PlannedRequest] | None]:
         """Ask the planner for the next round and write it as pending requests. Returns ``(stop
         reason, round number, planned request rows or None to stop)``."""
         timings: dict[str, float] = {}
@@ -310,15 +314,15 @@ class RunEngine:
         if self.observe is not None:
             self.observe(self.store.planning_spend(cutoff), self.planner)
         if reason:
-            return reason, round_no, None
+            return StopReason(reason, "campaign"), round_no, None
         if self.pilot is not None and self.store.planning_spend(cutoff).calls >= self.pilot:
             self._pilot_done = True
-            return f"pilot of {self.pilot} calls done (resume to go on)", round_no, None
+            return StopReason(f"pilot of {self.pilot} calls done (resume to go on)", "pilot"), round_no, None
         timings["fit_s"] = time.perf_counter() - started
         started = time.perf_counter()
         plan = self.planner.next_round(round_no + 1, cutoff)
         if not isinstance(plan, Plan):
-            return plan, round_no, None
+            return StopReason(plan, "campaign"), round_no, None
         spend = self.store.planning_spend(cutoff)
         kept, budget_reason = fit_budget(plan.units, spend, self.config.budget)
         if self.pilot is not None:  # a pilot pays for at most `pilot` calls, whatever the round's size
@@ -327,9 +331,9 @@ class RunEngine:
                 kept.pop()
             if not kept:
                 self._pilot_done = True
-                return f"pilot of {self.pilot} calls done (resume to go on)", round_no, None
+                return StopReason(f"pilot of {self.pilot} calls done (resume to go on)", "pilot"), round_no, None
         if not kept:
-            return budget_reason or "budget spent", round_no, None
+            return StopReason(budget_reason or "budget spent", "budget"), round_no, None
         round_no += 1
         rows = [r for unit in kept for r in unit]
         timings["select_s"] = time.perf_counter() - started
@@ -344,7 +348,7 @@ class RunEngine:
         self._event(
             "round", round_no, planned_requests=len(rows), forecast=self._forecast(cutoff) if self.progress is not None else None, **summary
         )
-        return "", round_no, rows
+        return StopReason("", "done"), round_no, rows
 
     def _round_info(self) -> dict:
         spend = self.store.spend()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...records.config import RunConfig
 from .absolute import AbsolutePlanner
-from .base import Plan, Planner
+from .base import Plan, Planner, PlannerBase
 from .compare import ComparePlanner
 from .compare_anchor import AnchoredComparePlanner
 from .reference import ReferencePlanner, reference_items
@@ -21,6 +21,7 @@ __all__ = [
     "PLANNERS",
     "Plan",
     "Planner",
+    "PlannerBase",
     "PoEPlanner",
     "ReferencePlanner",
     "AbsolutePlanner",
@@ -49,6 +50,10 @@ def __getattr__(name: str) -> Any:
 
 def planner_for(config: RunConfig) -> Any:
     """The planner class of a config's campaign (:attr:`RunConfig.campaign`)."""
+    if config.selection.planner is not None:  # a campaign kind from outside the package
+        from .doors import load_planner
+
+        return load_planner(config.selection.planner)
     name = PLANNERS[config.campaign]
     if name == "ComparePlanner" and config.compare is not None and config.compare.anchor is not None:
         return AnchoredComparePlanner  # the same campaign, through an anchor

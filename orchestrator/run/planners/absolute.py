@@ -12,12 +12,12 @@ from ...records.dataset import Dataset
 from ...records.log import level_distribution
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
-from .base import Plan, no_summary
+from .base import Plan, PlannerBase, no_summary
 
 __all__ = ["AbsolutePlanner"]
 
 
-class AbsolutePlanner:
+class AbsolutePlanner(PlannerBase):
     """Every candidate on the next ``selection.batch`` prompts (seeded order); a unit is one answer
     for every judge and repeat."""
 
@@ -66,12 +66,6 @@ class AbsolutePlanner:
         if row.kind == "absolute":
             self.rows.append(row)
 
-    def planned(self, rows: list[dict]) -> None:
-        pass
-
-    def stop_before(self, cutoff: int) -> str:
-        return ""
-
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         ctx = self.ctx
         asked = {(p, cands[0]) for _, p, cands in ctx.asked if len(cands) == 1}  # every judge is asked at once
@@ -88,12 +82,6 @@ class AbsolutePlanner:
             if taken == ctx.config.selection.batch:
                 break
         return Plan("absolute", units, selected) if units else self.done
-
-    largest_fit = 2
-    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
-
-    def posteriors_for_forecast(self, cutoff: int | None) -> None:
-        return None  # no stopping rule to forecast
 
     def summary(self, cutoff: int | None) -> dict:
         """The five candidates with the highest mean expected level so far (a progress display;

@@ -18,7 +18,7 @@ from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..requests import PlanContext
 
-__all__ = ["Plan", "Planner", "no_summary"]
+__all__ = ["Plan", "Planner", "PlannerBase", "no_summary"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,56 @@ class Planner(Protocol):
     def summary(self, cutoff: int | None) -> dict:
         """``entropy``, ``max_adjacent_reorder`` and ``top`` for the round row and the progress
         display (``cutoff`` None: on everything, at the end of the run)."""
+
+
+class PlannerBase:
+    """A planner with the protocol's defaults: a campaign that fits no posterior while it runs, has
+    no stopping rule of its own and nothing to forecast, and keeps every committed judgment in
+    ``self.rows``. A new campaign kind subclasses it and writes what is its own — ``kind``, ``role``,
+    ``done``, :meth:`roles` and :meth:`next_round` (``docs/extending.md``, "A new campaign kind",
+    has a whole one in twenty lines, run by ``tests/test_extending.py``)."""
+
+    kind: ClassVar[str]
+    role: ClassVar[str]
+    done: ClassVar[str]
+    largest_fit: int = 2
+    """No posterior is fitted while the campaign runs (the engine's torch threads follow it)."""
+
+    def __init__(self, ctx: PlanContext) -> None:
+        self.ctx = ctx
+        self.rows: list[JudgmentRecord] = []
+
+    @staticmethod
+    def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
+        """Nothing to refuse beyond what every campaign checks."""
+
+    @staticmethod
+    def unit_calls(config: RunConfig, n_judges: int) -> tuple[str, int]:
+        return "pairwise", n_judges
+
+    @staticmethod
+    def possible_requests(config: RunConfig, dataset: Dataset, n_judges: int) -> int:
+        """Every ordered pair of every prompt's candidates, for every judge (an upper bound)."""
+        return n_judges * sum(len(by) * (len(by) - 1) for by in dataset.responses.values())
+
+    @staticmethod
+    def shown_texts(config: RunConfig, dataset: Dataset, prompt_id: str) -> list[tuple[str, str]]:
+        texts = [r.text for r in dataset.responses.get(prompt_id, {}).values()]
+        return [(texts[0], texts[1])] if len(texts) >= 2 else []
+
+    def add(self, row: JudgmentRecord) -> None:
+        """Keep every committed judgment (``self.rows``)."""
+        self.rows.append(row)
+
+    def planned(self, rows: list[PlannedRequest]) -> None:
+        """Nothing to note."""
+
+    def stop_before(self, cutoff: int) -> str:
+        """No stopping rule of its own: it stops when :meth:`next_round` finds nothing or the budget ends."""
+        return ""
+
+    def posteriors_for_forecast(self, cutoff: int | None) -> list | None:
+        return None
+
+    def summary(self, cutoff: int | None) -> dict:
+        return no_summary([])

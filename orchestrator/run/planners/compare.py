@@ -16,7 +16,7 @@ from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
-from .base import Plan, no_summary
+from .base import Plan, PlannerBase, no_summary
 
 __all__ = ["ComparePlanner", "common_prompts", "comparison_order", "prompt_outcomes", "decision_of"]
 
@@ -54,7 +54,7 @@ def decision_of(outcomes: np.ndarray, margin: float, alpha: float) -> Decision:
     return decide(confidence_sequence(outcomes, alpha), margin)
 
 
-class ComparePlanner:
+class ComparePlanner(PlannerBase):
     """The next ``selection.batch`` prompts of the seeded order, each a unit of both shown orders for
     every judge; stops when the decision is reached."""
 
@@ -109,9 +109,6 @@ class ComparePlanner:
         if row.kind == "pairwise":
             self.rows.append(row)
 
-    def planned(self, rows: list) -> None:
-        pass
-
     def decision(self, cutoff: int | None = None) -> Decision:
         """The decision on the judgments of rounds ``<= cutoff`` (None: all)."""
         rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
@@ -144,12 +141,6 @@ class ComparePlanner:
             if len(units) == ctx.config.selection.batch:
                 break
         return Plan("pairwise", units, selected) if units else self.done
-
-    largest_fit = 2
-    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
-
-    def posteriors_for_forecast(self, cutoff: int | None) -> None:
-        return None
 
     def summary(self, cutoff: int | None) -> dict:
         found = self.decision(cutoff)

@@ -26,7 +26,7 @@ from ...records.config import RunConfig
 from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
-from .base import Plan, no_summary
+from .base import Plan, PlannerBase, no_summary
 
 __all__ = ["AnchoredComparePlanner", "anchored_outcomes", "anchored_decision", "baseline_snapshot", "describe_anchored", "shares"]
 
@@ -123,7 +123,7 @@ def baseline_snapshot(path: Path, baseline: str, anchor: str) -> dict:
     }
 
 
-class AnchoredComparePlanner:
+class AnchoredComparePlanner(PlannerBase):
     """The next ``selection.batch`` prompts of the seeded order, each a unit of the candidate's (and,
     without a ``baseline_run``, the baseline's) requests against the anchor for every judge; stops
     when the decision is reached."""
@@ -208,9 +208,6 @@ class AnchoredComparePlanner:
         if row.kind == "reference":
             self.rows.append(row)
 
-    def planned(self, rows: list) -> None:
-        pass
-
     def outcomes(self, cutoff: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
         baseline = self.baseline_rows if self.baseline_rows is not None else rows
@@ -248,12 +245,6 @@ class AnchoredComparePlanner:
             if len(units) == ctx.config.selection.batch:
                 break
         return Plan("reference", units, selected) if units else self.done
-
-    largest_fit = 2
-    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
-
-    def posteriors_for_forecast(self, cutoff: int | None) -> None:
-        return None
 
     def summary(self, cutoff: int | None) -> dict:
         found = self.decision(cutoff)

@@ -28,7 +28,7 @@ from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..requests import DATASET_ANCHOR, PlanContext, seeded_hash
-from .base import Plan, no_summary
+from .base import Plan, PlannerBase, no_summary
 
 __all__ = ["ReferencePlanner", "reference_items"]
 
@@ -69,7 +69,7 @@ def reference_items(dataset: Dataset, anchor: str, seed: int) -> tuple[str, list
     return name, cands, order, per_candidate
 
 
-class ReferencePlanner:
+class ReferencePlanner(PlannerBase):
     """A unit is one (prompt, candidate) for every judge, repeat and (with ``both_orders``) order."""
 
     kind: ClassVar[str] = "reference"
@@ -125,18 +125,6 @@ class ReferencePlanner:
         if win + tie + loss > 0:  # the outcome once per judgment, not once per round (rounds read them all)
             value = float(outcomes(np.array([win]), np.array([tie]), np.array([loss]), soft=self.section.soft)[0])
             self._values.append((row.round, cand, row.prompt_id, value))
-
-    def planned(self, rows: list[dict]) -> None:
-        pass
-
-    def stop_before(self, cutoff: int) -> str:
-        return ""
-
-    largest_fit = 2
-    """No posterior is fitted while the campaign runs (:meth:`Planner.largest_fit`)."""
-
-    def posteriors_for_forecast(self, cutoff: int | None) -> None:
-        return None  # no stopping rule to forecast
 
     def summary(self, cutoff: int | None) -> dict:
         est = self.estimates(cutoff)

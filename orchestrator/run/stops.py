@@ -1,0 +1,41 @@
+"""Why a run stopped, typed: the words a person reads and a ``kind`` that code reads instead of them.
+
+A :class:`StopReason` is a ``str`` (its message), so everything that prints or stores a reason is
+unchanged; code that must act on why a run stopped reads :attr:`StopReason.kind`, never the words.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["StopKind", "StopReason", "stop"]
+
+StopKind = Literal["campaign", "budget", "pilot", "fail_fast", "judges_stopped", "no_success", "done"]
+"""``campaign``: the planner's own rule (a stopping rule, a decision, nothing left to ask); ``budget``:
+a budget ran out; ``pilot``: the ``--pilot`` calls are spent (resume goes on); ``fail_fast``: the first
+judge calls all failed; ``judges_stopped``: every judge was stopped by its own fail-fast;
+``no_success``: the run ended without one successful judgment; ``done``: no reason given."""
+
+
+class StopReason(str):
+    """A stop reason: the message (this string) and its :data:`StopKind`."""
+
+    kind: StopKind
+
+    def __new__(cls, message: str, kind: StopKind = "campaign") -> "StopReason":
+        made = super().__new__(cls, message)
+        made.kind = kind
+        return made
+
+    def extended(self, more: str) -> "StopReason":
+        """The same kind of stop, with more words."""
+        return StopReason(str(self) + more, self.kind)
+
+
+def stop(message: str, kind: StopKind = "campaign") -> StopReason:
+    return StopReason(message, kind)
+
+
+def kind_of(reason: str) -> StopKind:
+    """A reason's kind (a plain string, e.g. from an older caller: ``campaign``)."""
+    return reason.kind if isinstance(reason, StopReason) else "campaign"
