@@ -27,7 +27,7 @@ def write_jsonl(path: Path, rows) -> Path:
 @pytest.fixture
 def sim_files(tmp_path):
     """A small simulated exhaustive log: 3 prompts × 8 candidates, every ordered pair + absolute."""
-    from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset
+    from orchestrator.offline.replay.simulate import JUDGE_PRESETS, simulate_dataset
 
     records, responses = simulate_dataset(3, 8, JUDGE_PRESETS["llm"], seed=3)
     return write_jsonl(tmp_path / "log.jsonl", records), write_jsonl(tmp_path / "responses.jsonl", responses)

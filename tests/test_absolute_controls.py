@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from orchestrator.offline.simulate import simulate_length_scores
+from orchestrator.offline.replay.simulate import simulate_length_scores
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
 from orchestrator.poe.covariates import answer_covariates
 from orchestrator.poe.objective import NegLogPosterior

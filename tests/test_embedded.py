@@ -131,7 +131,7 @@ def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):
     import sqlite3
 
     from orchestrator import api
-    from orchestrator.offline.fit_raee import RaeeOptions, fit_raee
+    from orchestrator.offline.raee.fit import RaeeOptions, fit_raee
 
     sample = ROOT / "examples" / "summeval-sample"
     config = tmp_path / "gemma-raee.toml"

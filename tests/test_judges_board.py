@@ -120,7 +120,7 @@ def test_random_label_rows_never_give_a_traceback(tmp_path):
     import random
 
     from orchestrator.errors import OrchestratorError
-    from orchestrator.offline.human_labels import load_human_labels
+    from orchestrator.offline.judges.human_labels import load_human_labels
 
     values = [None, 1, -2.5, "x", "", "tie", [], {}, {"a": [1]}, True, "A", "B", "p1", "a b", "\u0000", 10**400]
     keys = ["prompt_id", "candidate", "score", "annotator", "first", "second", "winner", "kind", "extra"]

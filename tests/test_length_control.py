@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from judgekit import run_cli
-from orchestrator.offline.length_control import extreme_shift
-from orchestrator.offline.simulate import simulate_length_leaderboard
+from orchestrator.offline.raee.length_control import extreme_shift
+from orchestrator.offline.replay.simulate import simulate_length_leaderboard
 from orchestrator.raee.control import candidate_flags, length_controlled
 
 

@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from judgekit import length_controlled_run, quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.offline.simulate import simulate_length_comparisons
+from orchestrator.offline.replay.simulate import simulate_length_comparisons
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
 from orchestrator.poe.covariates import comparison_covariates, expand_controls, self_covariate, text_features
 from orchestrator.records.config import RunConfig

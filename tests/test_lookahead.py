@@ -10,7 +10,7 @@ from scipy.stats import norm
 
 from conftest import write_jsonl
 from orchestrator.cli import main
-from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset
+from orchestrator.offline.replay.simulate import JUDGE_PRESETS, simulate_dataset
 from orchestrator.poe import Observations, Posterior, fit_laplace, select_across, select_pairs
 from orchestrator.poe.experts import soft_bradley_terry
 from orchestrator.poe.lookahead import expected_misorder_gain, lookahead_batch

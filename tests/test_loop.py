@@ -11,7 +11,7 @@ from judgekit import STOP_AT_BUDGET, quality_behaviour, run_cli, write_config, w
 from orchestrator import api
 from orchestrator.cli import main
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.offline.replay import replay_files
+from orchestrator.offline.replay.replay import replay_files
 from orchestrator.store import SCHEMA_VERSION
 
 
@@ -256,7 +256,7 @@ def test_items_scope_live_run_ranks_every_response_and_replays_the_same(tmp_path
     """Issue #15: ``scope = "items"`` in a live run: one posterior over every response (compared
     within its prompt, linked across prompts by the absolute warm start); rank shows it, and the
     export replays to the same ranking."""
-    from orchestrator.offline.replay import replay_files
+    from orchestrator.offline.replay.replay import replay_files
 
     config = write_config(
         tmp_path, server.url, name="items", prompts=data[0], responses=data[1], scope="items", warm_start=True, max_calls=60

@@ -10,7 +10,7 @@ from scipy.special import expit
 from scipy.stats import t as student
 
 from judgekit import run_cli
-from orchestrator.offline.simulate import simulate_shared_bias_panel
+from orchestrator.offline.replay.simulate import simulate_shared_bias_panel
 from orchestrator.raee.human import people_estimates, ppi_mean
 
 PEOPLE = [0.2, 0.35, 0.5, 0.6, 0.7, 0.8]  # P(people prefer candidate k to the anchor) on an average prompt

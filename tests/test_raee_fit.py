@@ -17,7 +17,7 @@ from judgekit import board_and_newcomer, board_run, placed_config, reference_beh
 from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.offline.fit_raee import RaeeOptions, fit_raee
+from orchestrator.offline.raee.fit import RaeeOptions, fit_raee
 from orchestrator.raee import ReferenceJudgments, icc3k, pooled_variance, raee_report
 from orchestrator.run.preparation import dry_run, prepare
 from orchestrator.store import SCHEMA_VERSION, open_run
@@ -473,7 +473,7 @@ def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_jud
 def test_se_curve_on_alpacaeval_matches_the_paper(tmp_path, capsys):
     """`fit raee --se-curve` on real AlpacaEval judgments: with hard outcomes the FPC-corrected analytic
     SE matches the subsampling SD (RAEE §4: within ±12%), the raw SE over-states it at n = 256."""
-    from orchestrator.offline.fit_raee import se_curve
+    from orchestrator.offline.raee.fit import se_curve
 
     models = json.loads((DATA / "alpacaeval_subset.json").read_text())["models"]
     log = tmp_path / "alpaca.jsonl"

@@ -11,8 +11,8 @@ from orchestrator.judging import get_template
 from orchestrator.judging.client import JudgeProfile, LiteLLMJudge
 from orchestrator.judging.dispatch import RetryPolicy
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
-from orchestrator.offline.record import load_prompts, plan_recording, record
-from orchestrator.offline.replay import build_groups, replay
+from orchestrator.offline.replay.record import load_prompts, plan_recording, record
+from orchestrator.offline.replay.replay import build_groups, replay
 from orchestrator.records.log import load_log, load_responses
 
 

@@ -71,7 +71,7 @@ def test_fault_campaign_every_request_ends_nothing_lost_nothing_paid_twice(tmp_p
     # the posterior of the run equals the one rebuilt from its exported log
     log = tmp_path / "faults.jsonl"
     api.export(path, out=log, fmt="jsonl")
-    from orchestrator.offline.replay import replay_files
+    from orchestrator.offline.replay.replay import replay_files
 
     ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path)["groups"]}
     assert replay_files(log, data[1], "coherence", "reorder").to_json()["rankings"] == ranking

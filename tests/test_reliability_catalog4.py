@@ -499,7 +499,7 @@ def test_readers_beside_a_writer_always_see_one_commit(labelled_run, tmp_path):
         if kind == "export":
             with open_run(path, write=False) as store:
                 done = store.request_counts().get("done", 0)
-                from orchestrator.offline.export import log_records
+                from orchestrator.offline.runs.export import log_records
 
                 return len(log_records(store)), done
         with open_run(path, write=False) as store:

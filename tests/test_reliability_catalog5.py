@@ -17,7 +17,7 @@ from judgekit import board_run, placed_config, reference_behaviour, write_config
 from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.offline.export import answer_shares, spreadsheet_safe, winner
+from orchestrator.offline.runs.export import answer_shares, spreadsheet_safe, winner
 from orchestrator.records.starter import StarterOptions, write_starter
 
 # --- one meaning per column: the export's winner is the most probable answer -------------------
@@ -226,7 +226,7 @@ def test_every_placement_respects_the_bounds_of_its_judged_outcomes(seed):
 def test_intervals_that_hold_together_contain_the_one_at_a_time_ones_on_the_board(seed):
     import numpy as np
 
-    from orchestrator.offline.board_placement import _place_all
+    from orchestrator.offline.raee.board_placement import _place_all
 
     rng = np.random.default_rng(seed)
     models, prompts = int(rng.integers(3, 12)), int(rng.integers(6, 40))

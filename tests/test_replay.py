@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROOT, write_jsonl
 from orchestrator.cli import main
-from orchestrator.offline.replay import build_groups, replay, replay_files
+from orchestrator.offline.replay.replay import build_groups, replay, replay_files
 from orchestrator.records.log import load_log, load_responses
 
 

@@ -11,7 +11,7 @@ import pytest
 from judgekit import QUALITY, write_config, write_dataset, write_judge
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
-from orchestrator.offline.replay import replay_files
+from orchestrator.offline.replay.replay import replay_files
 
 JUDGES = {1: '["judge-a-openai"]', 3: '["judge-a-openai", "judge-b-openai", "judge-c-openai"]'}
 
@@ -139,7 +139,7 @@ def test_replay_asks_only_what_the_log_holds(tmp_path):
     """A log with a third of the ordered pairs: the planner never selects a pair the log cannot
     answer (no failed call is spent), and with no budget every logged judgment is used."""
     from conftest import write_jsonl
-    from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset
+    from orchestrator.offline.replay.simulate import JUDGE_PRESETS, simulate_dataset
     from orchestrator.records.log import load_log
 
     records, responses = simulate_dataset(2, 7, JUDGE_PRESETS["llm"], seed=5)

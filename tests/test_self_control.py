@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from judgekit import run_cli
-from orchestrator.offline.simulate import simulate_family_leaderboard
+from orchestrator.offline.replay.simulate import simulate_family_leaderboard
 from orchestrator.raee.self_preference import logit_win_rates, self_preference
 
 

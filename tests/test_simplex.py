@@ -353,7 +353,7 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     assert report["spearman_vs_truth"] == pytest.approx(1.0)  # the run's data.truth is used
     log = tmp_path / "abs.jsonl"
     api.export(path, out=log, fmt="jsonl")
-    from orchestrator.offline.fit_simplex import load_absolute_judgments
+    from orchestrator.offline.simplex.fit import load_absolute_judgments
 
     from_run, _ = load_absolute_judgments(path, log=False)
     from_log, _ = load_absolute_judgments(log, log=True)
@@ -463,8 +463,8 @@ def test_design_effect_counts_judges_who_agree_on_an_answer_as_fewer_observation
 @pytest.mark.isolated(fast_compile=True)
 def test_a_fit_that_did_not_converge_says_so_first_and_marks_its_intervals(capsys):
     """Issue #20: a non-converged fit leads with NOT CONVERGED and marks its intervals as not valid."""
-    from orchestrator.offline.fit_simplex import run_simplex
-    from orchestrator.offline.simplex_text import format_simplex
+    from orchestrator.offline.simplex.fit import run_simplex
+    from orchestrator.offline.simplex.text import format_simplex
     from orchestrator.simplex import SimplexSettings
 
     settings = SimplexSettings(chains=2, warmup=3, draws=6, seed=1)

@@ -59,8 +59,8 @@ def test_the_default_fit_converges_where_integrated_beta_max_had_two_modes():
     """The replicate where β_max ~ U(0, 20) left two chains at β_max ≈ 0.4 and two at ≈ 18 (ranking
     R-hat 1.37; benchmarks/RESULTS.md): the default (β_max = 5) converges and covers the truth; asked
     for the integrated fit, the user still gets a converged ranking, labelled with where it came from."""
-    from orchestrator.offline.fit_simplex import summarise
-    from orchestrator.offline.simplex_text import format_simplex
+    from orchestrator.offline.simplex.fit import summarise
+    from orchestrator.offline.simplex.text import format_simplex
     from orchestrator.simplex import fit_or_fallback, fit_simplex
 
     data, truth = panel("mixed", seed=107)

@@ -18,7 +18,7 @@ from ``../shared/data/summeval``: ``replay --scope global`` with and without ``-
 judge's length effect, and how often each ranking — and the judge, and the experts — prefers the
 longer summary of a logged pair.
 
-Then simulated judges with a known length taste (:func:`orchestrator.offline.simulate.simulate_length_leaderboard`,
+Then simulated judges with a known length taste (:func:`orchestrator.offline.replay.simulate.simulate_length_leaderboard`,
 φ = 1.5, 10 seeds per size): the length effect recovered (ratio to the truth), Spearman of the raw and
 the controlled ranking with the truth at equal length, coverage of the 95% intervals.
 
@@ -39,7 +39,7 @@ from scipy.stats import spearmanr
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA
 from benchmarks.leaderboards.common import reference_records
-from orchestrator.offline.simulate import simulate_length_comparisons, simulate_length_leaderboard
+from orchestrator.offline.replay.simulate import simulate_length_comparisons, simulate_length_leaderboard
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability
 from orchestrator.poe.covariates import expand_controls
 from orchestrator.raee.control import length_controlled
@@ -280,7 +280,7 @@ def simulated_raee_self_preference(seeds: int, taste: float = 1.0) -> dict:
     10 candidates of families x and y, 400 prompts; judge-x adds ``taste`` (per-prompt log-odds)
     for its family's answers."""
     from orchestrator import api
-    from orchestrator.offline.simulate import simulate_family_leaderboard
+    from orchestrator.offline.replay.simulate import simulate_family_leaderboard
 
     print(
         f"simulated reference panel (fit raee --control self), judge-x prefers its family by {taste} per prompt, 10 candidates × 400 prompts × 3 judges:"
@@ -314,7 +314,7 @@ def simulated_raee_self_preference(seeds: int, taste: float = 1.0) -> dict:
 def simulated_absolute(seeds: int, effect: float = 3.0) -> dict:
     """An absolute 1–10 judge with a taste for length (``effect`` score units per unit of the
     normalised difference against the prompt's typical answer), 12 candidates × 200 prompts."""
-    from orchestrator.offline.simulate import simulate_length_scores
+    from orchestrator.offline.replay.simulate import simulate_length_scores
 
     print(f"simulated absolute judge, κ_length = {effect} score units, 12 candidates × 200 prompts:")
     ratio, covered, raw, controlled = [], 0, [], []

@@ -18,7 +18,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import SHARED_DATA
-from orchestrator.offline.fit_raee import plot_se_curve
+from orchestrator.offline.raee.fit import plot_se_curve
 from orchestrator.raee import SE_CURVE_SIZES, outcomes, se_calibration
 
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import ROOT
-from orchestrator.offline.log_groups import build_groups
-from orchestrator.offline.replay import replay_group
+from orchestrator.offline.replay.log_groups import build_groups
+from orchestrator.offline.replay.replay import replay_group
 from orchestrator.people.choice import offer_order, pairwise_items
 from orchestrator.poe import PoEConfig, rank_intervals
 from orchestrator.poe.human import people_scores

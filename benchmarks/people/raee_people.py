@@ -17,7 +17,7 @@ import numpy as np
 from scipy.stats import t as student
 
 from benchmarks import harness
-from orchestrator.offline.simulate import simulate_shared_bias_panel
+from orchestrator.offline.replay.simulate import simulate_shared_bias_panel
 from orchestrator.raee.human import people_estimates
 
 PEOPLE = [0.2, 0.35, 0.5, 0.6, 0.7, 0.8]

@@ -14,7 +14,7 @@ For each aspect, the paper's three judges' 1–5 scores of 12 systems × 100 art
 Reported: coverage of the expert ranks by the 95% rank intervals, their median width, Spearman with
 the expert ranking, R-hat of the ranking, seconds — for the fit's own ranking and, with labels, for
 people's ranking beside it (`fit simplex --human`: the fit's expected scores moved by the labels
-through a candidate-specific judge bias, `orchestrator.offline.fit_simplex.people_beside`).
+through a candidate-specific judge bias, `orchestrator.offline.simplex.fit.people_beside`).
 
     python -m benchmarks.people.simplex_labels [--aspects coherence ...] [--share 0.05] [--seed 0]
 """
@@ -28,8 +28,8 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA
-from orchestrator.offline.fit_simplex import load_absolute_judgments, people_beside, truth_scores
-from orchestrator.offline.human_labels import AbsoluteLabel, HumanLabels
+from orchestrator.offline.judges.human_labels import AbsoluteLabel, HumanLabels
+from orchestrator.offline.simplex.fit import load_absolute_judgments, people_beside, truth_scores
 from orchestrator.people.choice import absolute_items, offer_order
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, label_grid
 from orchestrator.simplex import baselines as B

@@ -3,7 +3,7 @@
 `panel_with_levels("mixed", shared_bias=-2)`: 12 candidates × 96 questions, every judge reads
 `cand00` two latent sds low. 5% of the answers (58) get a person's score (their true level) at
 random; the fit takes them as labels (the path `fit simplex --human` takes) and people's ranking is
-read beside it (`orchestrator.offline.fit_simplex.people_beside`'s computation, with and without
+read beside it (`orchestrator.offline.simplex.fit.people_beside`'s computation, with and without
 the hypothesis that one candidate is misplaced far beyond τ). Reported per seed and in all: whether
 each 95% rank interval holds `cand00`'s true rank, the coverage over all candidates, the median width.
 
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from benchmarks import harness
-from orchestrator.offline.human_labels import AbsoluteLabel, HumanLabels
+from orchestrator.offline.judges.human_labels import AbsoluteLabel, HumanLabels
 from orchestrator.poe.human import people_scores, spread_grid
 from orchestrator.poe.uncertainty import rank_intervals_from_draws
 from orchestrator.simplex import SimplexSettings, fit_or_fallback, label_grid

@@ -40,7 +40,7 @@ os.environ["ORCHESTRATOR_JUDGMENT_CACHE"] = "off"
 from judgekit import campaign_summary, committed_judgments, crash_campaign, quality_behaviour, write_config, write_dataset, write_judge  # noqa: E402
 from orchestrator import api  # noqa: E402
 from orchestrator.judging.testserver import FAULT_KINDS, FakeOpenAIServer, FaultPlan  # noqa: E402
-from orchestrator.offline.replay import replay_files  # noqa: E402
+from orchestrator.offline.replay.replay import replay_files  # noqa: E402
 
 
 def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:

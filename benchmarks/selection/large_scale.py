@@ -12,7 +12,7 @@ import torch
 from scipy.stats import spearmanr
 
 from benchmarks import harness
-from orchestrator.offline.simulate import JUDGE_PRESETS, judge_latent, pairwise_probabilities
+from orchestrator.offline.replay.simulate import JUDGE_PRESETS, judge_latent, pairwise_probabilities
 from orchestrator.poe import Observations, fit_laplace, select_pairs
 
 STRATEGIES = ["random", "min_uncertainty", "reorder", "diverse"]

@@ -26,9 +26,9 @@ from benchmarks import harness
 from benchmarks.harness import ROOT
 from orchestrator.judging.client import JudgeProfile, JudgeRequest, Judgment
 from orchestrator.judging.log_judge import LogJudge
-from orchestrator.offline.log_groups import build_groups
-from orchestrator.offline.replay import group_dataset
-from orchestrator.offline.replay_report import spearman
+from orchestrator.offline.replay.log_groups import build_groups
+from orchestrator.offline.replay.replay import group_dataset
+from orchestrator.offline.replay.report import spearman
 from orchestrator.records.config import RunConfig
 from orchestrator.records.log import load_log, load_responses
 from orchestrator.records.templates import get_template

@@ -34,10 +34,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA  # noqa: E402
-from orchestrator.offline.log_groups import Group, build_groups  # noqa: E402
-from orchestrator.offline.replay import group_dataset, replay_group  # noqa: E402
-from orchestrator.offline.replay_report import spearman  # noqa: E402
-from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset  # noqa: E402
+from orchestrator.offline.replay.log_groups import Group, build_groups  # noqa: E402
+from orchestrator.offline.replay.replay import group_dataset, replay_group  # noqa: E402
+from orchestrator.offline.replay.report import spearman  # noqa: E402
+from orchestrator.offline.replay.simulate import JUDGE_PRESETS, simulate_dataset  # noqa: E402
 from orchestrator.poe import PoEConfig, get_expert, permutation_debias, select_pairs, threads_for  # noqa: E402
 from orchestrator.records.log import LogRecord, ResponseRow, load_log, load_responses  # noqa: E402
 from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402

@@ -24,8 +24,8 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.selection.peers_active import Fitter, data_sets, peer_curve, poe_config, step_curve
-from orchestrator.offline.replay import replay_group
-from orchestrator.offline.replay_report import spearman
+from orchestrator.offline.replay.replay import replay_group
+from orchestrator.offline.replay.report import spearman
 from orchestrator.poe import threads_for
 from orchestrator.run.groups import fit_group
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA
-from orchestrator.offline.replay import build_groups, replay
+from orchestrator.offline.replay.replay import build_groups, replay
 from orchestrator.poe import expected_calibration_error, fit_temperature, permutation_debias, temperature_scale
 from orchestrator.records.log import load_log, load_responses
 

@@ -36,8 +36,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness  # noqa: E402
 from benchmarks.selection.verdict_judges import CONFIG, one_group, pairwise_records  # noqa: E402
-from orchestrator.offline.replay import group_dataset, replay_group  # noqa: E402
-from orchestrator.offline.replay_report import spearman  # noqa: E402
+from orchestrator.offline.replay.replay import group_dataset, replay_group  # noqa: E402
+from orchestrator.offline.replay.report import spearman  # noqa: E402
 from orchestrator.poe import rank_intervals  # noqa: E402
 from orchestrator.poe.stated import fit_calibration  # noqa: E402
 from orchestrator.records.log import LogRecord  # noqa: E402

@@ -1,7 +1,7 @@
 """PoE paper Table 2 layout on simulated LLM judges: comparisons to reach 90% of the all-pairs
 Spearman (k90), per strategy, biased and permutation-debiased, N=16 (240 ordered pairs).
 
-Each seed simulates fresh prompts with the chosen judge preset (orchestrator.offline.simulate) and runs
+Each seed simulates fresh prompts with the chosen judge preset (orchestrator.offline.replay.simulate) and runs
 every strategy through the same replay engine as `orchestrator replay`. k90 is per prompt, averaged
 over prompts, then mean ± sd over seeds. Debiased k counts judge calls (two per pair).
 
@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from benchmarks import harness
-from orchestrator.offline.replay import build_groups, replay
-from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset
+from orchestrator.offline.replay.replay import build_groups, replay
+from orchestrator.offline.replay.simulate import JUDGE_PRESETS, simulate_dataset
 from orchestrator.records.log import LogRecord, ResponseRow
 
 STRATEGIES = ["min_uncertainty", "variance", "reorder", "eps:0.5", "random"]

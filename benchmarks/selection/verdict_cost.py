@@ -31,7 +31,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness  # noqa: E402
 from benchmarks.selection.verdict_judges import CONFIG, as_verdicts, one_group, pairwise_records  # noqa: E402
-from orchestrator.offline.replay import group_dataset, replay_group  # noqa: E402
+from orchestrator.offline.replay.replay import group_dataset, replay_group  # noqa: E402
 from orchestrator.records.log import LogRecord  # noqa: E402
 from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
 

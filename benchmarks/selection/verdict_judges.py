@@ -32,9 +32,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness  # noqa: E402
 from benchmarks.harness import ROOT  # noqa: E402
-from orchestrator.offline.log_groups import Group, build_groups  # noqa: E402
-from orchestrator.offline.replay import group_dataset, replay_group  # noqa: E402
-from orchestrator.offline.replay_report import spearman  # noqa: E402
+from orchestrator.offline.replay.log_groups import Group, build_groups  # noqa: E402
+from orchestrator.offline.replay.replay import group_dataset, replay_group  # noqa: E402
+from orchestrator.offline.replay.report import spearman  # noqa: E402
 from orchestrator.poe import PoEConfig, get_expert, rank_intervals  # noqa: E402
 from orchestrator.records.log import LogRecord, ResponseRow, load_log  # noqa: E402
 from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402

@@ -19,7 +19,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import ROOT
-from orchestrator.offline.fit_simplex import load_absolute_judgments
+from orchestrator.offline.simplex.fit import load_absolute_judgments
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex
 from orchestrator.simplex.prior import confusion_matrix, edge_concentrations
 

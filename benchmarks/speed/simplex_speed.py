@@ -14,7 +14,7 @@ scores), of the expected scores, and the maximum over every parameter.
 
 from benchmarks import harness
 from benchmarks.harness import ROOT
-from orchestrator.offline.fit_simplex import load_absolute_judgments
+from orchestrator.offline.simplex.fit import load_absolute_judgments
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_simplex
 from orchestrator.simplex.simulate import from_model, panel
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA
-from orchestrator.offline.fit_simplex import load_absolute_judgments, summarise, truth_scores
+from orchestrator.offline.simplex.fit import load_absolute_judgments, summarise, truth_scores
 from orchestrator.simplex import SimplexSettings, build_score_data, fit_or_fallback, sensitivity_sweep
 from orchestrator.simplex import baselines as B
 

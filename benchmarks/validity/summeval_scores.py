@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import ROOT, SHARED_DATA
-from orchestrator.offline.fit_simplex import load_absolute_judgments, truth_scores
+from orchestrator.offline.simplex.fit import load_absolute_judgments, truth_scores
 from orchestrator.simplex import ScoreData, build_score_data
 
 SUMMEVAL = SHARED_DATA / "summeval"

@@ -8,7 +8,7 @@ Rows (all nominal 95%):
   - on real judge logs, against the judge's own all-pairs ranking (the posterior on every logged
     judgment: what more calls of the same judge would converge to) and, for information, against
     the expert ranking;
-  - on simulated judges with known truth (`orchestrator.offline.simulate`, preset `llm`).
+  - on simulated judges with known truth (`orchestrator.offline.replay.simulate`, preset `llm`).
 - **RAEE credible intervals** of the win rate against the reference (`fit raee`, the Elo interval is
   its monotone image): AlpacaEval 2.0 annotations, n prompts drawn from the 805, against the
   805-prompt win rate, with and without the finite-population correction.
@@ -33,9 +33,9 @@ from scipy.stats import spearmanr
 
 from benchmarks import harness
 from benchmarks.harness import ROOT, SHARED_DATA
-from orchestrator.offline.log_groups import build_groups
-from orchestrator.offline.replay import replay_group
-from orchestrator.offline.simulate import JUDGE_PRESETS, simulate_dataset
+from orchestrator.offline.replay.log_groups import build_groups
+from orchestrator.offline.replay.replay import replay_group
+from orchestrator.offline.replay.simulate import JUDGE_PRESETS, simulate_dataset
 from orchestrator.poe import PoEConfig, rank_intervals
 from orchestrator.raee import outcomes, raee_estimate
 from orchestrator.records.log import load_log, load_responses

@@ -13,7 +13,7 @@ def calibrate(
 ):
     """Each judge's temperature, ECE before and after, reliability bins (``orchestrator calibrate``):
     a list of :class:`~orchestrator.run.calibration.Calibration`."""
-    from ..offline.calibrate import calibrate_source
+    from ..offline.judges.calibrate import calibrate_source
 
     source, is_log = _source(run, log)
     return calibrate_source(None if is_log else source, source if is_log else None, responses, truth)
@@ -42,7 +42,7 @@ def replay(
     human: str | Path | None = None,
     family: list[str] | None = None,
 ):
-    """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.ReplayReport`
+    """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.replay.ReplayReport`
     (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
     taste fitted with the scores (``scope="global"``, responses with texts); ``control=["self"]``
     each judge's preference for its model family (``family``: ``NAME=FAMILY`` of judges and
@@ -50,9 +50,9 @@ def replay(
     JSONL): people's ranking per group beside the judges' (``report.people``)."""
     import dataclasses
 
-    from ..offline.human_labels import load_human_labels
-    from ..offline.replay import ReplaySettings, replay_files
-    from ..offline.replay_people import people_rankings
+    from ..offline.judges.human_labels import load_human_labels
+    from ..offline.replay.people import people_rankings
+    from ..offline.replay.replay import ReplaySettings, replay_files
     from ..records.families import parse_families
 
     settings = ReplaySettings(
@@ -94,15 +94,15 @@ def judges(
     draws: int = 500,
 ) -> dict:
     """The judges of a run or a log against people's labels (``orchestrator judges --json``):
-    :func:`orchestrator.offline.judge_board.judge_board`. Without ``human``, a run file's own labels
+    :func:`orchestrator.offline.judges.board.judge_board`. Without ``human``, a run file's own labels
     (``orchestrator label``). A run file is read in one snapshot (judgments, texts and labels of one
     moment, even beside a live run). Labels of no judged answer are refused in one line.
 
     Raises:
         OrchestratorError: bad options or files, no labels, or labels of no judged answer."""
-    from ..offline.human_labels import as_labels, load_human_labels, refuse_unmatched
-    from ..offline.judge_board import judge_board
-    from ..offline.length_control import response_texts, run_texts
+    from ..offline.judges.board import judge_board
+    from ..offline.judges.human_labels import as_labels, load_human_labels, refuse_unmatched
+    from ..offline.raee.length_control import response_texts, run_texts
     from ..records.log import load_log
 
     if not 0 <= margin < 1:
@@ -116,7 +116,7 @@ def judges(
         records = [r for _, r in load_log(source)]
         texts = response_texts(responses) if responses is not None else {}
     else:
-        from ..offline.export import log_records
+        from ..offline.runs.export import log_records
         from ..store import open_run
         from ..store.labels import stored_labels
 
@@ -165,9 +165,9 @@ def fit_raee(
     ``control=["self"]`` each judge's preference for its model family (``family``: ``NAME=FAMILY``
     of judges and candidates; a run's ``model.families`` without it) and the win rates without it; ``human``
     (a labels JSONL; a run file's own labels without it) people's win rates beside the judges' (PPI++)."""
-    from ..offline.fit_raee import RaeeOptions
-    from ..offline.fit_raee import fit_raee as fit
-    from ..offline.human_labels import HumanLabels, load_human_labels, run_labels
+    from ..offline.judges.human_labels import HumanLabels, load_human_labels, run_labels
+    from ..offline.raee.fit import RaeeOptions
+    from ..offline.raee.fit import fit_raee as fit
     from ..records.families import parse_families
 
     source, is_log = _source(run, log)
@@ -226,7 +226,7 @@ def fit_simplex(
     ``fallback`` refits with constancy (ω = 0) when the chains disagree on the ranking
     (:func:`~orchestrator.simplex.inference.fit_or_fallback`); ``human``: a labels JSONL whose
     absolute scores are the true levels of the answers they label (docs/human-labels.md)."""
-    from ..offline.fit_simplex import run_simplex
+    from ..offline.simplex.fit import run_simplex
     from ..simplex import SimplexSettings
 
     source, is_log = _source(run, log)

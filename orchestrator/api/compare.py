@@ -28,13 +28,13 @@ def compare(
     baseline_run: str | Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run the config's ``[compare]`` campaign until its decision (or the budget) and return ``(run
-    file, decision)`` (:func:`orchestrator.offline.comparison.comparison`). ``margin``, ``alpha`` and
+    file, decision)`` (:func:`orchestrator.offline.runs.comparison.comparison`). ``margin``, ``alpha`` and
     ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
     against the anchor come from that earlier run (the anchor, unless the config names one, is the run's).
 
     Raises:
         OrchestratorError: no ``[compare]`` section, a bad option, or any problem ``start`` refuses."""
-    from ..offline.comparison import comparison
+    from ..offline.runs.comparison import comparison
     from .lifecycle import load_config, start
 
     if require not in REQUIRE:

@@ -28,7 +28,7 @@ def label_server(run: str | Path, *, annotator: str = "human", port: int = 0, or
 def export_labels(run: str | Path, *, out: str | Path = "-") -> int:
     """``orchestrator label RUN --export FILE``: the run file's labels as JSONL (``-``: stdout),
     the format of docs/human-labels.md; the number written."""
-    from ..offline.human_labels import run_labels, write_labels
+    from ..offline.judges.human_labels import run_labels, write_labels
     from ..outputs import check_output, open_output
     from ..store import open_run
 
@@ -49,7 +49,7 @@ def import_labels(run: str | Path, path: str | Path) -> dict[str, int]:
         OrchestratorError: a bad file (naming its line), or a label of a prompt or candidate the run
             does not have (nothing is stored then).
     """
-    from ..offline.human_labels import load_human_labels
+    from ..offline.judges.human_labels import load_human_labels
     from ..records.labels import AbsoluteLabel, PairwiseLabel, label_candidates
     from ..run.requests import DATASET_ANCHOR
     from ..store import open_run

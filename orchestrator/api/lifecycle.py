@@ -32,10 +32,10 @@ def run_attachments(cfg: Any) -> dict[str, dict] | None:
 def board_attachments(cfg: Any) -> dict[str, dict] | None:
     """The run file's copy of its ``[reference] board`` (None without one), checked against the
     run's data: readable, the run's anchor on it, a prompt in common, none of the run's candidates
-    on it already (:func:`~orchestrator.offline.board_placement.check_board_against_data`)."""
+    on it already (:func:`~orchestrator.offline.raee.board_placement.check_board_against_data`)."""
     if cfg.reference is None or cfg.reference.board is None:
         return None
-    from ..offline.board_placement import board_snapshot, check_board_against_data
+    from ..offline.raee.board_placement import board_snapshot, check_board_against_data
     from ..records.dataset import DATASET_ANCHOR, load_dataset
 
     anchor = DATASET_ANCHOR if cfg.reference.anchor == "dataset" else cfg.reference.anchor
@@ -141,14 +141,14 @@ def extend(
 def status(run: str | Path) -> dict:
     """Budget spent, rounds, requests, failures, the current ranking's uncertainty (a dict, as
     ``orchestrator status --json`` prints it)."""
-    from ..offline import results  # reading a run: not the engine's imports
+    from ..offline.runs import results  # reading a run: not the engine's imports
 
     return results.status(run)
 
 
 def ranking(run: str | Path, *, level: float = 0.95) -> dict:
     """Every group's ranking with ``level`` rank intervals (as ``orchestrator rank --json``)."""
-    from ..offline import results  # reading a run: not the engine's imports
+    from ..offline.runs import results  # reading a run: not the engine's imports
 
     if not 0 < level < 1:
         raise OrchestratorError(f"level must be in (0, 1) (got {level})")
@@ -177,7 +177,7 @@ def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_fail
     tidy, one row per judgment with ``first``, ``second``, ``winner`` or ``score`` and a column per
     option, the judge's words with ``with_text``) to ``out`` (``-`` = standard output); the number
     of judgments written."""
-    from ..offline.export import export as export_log
+    from ..offline.runs.export import export as export_log
 
     if with_text and fmt == "jsonl":
         raise OrchestratorError("--with-text is for --format csv or parquet (the JSONL log always holds the judge's words)")

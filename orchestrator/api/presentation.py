@@ -9,21 +9,21 @@ from typing import Any
 
 def format_raee(report: Any) -> str:
     """``fit raee``'s report as text."""
-    from ..offline.fit_raee import format_raee as text
+    from ..offline.raee.fit import format_raee as text
 
     return text(report)
 
 
 def raee_plots(report: Any, folder: str | Path) -> list[Path]:
     """``fit raee --plot DIR``: the Elo intervals per anchor and judge."""
-    from ..offline.fit_raee import plot_raee
+    from ..offline.raee.fit import plot_raee
 
     return plot_raee(report, Path(folder))
 
 
 def raee_se_curve_plot(source: str | Path, out: str | Path, *, log: bool, judges: list[str] | None = None) -> Path:
     """``fit raee --se-curve FILE``: the analytic SE against the empirical one as prompts grow."""
-    from ..offline.fit_raee import plot_se_curve, se_curve
+    from ..offline.raee.fit import plot_se_curve, se_curve
 
     source = Path(source)
     curves = se_curve(source, log=log, judges=judges)
@@ -32,14 +32,14 @@ def raee_se_curve_plot(source: str | Path, out: str | Path, *, log: bool, judges
 
 def truth_scores(responses: str | Path, truth: str) -> dict[str, float]:
     """Each candidate's mean human score ``human[truth]`` in a responses file (``--responses/--truth``)."""
-    from ..offline.fit_simplex import truth_scores as scores
+    from ..offline.simplex.fit import truth_scores as scores
 
     return scores(responses, truth)
 
 
 def format_simplex(report: Any) -> str:
     """``fit simplex``'s report as text."""
-    from ..offline.simplex_text import format_simplex as text
+    from ..offline.simplex.text import format_simplex as text
 
     return text(report)
 
@@ -47,7 +47,7 @@ def format_simplex(report: Any) -> str:
 def simplex_plots(folder: str | Path, report: Any, fit: Any, data: Any, collapse: list[int] | None = None) -> list[Path]:
     """``fit simplex --plot DIR``: the rank intervals, the judges' triangles and (after a sweep) the
     sensitivity plot."""
-    from ..offline.simplex_plots import rank_plot, sensitivity_plot, simplex_plot
+    from ..offline.simplex.plots import rank_plot, sensitivity_plot, simplex_plot
 
     folder = Path(folder)
     paths = [rank_plot(report, folder / "simplex-ranks.png"), simplex_plot(fit, data, folder / "simplex-judges.png", collapse=collapse)]
@@ -58,21 +58,21 @@ def simplex_plots(folder: str | Path, report: Any, fit: Any, data: Any, collapse
 
 def format_calibration(found: list) -> str:
     """``calibrate``'s table as text."""
-    from ..offline.calibrate import format_calibration as text
+    from ..offline.judges.calibrate import format_calibration as text
 
     return text(found)
 
 
 def calibration_plot(found: list, out: str | Path, *, inputs: list) -> Path:
     """``calibrate --plot FILE``: the reliability diagrams."""
-    from ..offline.calibrate import plot_calibration
+    from ..offline.judges.calibrate import plot_calibration
 
     return plot_calibration(found, Path(out), inputs=inputs)
 
 
 def format_judge_board(board: dict) -> str:
     """``judges``' table as text."""
-    from ..offline.judge_board import format_judge_board as text
+    from ..offline.judges.board import format_judge_board as text
 
     return text(board)
 

@@ -10,22 +10,22 @@ from ..errors import OrchestratorError
 
 
 def cache_stats(cache: str | Path | None = None) -> dict:
-    """``orchestrator cache stats --json``: :func:`orchestrator.offline.cache_admin.cache_stats`."""
-    from ..offline.cache_admin import cache_stats as stats
+    """``orchestrator cache stats --json``: :func:`orchestrator.offline.cache.admin.cache_stats`."""
+    from ..offline.cache.admin import cache_stats as stats
 
     return stats(cache)
 
 
 def cache_prune(cache: str | Path | None = None, *, older_than: float | None = None, model: str | None = None, everything: bool = False):
     """``orchestrator cache prune``; ``(removed, left)``."""
-    from ..offline.cache_admin import cache_prune as prune
+    from ..offline.cache.admin import cache_prune as prune
 
     return prune(cache, older_than=older_than, model=model, everything=everything)
 
 
 def cache_import(source: str | Path, cache: str | Path | None = None, **log_options):
-    """``orchestrator cache import``: :func:`orchestrator.offline.cache_admin.cache_import`."""
-    from ..offline.cache_admin import cache_import as fill
+    """``orchestrator cache import``: :func:`orchestrator.offline.cache.admin.cache_import`."""
+    from ..offline.cache.admin import cache_import as fill
 
     return fill(source, cache, **log_options)
 
@@ -79,7 +79,7 @@ def simulate(
     written. ``-`` is standard output."""
     import json
 
-    from ..offline.simulate import JUDGE_PRESETS, simulate_dataset
+    from ..offline.replay.simulate import JUDGE_PRESETS, simulate_dataset
     from ..outputs import check_output, open_output, same_file
 
     if judge not in JUDGE_PRESETS:
@@ -156,8 +156,8 @@ def record(
 
     from ..judging.client import LiteLLMJudge, get_profile
     from ..judging.embedded import EmbeddedServer
-    from ..offline.record import load_prompts, plan_recording
-    from ..offline.record import record as run_recording
+    from ..offline.replay.record import load_prompts, plan_recording
+    from ..offline.replay.record import record as run_recording
     from ..outputs import check_output
     from ..records.templates import get_template
 

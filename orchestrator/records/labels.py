@@ -1,5 +1,5 @@
 """People's labels as records: one absolute score of an answer or one pairwise verdict,
-validated like every input. The JSONL file format (``offline/human_labels.py``), the run file's
+validated like every input. The JSONL file format (``offline/judges/human_labels.py``), the run file's
 ``human_labels`` table (``store/labels.py``) and the labelling page all carry these two shapes."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..offline.results import poe_fits, ranking_in
+from ..offline.runs.results import poe_fits, ranking_in
 from ..poe import neighbour_status
 from ..records.config import RunConfig
 from ..records.dataset import Dataset
@@ -211,7 +211,7 @@ def collect(path: str | Path) -> ReportData:
 
         data.repeatability = repeat_summary(stored_repeats(store.db.conn), data.ranking.get("groups"))
         if config.reference is not None and any(r.kind == "reference" for r in ok):
-            from ..offline.fit_raee import RaeeOptions, fit_raee, format_raee
+            from ..offline.raee.fit import RaeeOptions, fit_raee, format_raee
 
             data.raee_text = format_raee(fit_raee(path, RaeeOptions(soft=config.reference.soft), store=store))
     per_round: dict[int, list[JudgmentRecord]] = defaultdict(list)

@@ -13,21 +13,21 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
 
-from ..errors import OrchestratorError
-from ..raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
-from ..raee.self_preference import logit_win_rates, self_preference
+from ...errors import OrchestratorError
+from ...raee import JudgeBias, RaeeReport, ReferenceJudgments, item_matrix
+from ...raee.self_preference import logit_win_rates, self_preference
 from .length_control import FLAG_SHIFT, controlled_report, extreme_shift
 
 if TYPE_CHECKING:
-    from ..store import RunStore
+    from ...store import RunStore
 
 __all__ = ["apply_self_control", "run_families"]
 
 
 def run_families(source: str | Path, store: RunStore | None = None) -> dict[str, str]:
     """A run's ``model.families`` (empty when it declares none; ``store``: the run file already open)."""
-    from ..records.config import RunConfig
-    from ..store import open_run
+    from ...records.config import RunConfig
+    from ...store import open_run
 
     if store is None:
         with open_run(source, write=False) as opened:
@@ -68,7 +68,7 @@ def apply_self_control(
         OrchestratorError: a judge without a declared family, no candidate of any judge's family,
             or a self-preference that cannot be told from the family's quality.
     """
-    from ..records.families import family_problem
+    from ...records.families import family_problem
 
     problem = family_problem(
         families,

@@ -28,21 +28,21 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import OrchestratorError, RunFailed
-from ..judging.client import JudgeProfile
-from ..judging.log_judge import LogJudge
-from ..poe import PoEConfig, Strategy, parse_strategy, threads_for
-from ..poe.covariates import CONTROLS
-from ..records.config import RunConfig
-from ..records.dataset import Dataset, PromptRow, ResponseText
-from ..records.log import ResponseRow, load_log, load_responses
-from ..records.templates import get_template
-from ..run.engine import RunEngine, RunEvent
-from ..run.groups import build_groups_for, fit_group, item_name
-from ..store import create_run
+from ...errors import OrchestratorError, RunFailed
+from ...judging.client import JudgeProfile
+from ...judging.log_judge import LogJudge
+from ...poe import PoEConfig, Strategy, parse_strategy, threads_for
+from ...poe.covariates import CONTROLS
+from ...records.config import RunConfig
+from ...records.dataset import Dataset, PromptRow, ResponseText
+from ...records.log import ResponseRow, load_log, load_responses
+from ...records.templates import get_template
+from ...run.engine import RunEngine, RunEvent
+from ...run.groups import build_groups_for, fit_group, item_name
+from ...store import create_run
 from .log_groups import SCOPES, Group, build_groups
-from .replay_report import GroupReplay, ReplayReport, average_curves, mean_sd, spearman
-from .replay_settings import ReplaySettings
+from .report import GroupReplay, ReplayReport, average_curves, mean_sd, spearman
+from .settings import ReplaySettings
 
 __all__ = [
     "SCOPES",
@@ -335,7 +335,7 @@ def replay_files(
         raise OrchestratorError("--truth FIELD reads the human scores in --responses FILE.jsonl: give it too")
     records = load_log(log)
     if "self" in settings.control and settings.families:  # (without families: ReplaySettings.checked says so)
-        from ..records.families import family_problem
+        from ...records.families import family_problem
 
         chosen = [r for _, r in records if judge is None or r.judge == judge]
         judges = sorted({r.judge for r in chosen})

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..poe import Posterior, neighbour_status
-from ..poe.stated import fit_calibration, scored_verdicts
-from ..poe.stopping import MAX_ERROR
-from ..run.groups import Group, judge_names
-from ..store import JudgmentRecord
+from ...poe import Posterior, neighbour_status
+from ...poe.stated import fit_calibration, scored_verdicts
+from ...poe.stopping import MAX_ERROR
+from ...run.groups import Group, judge_names
+from ...store import JudgmentRecord
 
 __all__ = ["judge_summary", "practical_ties"]
 

@@ -250,7 +250,7 @@ def simulate_length_scores(
     (:func:`orchestrator.poe.covariates.answer_covariates`), κ = ``length_effect``, ε ~ N(0,
     ``noise``²), variance ``noise``². Returns the true scores and ``(item, mean, var, judge 0, x)``
     tuples (``Observations.from_lists``)."""
-    from ..poe.covariates import answer_covariates
+    from ...poe.covariates import answer_covariates
 
     rng = np.random.default_rng(seed)
     scores = rng.normal(0.0, 1.0, candidates)
@@ -283,7 +283,7 @@ def simulate_length_comparisons(
     + β_bold z_bold + ε), z the normalised differences of :mod:`orchestrator.poe.covariates`, ε ~
     N(0, ``noise``²). Returns the true scores and ``(first, second, p, judge 0, *z[controls])``
     tuples (``Observations.from_lists``)."""
-    from ..poe.covariates import comparison_covariates
+    from ...poe.covariates import comparison_covariates
 
     rng = np.random.default_rng(seed)
     scores = rng.normal(0, 1, candidates)
@@ -318,7 +318,7 @@ def simulate_shared_bias_panel(
     (prompt, candidate, 1 or 0), people's win rate on the pool per candidate)``."""
     from scipy.special import expit, logit
 
-    from ..raee import ReferenceJudgments
+    from ...raee import ReferenceJudgments
 
     rng = np.random.default_rng(seed)
     difficulty = rng.normal(0, 1, size=prompts)

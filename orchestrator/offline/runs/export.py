@@ -8,12 +8,12 @@ import json
 import math
 from pathlib import Path
 
-from ..errors import OrchestratorError
-from ..outputs import open_output
-from ..records.config import RunConfig
-from ..records.log import LogRecord, grade_vector
-from ..run.planners import reference_items
-from ..store import JudgmentRecord, RunStore, open_run
+from ...errors import OrchestratorError
+from ...outputs import open_output
+from ...records.config import RunConfig
+from ...records.log import LogRecord, grade_vector
+from ...run.planners import reference_items
+from ...store import JudgmentRecord, RunStore, open_run
 
 __all__ = ["EXPORT_FORMATS", "export", "log_records"]
 

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import OrchestratorError
-from ..judging.client import Judge, JudgeRequest, Judgment
-from ..judging.dispatch import RetryPolicy, call_with_retries
-from ..outputs import check_output, open_output
-from ..records.dataset import PromptRow, load_prompts
-from ..records.judgments import request_key
-from ..records.log import load_responses, read_jsonl
-from ..records.templates import Template
-from ..secrets import redact, redact_json
+from ...errors import OrchestratorError
+from ...judging.client import Judge, JudgeRequest, Judgment
+from ...judging.dispatch import RetryPolicy, call_with_retries
+from ...outputs import check_output, open_output
+from ...records.dataset import PromptRow, load_prompts
+from ...records.judgments import request_key
+from ...records.log import load_responses, read_jsonl
+from ...records.templates import Template
+from ...secrets import redact, redact_json
 
 __all__ = ["RecordPlan", "plan_recording", "record", "request_key", "load_prompts"]  # load_prompts: from .dataset
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 
-from ..poe.information import InformationTest, content_test
+from ...poe.information import InformationTest, content_test
 
 __all__ = ["GUIDE", "information_warnings", "judge_information"]
 

@@ -21,10 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import OrchestratorError
-from ..records.importers import csv_rows
-from ..records.labels import AbsoluteLabel, PairwiseLabel, label_candidates, label_item
-from ..records.log import validate_jsonl, validation_message
+from ...errors import OrchestratorError
+from ...records.importers import csv_rows
+from ...records.labels import AbsoluteLabel, PairwiseLabel, label_candidates, label_item
+from ...records.log import validate_jsonl, validation_message
 
 __all__ = [
     "AbsoluteLabel",
@@ -167,9 +167,9 @@ def run_labels(path: str | Path) -> HumanLabels:
 
     Raises:
         OrchestratorError: not a run file this version reads (one line, as every command on a run)."""
-    from ..store import check_run_file
-    from ..store.labels import stored_labels
-    from ..store.locks import snapshot_reader
+    from ...store import check_run_file
+    from ...store.labels import stored_labels
+    from ...store.locks import snapshot_reader
 
     check_run_file(Path(path))
     conn = snapshot_reader(Path(path))

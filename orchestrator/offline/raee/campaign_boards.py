@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..records.config import RunConfig
-from ..records.dataset import Dataset
-from ..run.planners import reference_items
-from ..store import RunStore
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
+from ...run.planners import reference_items
+from ...store import RunStore
 
 __all__ = ["SLICE_MIN_PROMPTS", "campaign_group", "reference_ranking"]
 
@@ -31,7 +31,7 @@ def campaign_group(
     ``level`` rank intervals from score draws ``(S, N)`` (columns in ``names`` order), truth."""
     import numpy as np
 
-    from ..poe.ranks import rank_interval_arrays  # numpy only: reading a leaderboard needs no torch
+    from ...poe.ranks import rank_interval_arrays  # numpy only: reading a leaderboard needs no torch
 
     _, lower, upper, _ = rank_interval_arrays(np.asarray(draws), level)
     entries = []
@@ -63,9 +63,9 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
     (superpopulation) SE."""
     import numpy as np
 
-    from ..raee import known, leaderboard
-    from ..raee.estimates import outcomes
-    from .fit_raee import RaeeOptions, fit_raee, load_reference_judgments
+    from ...raee import known, leaderboard
+    from ...raee.estimates import outcomes
+    from .fit import RaeeOptions, fit_raee, load_reference_judgments
 
     loaded = load_reference_judgments(path, log=False, store=store)
     data = loaded[0]
@@ -93,7 +93,7 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
         elif config.reference is not None and config.selection.only_with:  # an extended run: its own board
             _place_on_own_board(group, anchor, data, set(config.selection.only_with), config.reference.soft, level)
         out.append(group)
-    from .information import information_warnings, judge_information
+    from ..judges.information import information_warnings, judge_information
 
     # P(first shown better): the candidate's win probability when it was shown first (swapped: the anchor second)
     swapped = data.swapped if data.swapped is not None else np.zeros(len(data), dtype=bool)
@@ -152,8 +152,8 @@ def _win_rates(
     it)."""
     import numpy as np
 
-    from ..raee import item_matrix
-    from ..raee.allocation import simultaneous_half, win_rate_intervals
+    from ...raee import item_matrix
+    from ...raee.allocation import simultaneous_half, win_rate_intervals
 
     assert config.reference is not None
     if prompts is not None:
@@ -209,7 +209,7 @@ def _slices(
     (``sigma``); ``small`` marks a category with fewer than :data:`SLICE_MIN_PROMPTS` judged prompts."""
     import numpy as np
 
-    from ..poe.ranks import rank_interval_arrays
+    from ...poe.ranks import rank_interval_arrays
 
     by_category: dict[str, set[str]] = {}
     for prompt in dataset.prompts.values():

@@ -1,6 +1,6 @@
 """``orchestrator judges``: a leaderboard of judges against people (AlpacaEval's
 ``analyze_evaluators``). For every judge of a log, against the human labels of
-:mod:`orchestrator.offline.human_labels`:
+:mod:`orchestrator.offline.judges.human_labels`:
 
 - ``agreement``: the share of its verdicts on pairs where people prefer one answer that side with
   them (a judge's tie counts ½). A pairwise judgment is one verdict; an absolute judge's verdicts
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from ..errors import OrchestratorError
-from ..records.log import GRADES, LogRecord, grade_vector, prob_first
+from ...errors import OrchestratorError
+from ...records.log import GRADES, LogRecord, grade_vector, prob_first
 from .human_labels import HumanLabels
 
 __all__ = ["judge_board", "format_judge_board"]

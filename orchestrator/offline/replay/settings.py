@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import OrchestratorError
+from ...errors import OrchestratorError
 
 if TYPE_CHECKING:
-    from ..poe import PoEConfig, Strategy
+    from ...poe import PoEConfig, Strategy
     from .log_groups import Group
 
 __all__ = ["ReplaySettings"]
@@ -46,9 +46,9 @@ class ReplaySettings:
             OrchestratorError: a bad strategy, expert, debias mode, batch, budget, seeds, seed,
                 panel or control (one line naming the option).
         """
-        from ..poe import DEBIAS_MODES, PoEConfig, get_expert, parse_strategy
-        from ..poe.covariates import CONTROLS, expand_controls
-        from ..records.config import MAX_BATCH
+        from ...poe import DEBIAS_MODES, PoEConfig, get_expert, parse_strategy
+        from ...poe.covariates import CONTROLS, expand_controls
+        from ...records.config import MAX_BATCH
 
         control = list(dict.fromkeys(self.control))
         unknown = sorted(set(control) - set(CONTROLS))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plotting import pyplot, save
+from ..plotting import pyplot, save
 
 __all__ = ["rank_plot", "sensitivity_plot", "simplex_plot", "DEFAULT_COLLAPSE"]
 
@@ -29,7 +29,7 @@ _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])
 
 
 def rank_plot(report, path: str | Path) -> Path:
-    """Rank intervals of a :class:`~orchestrator.offline.fit_simplex.SimplexReport`, best at the top."""
+    """Rank intervals of a :class:`~orchestrator.offline.simplex.fit.SimplexReport`, best at the top."""
     plt = pyplot()
     rows = report.candidates
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.6))
@@ -77,7 +77,7 @@ def _xy(p: np.ndarray) -> np.ndarray:
 
 def simplex_plot(fit, data, path: str | Path, *, collapse: list[int] | None = None, n_draws: int = 60, seed: int = 0) -> Path:
     """Judges' vertex configurations from posterior draws and the candidates on the triangle."""
-    from ..errors import OrchestratorError
+    from ...errors import OrchestratorError
 
     plt = pyplot()
     mapping = collapse or DEFAULT_COLLAPSE.get(data.levels)

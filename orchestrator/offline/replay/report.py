@@ -1,4 +1,4 @@
-"""What a replay returns (:mod:`orchestrator.offline.replay`): one group's curve and final
+"""What a replay returns (:mod:`orchestrator.offline.replay.replay`): one group's curve and final
 posterior (:class:`GroupReplay`), the averages over groups and seeds with the ``--json`` form
 (:class:`ReplayReport`), and the curve helpers."""
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import rankdata
 
-from ..poe import Posterior, ranking_order
-from ..poe.covariates import COVARIATES
+from ...poe import Posterior, ranking_order
+from ...poe.covariates import COVARIATES
 
 __all__ = ["GroupReplay", "ReplayReport", "average_curves", "mean_sd", "spearman"]
 
@@ -63,7 +63,7 @@ class ReplayReport:
     groups: list[GroupReplay] = field(repr=False, default_factory=list)
     """Per-group results of the first seed."""
     people: dict[str, dict] = field(default_factory=dict)
-    """With ``--human``: per group, people's ranking (:func:`orchestrator.offline.replay_people.people_rankings`)."""
+    """With ``--human``: per group, people's ranking (:func:`orchestrator.offline.replay.people.people_rankings`)."""
 
     def to_json(self) -> dict:
         return {

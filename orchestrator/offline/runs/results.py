@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..records.config import RunConfig
-from ..records.dataset import Dataset
-from ..store import JudgmentRecord, RunStore, open_run
-from .campaign_boards import campaign_group, reference_ranking
+from ...records.config import RunConfig
+from ...records.dataset import Dataset
+from ...store import JudgmentRecord, RunStore, open_run
+from ..raee.campaign_boards import campaign_group, reference_ranking
 
 __all__ = ["ranking", "ranking_in", "status"]
 
@@ -20,9 +20,9 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
     baseline). Judge quality is not modelled here — that is ``orchestrator fit simplex``."""
     import numpy as np
 
-    from ..simplex import build_score_data
-    from ..simplex.baselines import simple_average
-    from .fit_simplex import load_absolute_judgments
+    from ...simplex import build_score_data
+    from ...simplex.baselines import simple_average
+    from ..simplex.fit import load_absolute_judgments
 
     records, _ = load_absolute_judgments(path, log=False)
     if not records:
@@ -56,9 +56,9 @@ def _absolute_ranking(path: str | Path, config: RunConfig, dataset: Dataset, tem
 
 def poe_fits(config: RunConfig, dataset: Dataset, judgments: list[JudgmentRecord]) -> tuple[list, list]:
     """The run's groups and their cold fits on ``judgments`` (what ``rank`` and the engine fit)."""
-    from ..run.calibration import temperatures_for
-    from ..run.groups import build_groups_for, fit_groups
-    from ..run.planners.poe import poe_config
+    from ...run.calibration import temperatures_for
+    from ...run.groups import build_groups_for, fit_groups
+    from ...run.planners.poe import poe_config
 
     groups = build_groups_for(dataset, config.data.scope)
     temperatures = temperatures_for(config.model.temperature, judgments, dataset, config.data.truth)
@@ -84,7 +84,7 @@ def ranking_in(path: str | Path, store: RunStore, *, level: float = 0.95, fits: 
 
 
 def _flags(dataset: Dataset) -> dict[str, list[str]]:
-    from ..raee.control import candidate_flags
+    from ...raee.control import candidate_flags
 
     answers: dict[str, list[str]] = {}
     for by_candidate in dataset.responses.values():
@@ -107,10 +107,10 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
     # the PoE stack (torch) only where a PoE posterior is read: campaigns rank without it
-    from ..poe import centred_variances, marginal_variances, posterior_entropy, rank_intervals, ranking_order
-    from ..poe.uncertainty import adjacent_reorder_probabilities
-    from ..run.groups import split_by_group
-    from .panel import judge_summary, practical_ties
+    from ...poe import centred_variances, marginal_variances, posterior_entropy, rank_intervals, ranking_order
+    from ...poe.uncertainty import adjacent_reorder_probabilities
+    from ...run.groups import split_by_group
+    from ..judges.panel import judge_summary, practical_ties
 
     groups, posteriors = fits if fits is not None else poe_fits(config, dataset, judgments)
     truth = config.data.truth
@@ -161,7 +161,7 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
                 entry["spearman_vs_truth"] = round(float(spearmanr([-r["rank"] for r in rows], values).statistic), 4)
         out.append(entry)
     _add_people(store, config.data.scope, groups, posteriors, out, level)
-    from .information import information_warnings, judge_information
+    from ..judges.information import information_warnings, judge_information
 
     tests = judge_information(
         (row.judge, (group.key, row.candidates[0]), (group.key, row.candidates[1]), row.p_first)
@@ -186,10 +186,10 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
 
 def _add_people(store: RunStore, scope: str, groups: list, posteriors: list, entries: list[dict], level: float) -> None:
     """With labels in the run file (``orchestrator label``): each group's people's ranking beside the
-    judges' (:mod:`orchestrator.offline.replay_people`), as ``entry["people"]``."""
-    from ..store.labels import stored_labels
-    from .human_labels import as_labels
-    from .replay_people import people_rankings
+    judges' (:mod:`orchestrator.offline.replay.people`), as ``entry["people"]``."""
+    from ...store.labels import stored_labels
+    from ..judges.human_labels import as_labels
+    from ..replay.people import people_rankings
 
     stored = stored_labels(store.db.conn)
     if not stored:
@@ -202,8 +202,8 @@ def _add_people(store: RunStore, scope: str, groups: list, posteriors: list, ent
 
 def _forecast(store, config: RunConfig, posteriors: list) -> dict | None:
     """Expected calls, tokens and USD to the stopping rule (PoE runs with a pilot; :mod:`orchestrator.run.forecast`)."""
-    from ..run.forecast import forecast
-    from ..run.planners import planner_for
+    from ...run.forecast import forecast
+    from ...run.planners import planner_for
 
     dataset = store.dataset()
     n_judges = len(config.judging.judges)
@@ -225,7 +225,7 @@ def status(path: str | Path) -> dict:
         fits = poe_fits(config, store.dataset(), list(store.judgments())) if poe else None
         forecast = _forecast(store, config, fits[1]) if fits is not None and run["status"] != "finished" else None
         deployments = store.deployment_counts()
-        from ..store.labels import label_progress
+        from ...store.labels import label_progress
 
         people = label_progress(store.db.conn)
         rank = ranking_in(path, store, fits=fits)  # the same open store: the run file is read once

@@ -10,11 +10,11 @@ from typing import Iterable, Literal
 import numpy as np
 import torch
 
-from ..errors import OrchestratorError
-from ..poe import absolute_moments
-from ..records.log import LogRecord, ResponseRow
-from ..run.groups import item_name
-from ..store import JudgmentRecord
+from ...errors import OrchestratorError
+from ...poe import absolute_moments
+from ...records.log import LogRecord, ResponseRow
+from ...run.groups import item_name
+from ...store import JudgmentRecord
 
 __all__ = ["SCOPES", "Group", "build_groups"]
 

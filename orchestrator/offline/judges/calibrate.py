@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import OrchestratorError
-from ..records.config import RunConfig
-from ..records.log import load_log, load_responses
-from ..run.calibration import Calibration, calibrate
-from ..store import JudgmentRecord, open_run
+from ...errors import OrchestratorError
+from ...records.config import RunConfig
+from ...records.log import load_log, load_responses
+from ...run.calibration import Calibration, calibrate
+from ...store import JudgmentRecord, open_run
 
 __all__ = ["calibrate_source", "format_calibration", "plot_calibration"]
 
@@ -73,7 +73,7 @@ def format_calibration(calibrations: list[Calibration]) -> str:
 
 def plot_calibration(calibrations: list[Calibration], path: str | Path, *, inputs: list) -> Path:
     """Reliability diagrams, one panel per judge, before and after the temperature."""
-    from .plotting import pyplot, save
+    from ..plotting import pyplot, save
 
     plt = pyplot()
     n = len(calibrations)

@@ -3,8 +3,8 @@ speak to a candidate and its anchor rectify the judge's outcomes (PPI++, :mod:`o
 
 from __future__ import annotations
 
-from ..raee import RaeeReport, ReferenceJudgments
-from .human_labels import HumanLabels
+from ...raee import RaeeReport, ReferenceJudgments
+from ..judges.human_labels import HumanLabels
 
 __all__ = ["fmt", "format_people", "with_people"]
 
@@ -17,7 +17,7 @@ def fmt(x: float | None, spec: str) -> str:
 def with_people(report: RaeeReport, data: ReferenceJudgments, human: HumanLabels, *, soft: bool) -> RaeeReport:
     """Each row's people's win rate against its anchor (PPI++, :mod:`orchestrator.raee.human`) from
     the labels that speak to the candidate and the anchor on a judged prompt."""
-    from ..raee.human import people_estimates
+    from ...raee.human import people_estimates
 
     votes, scores = human.pair_votes(), human.mean_scores()
 

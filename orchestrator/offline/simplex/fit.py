@@ -15,10 +15,10 @@ import numpy as np
 from pydantic import BaseModel
 from scipy.stats import rankdata, spearmanr
 
-from ..errors import OrchestratorError
-from ..records.config import RunConfig
-from ..records.log import load_log, load_responses
-from ..simplex import (
+from ...errors import OrchestratorError
+from ...records.config import RunConfig
+from ...records.log import load_log, load_responses
+from ...simplex import (
     ScoreData,
     SimplexFit,
     SimplexSettings,
@@ -29,8 +29,8 @@ from ..simplex import (
     parse_self_map,
     sensitivity_sweep,
 )
-from ..store import open_run
-from .human_labels import HumanLabels
+from ...store import open_run
+from ..judges.human_labels import HumanLabels
 
 __all__ = ["SimplexReport", "load_absolute_judgments", "people_beside", "run_simplex", "truth_scores"]
 
@@ -201,7 +201,7 @@ def _human_grid(human: str | Path | None, data: ScoreData) -> tuple[np.ndarray |
     ``(None, None, [])`` without ``--human``."""
     if human is None:
         return None, None, []
-    from .human_labels import load_human_labels
+    from ..judges.human_labels import load_human_labels
 
     labels = load_human_labels(human)
     candidates, questions = set(data.candidates), set(data.questions)
@@ -228,8 +228,8 @@ def people_beside(fit: SimplexFit, labels: HumanLabels, questions: list[str], le
     matrices and the prevalences but cannot move a candidate that every judge misplaces — the bias
     this ranking allows for. ``{"labels", "tau", "ranking", "coverage_vs_truth"}``; None when no
     label is usable."""
-    from ..poe.human import spread_grid
-    from .replay_people import people_ranking, verdict_indices
+    from ...poe.human import spread_grid
+    from ..replay.people import people_ranking, verdict_indices
 
     index = {c: k for k, c in enumerate(fit.candidates)}
     asked = set(questions)

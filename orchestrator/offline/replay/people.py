@@ -8,10 +8,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..poe import Posterior
-from ..poe.human import TAU_GRID, people_scores
-from ..poe.uncertainty import rank_intervals_from_draws
-from .human_labels import HumanLabels
+from ...poe import Posterior
+from ...poe.human import TAU_GRID, people_scores
+from ...poe.uncertainty import rank_intervals_from_draws
+from ..judges.human_labels import HumanLabels
 
 __all__ = ["people_ranking", "people_rankings", "verdict_indices"]
 

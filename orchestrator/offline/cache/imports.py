@@ -16,16 +16,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import OrchestratorError
-from ..judging.cache import cache_key, judge_identity
-from ..judging.client import JudgeProfile, get_profile
-from ..records.dataset import load_dataset
-from ..records.log import LogRecord, read_jsonl
-from ..records.templates import Template, get_template
-from ..run.requests import DATASET_ANCHOR, render_messages
-from ..store import JudgmentRecord, open_run
-from ..store.cache import JudgmentCache
-from ..store.identities import read_identities
+from ...errors import OrchestratorError
+from ...judging.cache import cache_key, judge_identity
+from ...judging.client import JudgeProfile, get_profile
+from ...records.dataset import load_dataset
+from ...records.log import LogRecord, read_jsonl
+from ...records.templates import Template, get_template
+from ...run.requests import DATASET_ANCHOR, render_messages
+from ...store import JudgmentRecord, open_run
+from ...store.cache import JudgmentCache
+from ...store.identities import read_identities
 
 __all__ = ["ImportResult", "import_log", "import_run"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OrchestratorError
-from ..raee import (
+from ...errors import OrchestratorError
+from ...raee import (
     MID_REGION,
     SE_CURVE_SIZES,
     RaeeReport,
@@ -26,14 +26,14 @@ from ..raee import (
     reference_wtl,
     se_calibration,
 )
-from ..records.config import RunConfig
-from ..records.log import load_log
-from ..run.planners import reference_items
-from ..store import RunStore, open_run
-from .human_labels import HumanLabels
-from .plotting import pyplot, save
-from .raee_people import fmt as _fmt
-from .raee_people import format_people, with_people
+from ...records.config import RunConfig
+from ...records.log import load_log
+from ...run.planners import reference_items
+from ...store import RunStore, open_run
+from ..judges.human_labels import HumanLabels
+from ..plotting import pyplot, save
+from .people import fmt as _fmt
+from .people import format_people, with_people
 
 __all__ = ["load_reference_judgments", "RaeeOptions", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
 
@@ -144,7 +144,7 @@ def fit_raee(
     what :func:`load_reference_judgments` returned for ``source`` when the caller has it already.
     The answers' texts (``responses``; a run's own dataset by default) add the flags of degenerate
     candidates, and with ``options.control`` length-controlled win rates
-    (:func:`orchestrator.offline.length_control.apply_controls`); ``read_texts=False`` skips a
+    (:func:`orchestrator.offline.raee.length_control.apply_controls`); ``read_texts=False`` skips a
     run's texts when neither is asked (``rank`` flags candidates itself). ``human``: people's labels,
     which add each candidate's people's win rate (:func:`with_people`); labels of no judged answer
     are refused in one line, naming ``human_source``. ``store``: the run file
@@ -174,7 +174,7 @@ def fit_raee(
         candidates=info["candidates"],
     )
     if human is not None:
-        from .human_labels import refuse_unmatched
+        from ..judges.human_labels import refuse_unmatched
 
         answers = {*zip(data.prompt.tolist(), data.candidate.tolist()), *zip(data.prompt.tolist(), data.anchor.tolist())}
         refuse_unmatched(human, answers, human_source, f"judged in {source}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OrchestratorError
-from ..judging.cache import default_cache_path
-from ..store.cache import JudgmentCache
+from ...errors import OrchestratorError
+from ...judging.cache import default_cache_path
+from ...store.cache import JudgmentCache
 
 __all__ = ["CacheImport", "cache_import", "cache_path", "cache_prune", "cache_stats"]
 
@@ -70,7 +70,7 @@ def cache_import(
 ) -> CacheImport:
     """Fill the cache from a run file, or from a judgment log whose requests are rendered again
     from ``prompts``/``responses`` for the judge profile ``judge``."""
-    from .cache_import import import_log, import_run
+    from .imports import import_log, import_run
 
     source = Path(source)
     if not source.is_file():

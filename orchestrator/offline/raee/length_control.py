@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import OrchestratorError
-from ..raee import JudgeBias, RaeeReport, RaeeRow, ReferenceJudgments, item_matrix
-from ..raee.control import candidate_flags, length_controlled
-from ..records.log import load_responses
+from ...errors import OrchestratorError
+from ...raee import JudgeBias, RaeeReport, RaeeRow, ReferenceJudgments, item_matrix
+from ...raee.control import candidate_flags, length_controlled
+from ...records.log import load_responses
 
 if TYPE_CHECKING:
-    from ..store import RunStore
+    from ...store import RunStore
 
 __all__ = [
     "CONTROLS",
@@ -49,8 +49,8 @@ def response_texts(path: str | Path) -> dict[tuple[str, str], str]:
 def run_texts(source: str | Path, store: RunStore | None = None) -> dict[tuple[str, str], str]:
     """``(prompt_id, candidate) → text`` of a run's stored dataset, the anchors' texts included
     (``store``: the run file already open)."""
-    from ..records.config import RunConfig
-    from ..store import open_run
+    from ...records.config import RunConfig
+    from ...store import open_run
 
     if store is None:
         with open_run(source, write=False) as opened:
@@ -59,7 +59,7 @@ def run_texts(source: str | Path, store: RunStore | None = None) -> dict[tuple[s
     config = RunConfig.from_stored(store.config)
     texts = {(p, c): r.text for p, by in dataset.responses.items() for c, r in by.items()}
     if config.reference is not None and config.reference.anchor == "dataset":
-        from ..run.planners.reference import DATASET_ANCHOR
+        from ...run.planners.reference import DATASET_ANCHOR
 
         for prompt, row in dataset.prompts.items():
             if row.reference:

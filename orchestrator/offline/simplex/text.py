@@ -3,7 +3,7 @@ sensitivity and warnings — with a failed or fallback fit said first."""
 
 from __future__ import annotations
 
-from .fit_simplex import SimplexReport
+from .fit import SimplexReport
 
 __all__ = ["format_simplex"]
 

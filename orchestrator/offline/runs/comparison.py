@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..records.config import RunConfig
-from ..run.planners.compare import comparison_order, decision_of, describe, prompt_outcomes
-from ..run.planners.compare_anchor import anchor_name, anchored_decision, anchored_order, anchored_outcomes, describe_anchored, shares
-from ..store import RunStore, open_run
+from ...records.config import RunConfig
+from ...run.planners.compare import comparison_order, decision_of, describe, prompt_outcomes
+from ...run.planners.compare_anchor import anchor_name, anchored_decision, anchored_order, anchored_outcomes, describe_anchored, shares
+from ...store import RunStore, open_run
 
 __all__ = ["EXIT_CODES", "comparison", "comparison_in", "exit_code"]
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OrchestratorError
-from ..paths import file_sha256
-from ..raee import ReferenceJudgments
-from ..raee.board import Board, fit_board, place
-from ..raee.tables import item_matrix
+from ...errors import OrchestratorError
+from ...paths import file_sha256
+from ...raee import ReferenceJudgments
+from ...raee.board import Board, fit_board, place
+from ...raee.tables import item_matrix
 
 __all__ = ["MIN_BOARD_MODELS", "board_snapshot", "check_board_against_data", "load_board", "own_board_placements", "placements"]
 
@@ -29,7 +29,7 @@ def load_board(path: str | Path, anchor: str, *, soft: bool) -> tuple[list[str],
     Raises:
         OrchestratorError: one line: no such file, not a run file or log, no judgment against
             ``anchor``, fewer than :data:`MIN_BOARD_MODELS` models."""
-    from .fit_raee import load_reference_judgments
+    from .fit import load_reference_judgments
 
     path = Path(path)
     if not path.is_file():

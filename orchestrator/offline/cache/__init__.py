@@ -1,0 +1,1 @@
+"""The judgment cache's commands: ``cache stats``/``prune`` (entry: :mod:`.admin`) and ``cache import``."""

@@ -1,0 +1,2 @@
+"""Reading a run file: ``rank`` and ``status`` (entry: :mod:`.results`), the ``[compare]`` decision,
+``export``."""
