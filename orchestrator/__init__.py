@@ -26,6 +26,8 @@ __all__ = [
     "replay",
     "fit_raee",
     "fit_simplex",
+    "ReplaySettings",
+    "SimplexSettings",
     "OrchestratorError",
     "RunFailed",
     "__version__",

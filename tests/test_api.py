@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 import orchestrator as orc
 from judgekit import STOP_AT_BUDGET, quality_behaviour, write_config, write_dataset
 from orchestrator.judging.testserver import FakeOpenAIServer
@@ -50,3 +52,18 @@ def test_start_rank_export_replay_through_the_api(tmp_path):
         assert "level" in str(exc)
     else:
         raise AssertionError("level 1.5 was accepted")
+
+
+def test_the_fits_and_replay_take_their_settings_objects_checked_once_naming_the_field(tmp_path):
+    """``replay`` and ``fit_simplex`` take one settings object each; a bad choice is one line naming
+    the field (and its CLI option), raised where the object is made, before any work."""
+    import orchestrator as orc
+
+    with pytest.raises(orc.OrchestratorError, match=r"omega \(--omega\) must be ≥ 0"):
+        orc.SimplexSettings(omega=-1.0)
+    with pytest.raises(orc.OrchestratorError, match=r"likelihood \(--likelihood\)"):
+        orc.SimplexSettings(likelihood="votes")  # type: ignore[arg-type]
+    settings = orc.ReplaySettings(strategy="random", scope="global", control=("self",), families=("j=A", "m=A"))
+    assert settings.families == (("j", "A"), ("m", "A"))  # written as on the command line, read once
+    with pytest.raises(orc.OrchestratorError):
+        orc.ReplaySettings(families=("no-equals-sign",))

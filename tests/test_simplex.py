@@ -221,10 +221,12 @@ def test_degenerate_data_gives_warnings_not_crashes():
     one = build_score_data([("a", "x", f"q{i}", {str(1 + i % 3): 1.0}) for i in range(12)], levels=3)
     fit = fit_simplex(one, SimplexSettings(chains=2, warmup=100, draws=100))
     assert any("one candidate" in w for w in fit.warnings) and fit.ranks().lower.tolist() == [1]
-    with pytest.raises(OrchestratorError, match="--omega must be ≥ 0"):
+    with pytest.raises(OrchestratorError, match=r"omega \(--omega\) must be ≥ 0"):
         fit_simplex(one, SimplexSettings(omega=-1.0))
-    with pytest.raises(OrchestratorError, match="--delta needs 3 positive numbers"):
+    with pytest.raises(OrchestratorError, match=r"delta \(--delta\) needs 3 positive numbers"):
         fit_simplex(one, SimplexSettings(delta=(1.0, 2.0)))
+    with pytest.raises(OrchestratorError, match=r"delta \(--delta\) needs positive numbers"):
+        SimplexSettings(delta=(1.0, 0.0, 2.0))
 
 
 @pytest.mark.slow
@@ -300,7 +302,10 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
         (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--beta-max", "lots"], "--beta-max must be a number"),
         (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--self-judging", "gpt-5=M8"], "unknown judge 'gpt-5'"),
         (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--judge", "gpt-9"], "judge 'gpt-9' has no absolute judgments"),
-        (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--self-preference", "ignore"], "--self-preference must be"),
+        (
+            ["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--self-preference", "ignore"],
+            "self_preference (--self-preference) must be",
+        ),
         (["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--truth", "coherence"], "--responses and --truth go together"),
         (["fit", "simplex", "--levels", "5"], "exactly one"),
     ]
@@ -523,7 +528,7 @@ def test_answers_likelihood_fits_through_the_cli(capsys):
     assert report["settings"]["likelihood"] == "answers" and "one true score per answer" in report["label"]
     assert len(report["candidates"]) == 12 and report["rhat"]["ranking"] < 1.1
     assert run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--likelihood", "pairs"]) == 2
-    assert "--likelihood must be 'counts' or 'answers'" in capsys.readouterr().err
+    assert "likelihood (--likelihood) must be 'counts' or 'answers'" in capsys.readouterr().err
 
 
 def test_the_ranking_r_hat_ignores_the_latent_scales_location_and_spread():

@@ -230,9 +230,11 @@ def test_replay_with_a_sparse_posterior_runs_through_the_engine(tmp_path):
                         "probs": {"A": prob, "B": 1 - prob},
                     }
                     fh.write(json.dumps(record) + "\n")
-    kwargs = dict(responses=tmp_path / "responses.jsonl", truth="quality", scope="items", batch=50, budget=400)
-    sparse = replay(tmp_path / "log.jsonl", posterior="sparse", **kwargs)
-    dense = replay(tmp_path / "log.jsonl", posterior="dense", **kwargs)
+    from orchestrator.api import ReplaySettings
+
+    kwargs = dict(responses=tmp_path / "responses.jsonl", truth="quality")
+    sparse = replay(tmp_path / "log.jsonl", settings=ReplaySettings(scope="items", batch=50, budget=400, posterior="sparse"), **kwargs)
+    dense = replay(tmp_path / "log.jsonl", settings=ReplaySettings(scope="items", batch=50, budget=400, posterior="dense"), **kwargs)
     assert sparse.curve[-1][0] == 400 == dense.curve[-1][0]  # the log's pairs were found: the whole budget was spent
     assert sparse.curve[-1][1] > 0.6
     assert abs(sparse.curve[-1][1] - dense.curve[-1][1]) < 0.1
@@ -253,7 +255,7 @@ def test_a_non_finite_hessian_raises_instead_of_damping_for_ever():
 
 def test_replay_refuses_a_batch_above_the_configs_bound(tmp_path):
     """``--batch`` beyond what a run's config allows was an internal error (a validation traceback)."""
-    from orchestrator.api import replay
+    from orchestrator.api import ReplaySettings, replay
     from orchestrator.errors import OrchestratorError
     from orchestrator.records.config import MAX_BATCH
 
@@ -262,5 +264,5 @@ def test_replay_refuses_a_batch_above_the_configs_bound(tmp_path):
         json.dumps({"kind": "pairwise", "judge": "j", "prompt_id": "p", "candidates": ["a", "b"], "probs": {"A": 0.7, "B": 0.3}}) + "\n"
     )
     with pytest.raises(OrchestratorError, match="--batch must be <= 100,000"):
-        replay(log, batch=MAX_BATCH + 1)
-    assert replay(log, batch=MAX_BATCH).curve  # the bound itself is allowed
+        replay(log, settings=ReplaySettings(batch=MAX_BATCH + 1))
+    assert replay(log, settings=ReplaySettings(batch=MAX_BATCH)).curve  # the bound itself is allowed

@@ -167,7 +167,8 @@ def summeval(data: Path) -> dict:
     print(f"  prefers the longer summary: judge {judge[0]:.1%} of {judge[1]}, experts {experts[0]:.1%} of {experts[1]} decisive pairs")
     for control in (None, ["length"]):
         start = time.perf_counter()
-        report = api.replay(log, responses=responses, truth="coherence", strategy="random", scope="global", batch=200, control=control)
+        settings = api.ReplaySettings(strategy="random", scope="global", batch=200, control=tuple(control or ()))
+        report = api.replay(log, responses=responses, truth="coherence", settings=settings)
         ranking = report.to_json()["rankings"]["global"]
         position = {c: k for k, c in enumerate(ranking)}
         ranked = share_longer([position[a] < position[b] for _, (a, b), _ in pairs])

@@ -31,6 +31,8 @@ from .presentation import (
 from .tools import cache_import, cache_prune, cache_stats, embedded_judge, import_data, init, record, simulate
 
 __all__ = [
+    "ReplaySettings",
+    "SimplexSettings",
     "compare",
     "junit_xml",
     "start",
@@ -72,3 +74,17 @@ __all__ = [
     "replay_curve_plot",
     "bias_covariates",
 ]
+
+
+def __getattr__(name: str):
+    """The settings objects the fits and replay take, imported when first asked for (the CLI's start
+    stays light)."""
+    if name == "SimplexSettings":
+        from ..simplex.settings import SimplexSettings
+
+        return SimplexSettings
+    if name == "ReplaySettings":
+        from ..offline.replay.settings import ReplaySettings
+
+        return ReplaySettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import OrchestratorError
+
+if TYPE_CHECKING:
+    from ..offline.replay.settings import ReplaySettings
+    from ..simplex.settings import SimplexSettings
 
 
 def calibrate(
@@ -24,53 +28,27 @@ def replay(
     *,
     responses: str | Path | None = None,
     truth: str | None = None,
-    strategy: str = "lookahead",
-    scope: str = "per_prompt",
-    expert: str = "soft_bt",
-    debias: str = "none",
-    batch: int = 1,
-    seeds: int = 1,
-    seed: int = 0,
-    budget: int | None = None,
+    settings: ReplaySettings | None = None,
     judge: str | None = None,
-    with_absolute: bool = False,
-    judge_reliability: bool = True,
-    panel: str = "cost_aware",
-    posterior: str = "auto",
-    control: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     human: str | Path | None = None,
-    family: list[str] | None = None,
 ):
     """Replay a selection strategy on a judgment log; a :class:`~orchestrator.offline.replay.replay.ReplayReport`
-    (``.to_json()`` is ``orchestrator replay --json``); ``control=["length"]``: each judge's length
-    taste fitted with the scores (``scope="global"``, responses with texts); ``control=["self"]``
-    each judge's preference for its model family (``family``: ``NAME=FAMILY`` of judges and
-    candidates); ``human`` (a labels
-    JSONL): people's ranking per group beside the judges' (``report.people``)."""
+    (``.to_json()`` is ``orchestrator replay --json``). What to replay is one
+    :class:`~orchestrator.offline.replay.settings.ReplaySettings` (strategy, scope, expert, debias,
+    batch, budget, seeds, controls, families: ``control=("length",)`` fits each judge's length taste
+    with the scores, ``control=("self",)`` its preference for its model family given as
+    ``families=("NAME=FAMILY", …)``; every choice checked there in one line naming it; default:
+    ``lookahead`` per prompt). ``human`` (a labels JSONL): people's ranking per group beside the
+    judges' (``report.people``)."""
     import dataclasses
 
     from ..offline.judges.human_labels import load_human_labels
     from ..offline.replay.people import people_rankings
     from ..offline.replay.replay import ReplaySettings, replay_files
-    from ..records.families import parse_families
 
-    settings = ReplaySettings(
-        strategy=strategy,
-        scope=scope,
-        expert=expert,
-        debias=debias,
-        batch=batch,
-        budget=budget,
-        seeds=seeds,
-        seed=seed,
-        with_absolute=with_absolute,
-        judge_reliability=judge_reliability,
-        panel=panel,
-        posterior=posterior,
-        control=tuple(control or ()),
-        families=tuple(parse_families(family).items()),
-    )
+    settings = settings if settings is not None else ReplaySettings()
+    scope = settings.scope
     labels = load_human_labels(human) if human is not None else None
     report = replay_files(log, responses, truth, settings, judge=judge, progress=progress)
     if labels is None:
@@ -197,32 +175,21 @@ def fit_simplex(
     *,
     log: str | Path | None = None,
     levels: int,
-    omega: float | None = 1.0,
-    beta_max: float | None = 5.0,
-    delta: tuple[float, ...] | None = None,
+    settings: SimplexSettings | None = None,
     self_judging: str | dict | None = None,
-    self_preference: str = "exclude",
-    soft: bool = False,
     judge: list[str] | None = None,
     sweep: bool = False,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
-    seed: int = 0,
     truth: dict[str, float] | None = None,
     truth_field: str | None = None,
     level: float = 0.95,
     progress: bool = False,
     sweep_progress: Callable[[str], None] | None = None,
-    count_weight: float | None = None,
-    likelihood: str = "counts",
     fallback: bool = True,
     human: str | Path | None = None,
 ):
-    """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``; ``omega``
-    or ``beta_max`` None integrates it over its hyperprior (``--omega prior``); ``count_weight``
-    None discounts the counts by the judges' design effect, 1 is the paper's likelihood;
-    ``likelihood`` ``"answers"`` shares one latent true score among the judges of an answer;
+    """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``. What to fit
+    is one :class:`~orchestrator.simplex.SimplexSettings` (ω, β_max, δ, the likelihood, the sampler;
+    every choice checked there, in one line naming the field; default: the paper's base model);
     ``fallback`` refits with constancy (ω = 0) when the chains disagree on the ranking
     (:func:`~orchestrator.simplex.inference.fit_or_fallback`); ``human``: a labels JSONL whose
     absolute scores are the true levels of the answers they label (docs/human-labels.md)."""
@@ -230,28 +197,11 @@ def fit_simplex(
     from ..simplex import SimplexSettings
 
     source, is_log = _source(run, log)
-    if self_preference not in ("exclude", "shift"):
-        raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
-    if likelihood not in ("counts", "answers"):
-        raise OrchestratorError(f"--likelihood must be 'counts' or 'answers' (got {likelihood!r})")
-    settings = SimplexSettings(
-        omega=omega,
-        beta_max=beta_max,
-        delta=delta,
-        self_preference=cast(Any, self_preference),
-        soft=soft,
-        chains=chains,
-        warmup=warmup,
-        draws=draws,
-        seed=seed,
-        count_weight=count_weight,
-        likelihood=cast(Any, likelihood),
-    )
     return run_simplex(
         source,
         log=is_log,
         levels=levels,
-        settings=settings,
+        settings=settings if settings is not None else SimplexSettings(),
         judges=judge or None,
         self_judging=self_judging,
         sweep=sweep,

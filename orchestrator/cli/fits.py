@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import typer
 from rich.text import Text
@@ -269,39 +269,37 @@ def fit_simplex_cmd(
 
     _one_source(run, log)
     _check_outputs(None, plot, [run, log])
-    if self_preference not in ("exclude", "shift"):
-        raise OrchestratorError(f"--self-preference must be 'exclude' or 'shift' (got {self_preference!r})")
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
     mapping = _collapse(collapse, levels)
-    weight = _count_weight(count_weight)
-    omega_value, beta_max_value = _hyper(omega, "--omega"), _hyper(beta_max, "--beta-max")
-    delta_value = tuple(_numbers(delta, "--delta") or ()) or None
+    settings = api.SimplexSettings(  # every choice checked there, in one line naming it
+        omega=_hyper(omega, "--omega"),
+        beta_max=_hyper(beta_max, "--beta-max"),
+        delta=tuple(_numbers(delta, "--delta") or ()) or None,
+        self_preference=cast(Any, self_preference),
+        soft=soft,
+        chains=chains,
+        warmup=warmup,
+        draws=draws,
+        seed=seed,
+        count_weight=None if count_weight == "auto" else _finite("--count-weight")(count_weight),
+        likelihood=cast(Any, likelihood),
+    )
     known_truth = api.truth_scores(responses, truth) if responses is not None and truth is not None else None
     interactive = sys.stderr.isatty() and not as_json
     report, fit, data, _ = api.fit_simplex(
         run,
         log=log,
         levels=levels,
-        omega=omega_value,
-        beta_max=beta_max_value,
-        delta=delta_value,
+        settings=settings,
         self_judging=self_judging,
-        self_preference=self_preference,
-        soft=soft,
         judge=judge,
         sweep=sweep,
-        chains=chains,
-        warmup=warmup,
-        draws=draws,
-        seed=seed,
         truth=known_truth,
         truth_field=truth,
         level=level,
         progress=interactive,
         sweep_progress=(lambda msg: err_console.print(f"sensitivity: {msg}")) if not as_json else None,
-        count_weight=weight,
-        likelihood=likelihood,
         fallback=fallback,
         human=human,
     )
@@ -318,13 +316,6 @@ def _collapse(collapse: str | None, levels: int) -> list[int] | None:
         if levels is not None and len(mapping) != levels:
             raise OrchestratorError(f"--collapse needs one number per level ({levels}), got {len(mapping)}")
     return mapping
-
-
-def _count_weight(count_weight: str) -> float | None:
-    weight = None if count_weight == "auto" else _finite("--count-weight")(count_weight)
-    if weight is not None and not 0 < weight <= 1:
-        raise OrchestratorError(f"--count-weight must be 'auto' or a number in (0, 1] (got {count_weight})")
-    return weight
 
 
 @app.command("calibrate")

@@ -64,7 +64,7 @@ def replay(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
 ) -> None:
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
-    from ..api import replay as replay_api
+    from .. import api
     from ..outputs import check_output
 
     _check_range(seed, "--seed", 0, 2**32 - 1)
@@ -74,13 +74,9 @@ def replay(
 
     with _progress(as_json) as progress:
         task = progress.add_task("replaying", total=None)
-        report = replay_api(
-            log,
-            responses=responses,
-            truth=truth,
+        settings = api.ReplaySettings(  # the options, checked there in one line naming each
             strategy=strategy,
             scope=scope,
-            judge=judge,
             expert=expert,
             debias=debias,
             batch=batch,
@@ -91,10 +87,17 @@ def replay(
             judge_reliability=reliability,
             panel=panel,
             posterior=posterior,
-            control=control,
+            control=tuple(control or ()),
+            families=tuple(family or ()),
+        )
+        report = api.replay(
+            log,
+            responses=responses,
+            truth=truth,
+            settings=settings,
+            judge=judge,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
             human=human,
-            family=family,
         )
     if plot is not None:
         _plot_curve(report, plot, [log, responses])

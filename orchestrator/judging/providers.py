@@ -6,17 +6,16 @@ cache, within the budget, its judgments committed as they arrive (docs/extending
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import re
 from typing import Any
 
 from ..errors import OrchestratorError
+from ..records.named_classes import CLASS_SPEC, named_class
 from .profiles import JudgeProfile
 
 __all__ = ["PROVIDER_PATTERN", "load_provider", "provider_judge"]
 
-PROVIDER_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+PROVIDER_PATTERN = CLASS_SPEC
 """``package.module:Class``."""
 
 
@@ -26,16 +25,7 @@ def load_provider(spec: str, *, judge: str = "?") -> type:
     Raises:
         OrchestratorError: one line: not ``module:Class``, a module that does not import, no such
             class, or a class without an ``async def judge(request)``."""
-    if not PROVIDER_PATTERN.match(spec):
-        raise OrchestratorError(f"judge {judge!r}: provider {spec!r} is not 'package.module:Class'")
-    module_name, _, class_name = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an import error of any kind is the user's module's: one line
-        raise OrchestratorError(f"judge {judge!r}: provider module {module_name!r} does not import ({type(exc).__name__}: {exc})") from None
-    cls = getattr(module, class_name, None)
-    if not inspect.isclass(cls):
-        raise OrchestratorError(f"judge {judge!r}: provider {spec!r}: {module_name} has no class {class_name!r}")
+    cls = named_class(spec, f"judge {judge!r}: provider")
     method = getattr(cls, "judge", None)
     if method is None or not inspect.iscoroutinefunction(method):
         raise OrchestratorError(f"judge {judge!r}: provider {spec!r} has no 'async def judge(self, request)' (the Judge protocol)")

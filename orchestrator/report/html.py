@@ -10,6 +10,7 @@ import time
 from html import escape
 from typing import Any
 
+from ..offline.judges.panel import JUDGE_PARAMETERS
 from . import svg
 from .assets import CSS, SCRIPT
 from .data import ReportData
@@ -191,25 +192,7 @@ def _judges_section(data: ReportData) -> str:
     fitted = [(judge, row) for judge, j in data.judges.items() for row in j.get("fit", [])]
     if fitted:
         parts.append("<h3>Reliability in the posterior</h3>")
-        keys = [
-            "sharpness",
-            "sharpness_low",
-            "sharpness_high",
-            "precision",
-            "delta",
-            "delta_sd",
-            "length",
-            "length_sd",
-            "headers",
-            "lists",
-            "bold",
-            "self",
-            "self_sd",
-            "tie_cut",
-            "strong_cut",
-            "agreement",
-            "judgments",
-        ]
+        keys = [*JUDGE_PARAMETERS, "agreement", "judgments"]  # what the rank JSON's judge entries carry
         present = [k for k in keys if any(k in row for _, row in fitted)]
         parts.append(
             _table(

@@ -122,18 +122,9 @@ class SimplexFit:
 def _check(data: ScoreData, settings: SimplexSettings) -> list[str]:
     from ..errors import OrchestratorError
 
-    if settings.chains < 1 or settings.warmup < 1 or settings.draws < 1:
-        raise OrchestratorError("chains, warm-up and draws must each be at least 1")
-    if not -(2**63) <= settings.seed < 2**63:  # JAX's PRNG key takes a 64-bit integer
-        raise OrchestratorError(f"the seed must be a 64-bit integer (got {settings.seed})")
-    if settings.omega is not None and settings.omega < 0:
-        raise OrchestratorError(f"--omega must be ≥ 0 (got {settings.omega:g})")
-    if settings.beta_max is not None and settings.beta_max < 0:
-        raise OrchestratorError(f"--beta-max must be ≥ 0 (got {settings.beta_max:g})")
-    if settings.count_weight is not None and not (0 < settings.count_weight <= 1):
-        raise OrchestratorError(f"--count-weight must be in (0, 1] (got {settings.count_weight:g})")
-    if settings.delta is not None and (len(settings.delta) != data.levels or min(settings.delta) <= 0):
-        raise OrchestratorError(f"--delta needs {data.levels} positive numbers (one per level)")
+    # the settings checked themselves (SimplexSettings.__post_init__); what needs the data is here
+    if settings.delta is not None and len(settings.delta) != data.levels:
+        raise OrchestratorError(f"delta (--delta) needs {data.levels} positive numbers, one per level (got {len(settings.delta)})")
     counts = data.counts(settings.soft)
     if settings.self_preference == "exclude":
         counts = counts * ~data.self_pairs[:, :, None]

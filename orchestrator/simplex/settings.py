@@ -35,6 +35,28 @@ class SimplexSettings:
     of judges who score the same answers (:func:`~orchestrator.simplex.data.design_effect`); 1 with
     ``counts`` is the paper's likelihood, every score an independent observation."""
 
+    def __post_init__(self) -> None:
+        """Every choice checked once, here, in one line naming the field (and the CLI option)."""
+        from ..errors import OrchestratorError
+
+        for name in ("chains", "warmup", "draws"):
+            if getattr(self, name) < 1:
+                raise OrchestratorError(f"{name} (--{name}) must be at least 1 (got {getattr(self, name)})")
+        if not -(2**63) <= self.seed < 2**63:  # JAX's PRNG key takes a 64-bit integer
+            raise OrchestratorError(f"seed (--seed) must be a 64-bit integer (got {self.seed})")
+        if self.omega is not None and not 0 <= self.omega < float("inf"):
+            raise OrchestratorError(f"omega (--omega) must be ≥ 0 (got {self.omega:g})")
+        if self.beta_max is not None and not 0 <= self.beta_max < float("inf"):
+            raise OrchestratorError(f"beta_max (--beta-max) must be ≥ 0 (got {self.beta_max:g})")
+        if self.count_weight is not None and not (0 < self.count_weight <= 1):
+            raise OrchestratorError(f"count_weight (--count-weight) must be in (0, 1] (got {self.count_weight:g})")
+        if self.delta is not None and (not self.delta or min(self.delta) <= 0):
+            raise OrchestratorError(f"delta (--delta) needs positive numbers, one per level (got {list(self.delta)})")
+        if self.self_preference not in ("exclude", "shift"):
+            raise OrchestratorError(f"self_preference (--self-preference) must be 'exclude' or 'shift' (got {self.self_preference!r})")
+        if self.likelihood not in ("counts", "answers"):
+            raise OrchestratorError(f"likelihood (--likelihood) must be 'counts' or 'answers' (got {self.likelihood!r})")
+
     def label(self) -> str:
         om = "ω ~ U(0.1, 8)" if self.omega is None else (f"ω = {self.omega:g}" + (" (no random effects)" if self.omega == 0 else ""))
         be = "β_max ~ U(0, 20)" if self.beta_max is None else f"β_max = {self.beta_max:g}"

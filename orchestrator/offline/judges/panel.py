@@ -15,27 +15,10 @@ from ...store import JudgmentRecord
 
 __all__ = ["judge_summary", "practical_ties"]
 
-_PARAMETERS = (
-    "sharpness",
-    "sharpness_low",
-    "sharpness_high",
-    "precision",
-    "delta",
-    "delta_sd",
-    "length",
-    "length_sd",
-    "headers",
-    "headers_sd",
-    "lists",
-    "lists_sd",
-    "bold",
-    "bold_sd",
-    "self",
-    "self_sd",
-    "slope",
-    "intercept",
-    "tie_cut",
-    "strong_cut",
+JUDGE_PARAMETERS = (
+    *("sharpness", "sharpness_low", "sharpness_high", "precision", "delta", "delta_sd"),
+    *(f"{name}{sd}" for name in ("length", "headers", "lists", "bold", "self") for sd in ("", "_sd")),
+    *("slope", "intercept", "tie_cut", "strong_cut"),
     *(f"{name}_absolute{sd}" for name in ("length", "headers", "lists", "bold", "self") for sd in ("", "_sd")),
 )
 """What each judge's entry carries from the posterior (``*_absolute``: the weights of its absolute judgments' covariates)."""
@@ -108,7 +91,7 @@ def judge_summary(
             "agreement_probability": round(side / sided, 4) if sided else None,
             "read_as": read_as(mine, [r for r in run_judgments if r.judge == name] if run_judgments is not None else None),
         }
-        for key in _PARAMETERS:
+        for key in JUDGE_PARAMETERS:
             if key in posterior.judges:
                 entry[key] = round(float(posterior.judges[key][k]), 4)
         out.append(entry)

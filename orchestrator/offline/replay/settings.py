@@ -39,6 +39,13 @@ class ReplaySettings:
     families: tuple[tuple[str, str], ...] = ()
     """``(name, model family)`` of judges and candidates, for the ``self`` control."""
 
+    def __post_init__(self) -> None:
+        # families may be given as a person writes them, "NAME=FAMILY" (--family): read once, here
+        if any(isinstance(f, str) for f in self.families):
+            from ...records.families import parse_families
+
+            object.__setattr__(self, "families", tuple(parse_families([str(f) for f in self.families]).items()))
+
     def checked(self, groups: list[Group]) -> tuple[Strategy, PoEConfig]:
         """The parsed strategy and the posterior's configuration.
 

@@ -60,11 +60,20 @@ def comparison_in(store: RunStore, *, require: str = "better") -> dict[str, Any]
         "baseline": section.baseline,
         "margin": section.margin,
         "alpha": section.alpha,
-        "prompts_judged": len(prompts),
-        "prompts_available": len(order),
         "win_rate": round(50 + found.difference, 3) if prompts else None,
         "win_rate_low": round(50 + found.low, 3),
         "win_rate_high": round(50 + found.high, 3),
+        **_decided(found, prompts, order, require),
+        "sentence": f"{section.candidate} is {describe(found, section.margin, section.baseline)}, {_after(found, prompts, order)}",
+        "construction": CONSTRUCTION,
+    }
+
+
+def _decided(found, prompts: list[str], order: list[str], require: str) -> dict[str, Any]:
+    """The fields every comparison reports of its decision."""
+    return {
+        "prompts_judged": len(prompts),
+        "prompts_available": len(order),
         "difference": round(found.difference, 3) if prompts else None,
         "difference_low": round(found.low, 3),
         "difference_high": round(found.high, 3),
@@ -72,8 +81,6 @@ def comparison_in(store: RunStore, *, require: str = "better") -> dict[str, Any]
         "decided_after": found.at if found.decision != "not yet known" else None,
         "require": require,
         "exit_code": exit_code(found.decision, require),
-        "sentence": f"{section.candidate} is {describe(found, section.margin, section.baseline)}, {_after(found, prompts, order)}",
-        "construction": CONSTRUCTION,
     }
 
 
@@ -104,21 +111,13 @@ def _anchored(store: RunStore, config: RunConfig, require: str) -> dict[str, Any
         "baseline_run": kept["source"] if kept else None,
         "margin": section.margin,
         "alpha": section.alpha,
-        "prompts_judged": len(prompts),
-        "prompts_available": len(order),
         "win_rate": None,
         "win_rate_low": None,
         "win_rate_high": None,
         # on the prompts the decision read (a round may judge a few more after it)
         "candidate_win_rate": round(100 * float(wc[: found.at].mean()), 3) if prompts else None,
         "baseline_win_rate": round(100 * float(wb[: found.at].mean()), 3) if prompts else None,
-        "difference": round(found.difference, 3) if prompts else None,
-        "difference_low": round(found.low, 3),
-        "difference_high": round(found.high, 3),
-        "decision": found.decision,
-        "decided_after": found.at if found.decision != "not yet known" else None,
-        "require": require,
-        "exit_code": exit_code(found.decision, require),
+        **_decided(found, prompts, order, require),
         "sentence": f"{section.candidate} is {said}, {_after(found, prompts, order)}",
         "construction": CONSTRUCTION_ANCHORED,
     }

@@ -143,9 +143,12 @@ class ComparePlanner(PlannerBase):
         return Plan("pairwise", units, selected) if units else self.done
 
     def summary(self, cutoff: int | None) -> dict:
-        found = self.decision(cutoff)
-        leader = [self.section.candidate] if found.decision == "better" else [self.section.baseline] if found.decision == "worse" else []
-        return no_summary(leader)
+        return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
+
+
+def decision_summary(decision: str, candidate: str, baseline: str) -> dict:
+    """A comparison's round summary: the system ahead once a decision names one."""
+    return no_summary([candidate] if decision == "better" else [baseline] if decision == "worse" else [])
 
 
 def describe(found: Decision, margin: float, baseline: str) -> str:

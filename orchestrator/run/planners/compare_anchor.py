@@ -26,7 +26,8 @@ from ...records.config import RunConfig
 from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
-from .base import Plan, PlannerBase, no_summary
+from .base import Plan, PlannerBase
+from .compare import decision_summary
 
 __all__ = ["AnchoredComparePlanner", "anchored_outcomes", "anchored_decision", "baseline_snapshot", "describe_anchored", "shares"]
 
@@ -247,9 +248,7 @@ class AnchoredComparePlanner(PlannerBase):
         return Plan("reference", units, selected) if units else self.done
 
     def summary(self, cutoff: int | None) -> dict:
-        found = self.decision(cutoff)
-        leader = [self.section.candidate] if found.decision == "better" else [self.section.baseline] if found.decision == "worse" else []
-        return no_summary(leader)
+        return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
 
 
 def _anchor_text(anchor: str, dataset: Dataset, prompt_id: str) -> str | None:

@@ -5,10 +5,8 @@ included (the config is stored with the run, the class imported again)."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-
 from ...errors import OrchestratorError
+from ...records.named_classes import named_class
 
 __all__ = ["load_planner"]
 
@@ -22,14 +20,7 @@ def load_planner(spec: str) -> type:
     Raises:
         OrchestratorError: one line: a module that does not import, no such class, or a class that
             lacks what the engine calls (:data:`REQUIRED`, ``kind``, ``role``, ``done``)."""
-    module_name, _, class_name = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an import error of any kind is the user's module's: one line
-        raise OrchestratorError(f"selection.planner: module {module_name!r} does not import ({type(exc).__name__}: {exc})") from None
-    cls = getattr(module, class_name, None)
-    if not inspect.isclass(cls):
-        raise OrchestratorError(f"selection.planner: {module_name} has no class {class_name!r}")
+    cls = named_class(spec, "selection.planner")
     missing = [name for name in (*REQUIRED, "kind", "role", "done") if not hasattr(cls, name)]
     if missing:
         raise OrchestratorError(
