@@ -100,108 +100,125 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
     if report.get("comparison"):  # a [compare] run: a decision, not a ranking
         c = report["comparison"]
         out_console.print(f"{c['sentence']} (α = {c['alpha']:g}; `orchestrator compare` exit code {c['exit_code']})", soft_wrap=True)
+    level = f"{int(report['level'] * 100)}%"
     for entry in groups[:limit_groups]:
-        poe = entry["entropy"] is not None
-        title = (
-            f"{entry['group']} · {entry['comparisons']} comparisons"
-            + (f" · max neighbour reorder probability {entry['max_adjacent_reorder']}" if details else "")
-            if poe
-            else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)"
-        )
-        if "spearman_vs_truth" in entry:
-            title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
-        table = Table(title=title)
-        has_truth = any("truth" in r for r in entry["ranking"])
-        has_rate = any("win_rate" in r for r in entry["ranking"])
-        level = f"{int(report['level'] * 100)}%"
-        columns: tuple[tuple[str, str], ...]
-        if has_rate:  # a leaderboard: rows, rank intervals and the Elo gap on prompts like these first; the pool's win rate beside
-            columns = (("Elo", "right"), ("win rate % (" + level + ")", "right"), ("prompts", "right"))
-        elif details or not poe:
-            columns = (("score", "right"), ("± sd vs mean" if poe else "± sd", "right"))
-        else:
-            columns = ()
-        for name, justify in (
-            (("rank", "right"), ("candidate", "left"))
-            + ((f"{level} rank interval", "center"),)
-            + columns
-            + ((("truth", "right"),) if has_truth else ())
-        ):
-            table.add_column(name, justify=justify, overflow="fold", no_wrap=name.startswith("win"))  # type: ignore[arg-type]
-        for r in entry["ranking"]:
-            cells = [str(r["rank"]), r["candidate"], f"{r['rank_low']}–{r['rank_high']}"]
-            if has_rate:
-                rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})" if "win_rate" in r else ""
-                cells += [f"{r['score']:+.0f}", rate, str(r.get("prompts", ""))]
-            elif columns:
-                cells += [f"{r['score']:+.3f}", f"{r['sd']:.3f}"]
-            if has_truth:
-                cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
-            table.add_row(*cells)
-        out_console.print(table)
-        if has_rate:
-            out_console.print(
-                "rows, rank intervals and Elo: on prompts like these (the superpopulation), rows in Elo order; win rate: "
-                "against the anchor on the prompts judged in this pool (ties count ½; its interval shrinks to a point when "
-                "every prompt is judged), so its order can differ where candidates were judged on different prompts",
-                soft_wrap=True,
-            )
-            if any("win_rate_low_together" in r for r in entry["ranking"]):
-                out_console.print(
-                    f"each interval holds on its own with {level}; intervals that hold all at once: "
-                    "`--json`'s win_rate_low_together / win_rate_high_together",
-                    soft_wrap=True,
-                )
-        if entry.get("board"):
-            board = entry["board"]
-            out_console.print(
-                f"placed on the board {board['path']} ({board['models']} models, {board['prompts']} prompts): "
-                "win rates over the board's prompts, from the prompts each was judged on"
-                + (f"; the board file is {board['file']}" if board.get("file") and not board["file"].startswith("unchanged") else ""),
-                soft_wrap=True,
-            )
-            for r in entry["ranking"]:
-                if r.get("placement"):
-                    p = r["placement"]
-                    out_console.print(
-                        f"  {r['candidate']}: {p['win_rate']:.1f}% ({p['win_rate_low']:.1f}–{p['win_rate_high']:.1f}) from "
-                        f"{p['prompts']} prompts; rank {p['board_rank_low']}–{p['board_rank_high']} among the board's "
-                        f"{board['models']} models"
-                        + ("" if p.get("in_range", True) else " (beyond the board's range: its prompts predict it poorly)"),
-                        soft_wrap=True,
-                    )
-        for part in entry.get("slices", []):
-            out_console.print(slice_table(part, level))
-        if poe and details:
-            out_console.print(
-                "score: log-strength (a difference d gives P(win) = σ(d)); sd vs mean: its uncertainty against the field's mean; "
-                f"posterior entropy {entry['entropy']} nats (lower = more certain); docs/judges.md explains each figure",
-                soft_wrap=True,
-            )
-        if poe:
-            out_console.print(f"rank interval: the ranks each candidate holds with {level} probability", soft_wrap=True)
-        if entry.get("ties"):
-            out_console.print(
-                "too close to call (order not known, and the gap is small either way): "
-                + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]),
-                soft_wrap=True,
-            )
-        if entry.get("close"):
-            out_console.print(
-                "in this order, but only just (the gap is small): " + "; ".join(" > ".join(pair) for pair in entry["close"]), soft_wrap=True
-            )
-        if entry.get("people"):
-            out_console.print(people_table(entry["group"], entry["people"], level))
-        judges = entry.get("judges") or []
-        if details and judges:
-            out_console.print(judges_table(judges))
-        elif judges:
-            for line in judge_lines(judges, report.get("information", {})):
-                out_console.print(line, soft_wrap=True)
+        out_console.print(ranking_table(entry, level, details))
+        _leaderboard_notes(entry, level)
+        _group_notes(entry, report, level, details)
     if limit_groups is not None and len(groups) > limit_groups:
         out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
     for candidate, reasons in sorted(report.get("flags", {}).items()):
         out_console.print(f"flagged: {candidate}: {'; '.join(reasons)}", soft_wrap=True)
+
+
+def ranking_table(entry: dict, level: str, details: bool) -> Table:
+    """One group's ranking: rank, candidate, rank interval; a leaderboard's Elo, win rate and prompts
+    (rows in Elo order); PoE scores with ``details``; the truth where the data has one."""
+    poe = entry["entropy"] is not None
+    title = (
+        f"{entry['group']} · {entry['comparisons']} comparisons"
+        + (f" · max neighbour reorder probability {entry['max_adjacent_reorder']}" if details else "")
+        if poe
+        else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)"
+    )
+    if "spearman_vs_truth" in entry:
+        title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
+    table = Table(title=title)
+    has_truth = any("truth" in r for r in entry["ranking"])
+    has_rate = any("win_rate" in r for r in entry["ranking"])
+    columns: tuple[tuple[str, str], ...]
+    if has_rate:  # a leaderboard: rows, rank intervals and the Elo gap on prompts like these first; the pool's win rate beside
+        columns = (("Elo", "right"), ("win rate % (" + level + ")", "right"), ("prompts", "right"))
+    elif details or not poe:
+        columns = (("score", "right"), ("± sd vs mean" if poe else "± sd", "right"))
+    else:
+        columns = ()
+    for name, justify in (
+        (("rank", "right"), ("candidate", "left"))
+        + ((f"{level} rank interval", "center"),)
+        + columns
+        + ((("truth", "right"),) if has_truth else ())
+    ):
+        table.add_column(name, justify=justify, overflow="fold", no_wrap=name.startswith("win"))  # type: ignore[arg-type]
+    for r in entry["ranking"]:
+        cells = [str(r["rank"]), r["candidate"], f"{r['rank_low']}–{r['rank_high']}"]
+        if has_rate:
+            rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})" if "win_rate" in r else ""
+            cells += [f"{r['score']:+.0f}", rate, str(r.get("prompts", ""))]
+        elif columns:
+            cells += [f"{r['score']:+.3f}", f"{r['sd']:.3f}"]
+        if has_truth:
+            cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
+        table.add_row(*cells)
+    return table
+
+
+def _leaderboard_notes(entry: dict, level: str) -> None:
+    """Under a leaderboard: which quantity is which, the intervals that hold together, a board's placements, the category boards."""
+    if any("win_rate" in r for r in entry["ranking"]):
+        out_console.print(
+            "rows, rank intervals and Elo: on prompts like these (the superpopulation), rows in Elo order; win rate: "
+            "against the anchor on the prompts judged in this pool (ties count ½; its interval shrinks to a point when "
+            "every prompt is judged), so its order can differ where candidates were judged on different prompts",
+            soft_wrap=True,
+        )
+        if any("win_rate_low_together" in r for r in entry["ranking"]):
+            out_console.print(
+                f"each interval holds on its own with {level}; intervals that hold all at once: "
+                "`--json`'s win_rate_low_together / win_rate_high_together",
+                soft_wrap=True,
+            )
+    if entry.get("board"):
+        board = entry["board"]
+        out_console.print(
+            f"placed on the board {board['path']} ({board['models']} models, {board['prompts']} prompts): "
+            "win rates over the board's prompts, from the prompts each was judged on"
+            + (f"; the board file is {board['file']}" if board.get("file") and not board["file"].startswith("unchanged") else ""),
+            soft_wrap=True,
+        )
+        for r in entry["ranking"]:
+            if r.get("placement"):
+                p = r["placement"]
+                out_console.print(
+                    f"  {r['candidate']}: {p['win_rate']:.1f}% ({p['win_rate_low']:.1f}–{p['win_rate_high']:.1f}) from "
+                    f"{p['prompts']} prompts; rank {p['board_rank_low']}–{p['board_rank_high']} among the board's "
+                    f"{board['models']} models"
+                    + ("" if p.get("in_range", True) else " (beyond the board's range: its prompts predict it poorly)"),
+                    soft_wrap=True,
+                )
+    for part in entry.get("slices", []):
+        out_console.print(slice_table(part, level))
+
+
+def _group_notes(entry: dict, report: dict, level: str, details: bool) -> None:
+    """Under any group: what the figures mean, the open neighbours, people's ranking, the judges."""
+    poe = entry["entropy"] is not None
+    if poe and details:
+        out_console.print(
+            "score: log-strength (a difference d gives P(win) = σ(d)); sd vs mean: its uncertainty against the field's mean; "
+            f"posterior entropy {entry['entropy']} nats (lower = more certain); docs/judges.md explains each figure",
+            soft_wrap=True,
+        )
+    if poe:
+        out_console.print(f"rank interval: the ranks each candidate holds with {level} probability", soft_wrap=True)
+    if entry.get("ties"):
+        out_console.print(
+            "too close to call (order not known, and the gap is small either way): "
+            + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]),
+            soft_wrap=True,
+        )
+    if entry.get("close"):
+        out_console.print(
+            "in this order, but only just (the gap is small): " + "; ".join(" > ".join(pair) for pair in entry["close"]), soft_wrap=True
+        )
+    if entry.get("people"):
+        out_console.print(people_table(entry["group"], entry["people"], level))
+    judges = entry.get("judges") or []
+    if details and judges:
+        out_console.print(judges_table(judges))
+    elif judges:
+        for line in judge_lines(judges, report.get("information", {})):
+            out_console.print(line, soft_wrap=True)
 
 
 def slice_table(part: dict, level: str) -> Table:

@@ -197,31 +197,7 @@ class LiteLLMJudge:
             unclosed = next((n for n in thinking_notes if n.startswith("the thinking block never closed")), None)
             first = dataclasses.replace(first, error=unclosed or f"no verdict after the thinking: {first.error}")
         if len(extractions) > 1:  # sampled verdicts: the option distribution is their average
-            good = [e for e in extractions if e.readings]
-            if not good:
-                return Judgment(
-                    **common,
-                    status="failed",
-                    error=first.error,
-                    error_type="unparsed",
-                    top_logprobs=first.top_logprobs,
-                    note=_notes(*warnings),
-                )
-            n_reads = min(len(e.readings) for e in good)
-            probs = [
-                _graded(template, {o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs})
-                for k in range(n_reads)
-            ]
-            return _checked(
-                Judgment(
-                    **common,
-                    status="ok",
-                    probs=probs,
-                    method="samples",
-                    samples=len(good),
-                    note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings),
-                )
-            )
+            return _sampled(template, extractions, first, common, warnings)
         if not first.readings:
             return Judgment(
                 **common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs, note=_notes(*warnings)
@@ -280,6 +256,31 @@ class LiteLLMJudge:
             if share is not None:
                 reading = split_prefix(reading, short, long, share)
         return reading, cost
+
+
+def _sampled(template: Template, extractions: list, first, common: dict[str, Any], warnings: list[str]) -> Judgment:
+    """The judgment of ``k`` sampled verdicts: the shares of those parsed (``method = "samples"``), or
+    a failed judgment with the first's reason when none parsed."""
+    good = [e for e in extractions if e.readings]
+    if not good:
+        return Judgment(
+            **common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs, note=_notes(*warnings)
+        )
+    n_reads = min(len(e.readings) for e in good)
+    probs = [
+        _graded(template, {o: sum(e.readings[k].probs[o] for e in good) / len(good) for o in good[0].readings[k].probs})
+        for k in range(n_reads)
+    ]
+    return _checked(
+        Judgment(
+            **common,
+            status="ok",
+            probs=probs,
+            method="samples",
+            samples=len(good),
+            note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings),
+        )
+    )
 
 
 def _with_deployment(dump: dict, response: Any) -> dict:

@@ -107,7 +107,7 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     if config.absolute is not None:
         return _absolute_ranking(path, config, dataset, templates, level)
     # the PoE stack (torch) only where a PoE posterior is read: campaigns rank without it
-    from ...poe import centred_variances, marginal_variances, posterior_entropy, rank_intervals, ranking_order
+    from ...poe import posterior_entropy
     from ...poe.uncertainty import adjacent_reorder_probabilities
     from ...run.groups import split_by_group
     from ..judges.panel import judge_summary, practical_ties
@@ -116,32 +116,8 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     truth = config.data.truth
     out = []
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
-        intervals = rank_intervals(post, level=level)
-        sd = centred_variances(post).sqrt()  # what comparisons see (the common location's uncertainty left out)
-        sd_marginal = marginal_variances(post).sqrt()
+        rows = _poe_rows(group, post, dataset, truth, level)
         _, adj = adjacent_reorder_probabilities(post)
-        rows = []
-        for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
-            row: dict[str, Any] = {
-                "rank": rank,
-                "candidate": group.names[c],
-                "score": round(float(post.mean[c]), 6),
-                "sd": round(float(sd[c]), 6),
-                "sd_marginal": round(float(sd_marginal[c]), 6),
-                "rank_low": int(intervals.lower[c]),
-                "rank_high": int(intervals.upper[c]),
-            }
-            if truth:
-                name = group.names[c]
-                scores = [
-                    v
-                    for p, by in dataset.responses.items()
-                    if group.member(p, group.candidate(name)) == name
-                    for v in [by[group.candidate(name)].human.get(truth)]
-                    if v is not None
-                ]
-                row["truth"] = round(sum(scores) / len(scores), 6) if scores else None
-            rows.append(row)
         entry: dict[str, Any] = {
             "group": group.key,
             "comparisons": post.n_comparisons,
@@ -182,6 +158,39 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
             for j, t in tests.items()
         },
     }
+
+
+def _poe_rows(group, post, dataset: Dataset, truth: str | None, level: float) -> list[dict[str, Any]]:
+    """A PoE group's ranking rows: rank, score, its sd against the field's mean and marginal, the
+    ``level`` rank interval, and the mean truth of the candidate's answers where the data has one."""
+    from ...poe import centred_variances, marginal_variances, rank_intervals, ranking_order
+
+    intervals = rank_intervals(post, level=level)
+    sd = centred_variances(post).sqrt()  # what comparisons see (the common location's uncertainty left out)
+    sd_marginal = marginal_variances(post).sqrt()
+    rows = []
+    for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
+        row: dict[str, Any] = {
+            "rank": rank,
+            "candidate": group.names[c],
+            "score": round(float(post.mean[c]), 6),
+            "sd": round(float(sd[c]), 6),
+            "sd_marginal": round(float(sd_marginal[c]), 6),
+            "rank_low": int(intervals.lower[c]),
+            "rank_high": int(intervals.upper[c]),
+        }
+        if truth:
+            name = group.names[c]
+            scores = [
+                v
+                for p, by in dataset.responses.items()
+                if group.member(p, group.candidate(name)) == name
+                for v in [by[group.candidate(name)].human.get(truth)]
+                if v is not None
+            ]
+            row["truth"] = round(sum(scores) / len(scores), 6) if scores else None
+        rows.append(row)
+    return rows
 
 
 def _add_people(store: RunStore, scope: str, groups: list, posteriors: list, entries: list[dict], level: float) -> None:
