@@ -29,16 +29,13 @@ import os
 import time
 
 import numpy as np
-import torch
 
 os.environ.setdefault("ORCHESTRATOR_JUDGMENT_CACHE", "off")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness  # noqa: E402
-from benchmarks.selection.verdict_judges import CONFIG, one_group, pairwise_records  # noqa: E402
-from orchestrator.offline.replay.replay import group_dataset, replay_group  # noqa: E402
-from orchestrator.offline.replay.report import spearman  # noqa: E402
-from orchestrator.poe import rank_intervals  # noqa: E402
+from benchmarks.selection.verdict_judges import CONFIG, coverage_over_seeds, one_group, pairwise_records  # noqa: E402
+from orchestrator.offline.replay.replay import group_dataset  # noqa: E402
 from orchestrator.poe.stated import fit_calibration  # noqa: E402
 from orchestrator.records.log import LogRecord  # noqa: E402
 from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
@@ -109,21 +106,7 @@ def calibration_error(truth: list[tuple[float, float]]) -> float:
 
 
 def measure(records, reference, how: str, budget: int, seeds: int, ceiling: int) -> dict[str, float]:
-    ref_rank = (-reference).argsort().argsort() + 1
-    covered, widths, rhos = [], [], []
-    for seed in range(seeds):
-        derived, _ = stating_judge(records, ceiling, 2000 + seed)
-        group = one_group(reading(derived, how))
-        result = replay_group(
-            group, "lookahead", CONFIG, scope="global", debias="permutation", batch=10, budget=budget, seed=seed, reference=reference
-        )
-        intervals = rank_intervals(result.final, generator=torch.Generator().manual_seed(seed))
-        order = [result.names.index(n) for n in group.names]
-        low, high = intervals.lower.numpy()[order], intervals.upper.numpy()[order]
-        covered.extend(((low <= ref_rank) & (ref_rank <= high)).tolist())
-        widths.extend((high - low + 1).tolist())
-        rhos.append(spearman(result.final.mean.numpy()[order], reference))
-    return {"coverage": float(np.mean(covered)), "width": float(np.mean(widths)), "spearman": float(np.mean(rhos)), "n": len(covered)}
+    return coverage_over_seeds(lambda seed: reading(stating_judge(records, ceiling, 2000 + seed)[0], how), reference, budget, seeds)
 
 
 def main() -> None:

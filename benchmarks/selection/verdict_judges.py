@@ -75,12 +75,21 @@ def one_group(records: list[LogRecord]) -> Group:
 
 
 def measure(records: list[LogRecord], reference: np.ndarray, k: int, budget: int, seeds: int, before: bool) -> dict[str, float]:
+    def derived(seed: int) -> list[LogRecord]:
+        group = as_verdicts(records, k, 1000 + seed)
+        # before: verdicts read as stated probabilities, the fit never learns they are counts
+        return [r.model_copy(update={"method": None, "samples": None}) for r in group] if before else group
+
+    return coverage_over_seeds(derived, reference, budget, seeds)
+
+
+def coverage_over_seeds(derived, reference: np.ndarray, budget: int, seeds: int) -> dict[str, float]:
+    """Replay ``derived(seed)`` (a log) for each seed and read the final posterior's 95% rank
+    intervals: coverage of the reference ranks, mean width, Spearman with the reference."""
     ref_rank = (-reference).argsort().argsort() + 1
     covered, widths, rhos = [], [], []
     for seed in range(seeds):
-        group = one_group(as_verdicts(records, k, 1000 + seed))
-        if before:  # verdicts read as stated probabilities: the fit never learns they are counts
-            group = one_group([r.model_copy(update={"method": None, "samples": None}) for r in group.records])
+        group = one_group(derived(seed))
         result = replay_group(
             group, "lookahead", CONFIG, scope="global", debias="permutation", batch=10, budget=budget, seed=seed, reference=reference
         )
