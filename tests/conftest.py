@@ -184,3 +184,15 @@ def _command_line(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
     except OSError:
         return "?"
+
+
+# -- a precise and a noisy judge behind one test server (RAEE tests) ------------------------------
+@pytest.fixture
+def two_judges(tmp_path, monkeypatch):
+    """A precise judge (local-openai) and a noisy one, both served by the test server."""
+    from judgekit import reference_behaviour, write_judge
+    from orchestrator.judging.testserver import FakeOpenAIServer
+
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(write_judge(tmp_path / "judges", "noisy-openai")))
+    with FakeOpenAIServer(reference_behaviour({"my-model": 0.05, "noisy": 3.0})) as server:
+        yield server

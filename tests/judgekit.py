@@ -370,3 +370,15 @@ def placed_config(
         reference=f'soft = true\nboard = "{board}"\n',
         **kwargs,
     )
+
+
+def reference_run(tmp_path, server, *, reference_toml, prompts=4, candidates=6, name="ref", **kwargs):
+    """A reference campaign on a fresh dataset against ``server`` (two judges, one item a round unless
+    ``kwargs`` say otherwise; the rest of ``kwargs`` shape the dataset): ``(run file, stop reason)``."""
+    from orchestrator import api
+
+    run = {k: kwargs.pop(k) for k in ("max_calls", "judges", "batch") if k in kwargs}
+    run = {"max_calls": None, "judges": '["local-openai", "noisy-openai"]', "batch": 1, **run}
+    data = write_dataset(tmp_path / f"data-{name}", prompts=prompts, candidates=candidates, **kwargs)
+    config = write_config(tmp_path, server.url, name=name, prompts=data[0], responses=data[1], reference=reference_toml, **run)
+    return api.start(config)
