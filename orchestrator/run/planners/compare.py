@@ -126,24 +126,33 @@ class ComparePlanner(PlannerBase):
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         ctx = self.ctx
         c, b = self.section.candidate, self.section.baseline
-        units, selected = [], []
-        for prompt in self.order:
-            unit = [
+
+        def unit(prompt: str) -> list:
+            return [
                 ctx.request(j, "pairwise", prompt, list(shown))
                 for j in ctx.judges_for(prompt, (c, b), "pairwise")
                 for shown in ((c, b), (b, c))
                 if (j, prompt, shown) not in ctx.asked
             ]
-            if not unit:
-                continue
-            units.append(unit)
-            selected.append([prompt, prompt, c, b])
-            if len(units) == ctx.config.selection.batch:
-                break
-        return Plan("pairwise", units, selected) if units else self.done
+
+        return prompt_batch(self.order, unit, "pairwise", ctx.config.selection.batch, (c, b), self.done)
 
     def summary(self, cutoff: int | None) -> dict:
         return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
+
+
+def prompt_batch(order: list[str], unit_for, kind: str, batch: int, systems: tuple[str, str], done: str) -> Plan | str:
+    """A comparison's next round: the next ``batch`` prompts of ``order`` with something left to ask,
+    one unit (``unit_for(prompt)``) each; ``done`` when none is left."""
+    units, selected = [], []
+    for prompt in order:
+        unit = unit_for(prompt)
+        if unit:
+            units.append(unit)
+            selected.append([prompt, prompt, *systems])
+            if len(units) == batch:
+                break
+    return Plan(kind, units, selected) if units else done
 
 
 def decision_summary(decision: str, candidate: str, baseline: str) -> dict:

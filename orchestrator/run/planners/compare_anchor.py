@@ -27,7 +27,7 @@ from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, PlannerBase
-from .compare import decision_summary
+from .compare import decision_summary, prompt_batch
 
 __all__ = ["AnchoredComparePlanner", "anchored_outcomes", "anchored_decision", "baseline_snapshot", "describe_anchored", "shares"]
 
@@ -141,6 +141,7 @@ class AnchoredComparePlanner(PlannerBase):
         self.anchor = anchor_name(section.anchor)
         kept = ctx.attachment("baseline") if ctx.attachment is not None else None
         self.baseline_rows = kept["payload"]["judgments"] if kept else None
+        self.baseline_orders = _baseline_orders(self.baseline_rows, section.baseline, self.anchor)  # fixed: read once
         self.order = anchored_order(ctx.config, ctx.dataset, self.baseline_rows)
         self.rows: list[JudgmentRecord] = []
 
@@ -229,23 +230,18 @@ class AnchoredComparePlanner(PlannerBase):
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         ctx = self.ctx
         c, b, a = self.section.candidate, self.section.baseline, self.anchor
-        asked_orders = _baseline_orders(self.baseline_rows, b, a)
-        units, selected = [], []
-        for prompt in self.order:
-            unit = []
+
+        def unit(prompt: str) -> list:
+            out = []
             for j in ctx.judges_for(prompt, (a, c), "reference"):
-                if self.baseline_rows is not None:
-                    wanted = [(a, c) if first else (c, a) for first in sorted(asked_orders.get((prompt, j), ()), reverse=True)]
+                if self.baseline_rows is not None:  # the candidate in the orders the baseline was shown in
+                    wanted = [(a, c) if first else (c, a) for first in sorted(self.baseline_orders.get((prompt, j), ()), reverse=True)]
                 else:
                     wanted = [(a, c), (c, a), (a, b), (b, a)]
-                unit += [ctx.request(j, "reference", prompt, list(shown)) for shown in wanted if (j, prompt, shown) not in ctx.asked]
-            if not unit:
-                continue
-            units.append(unit)
-            selected.append([prompt, prompt, c, b])
-            if len(units) == ctx.config.selection.batch:
-                break
-        return Plan("reference", units, selected) if units else self.done
+                out += [ctx.request(j, "reference", prompt, list(shown)) for shown in wanted if (j, prompt, shown) not in ctx.asked]
+            return out
+
+        return prompt_batch(self.order, unit, "reference", ctx.config.selection.batch, (c, b), self.done)
 
     def summary(self, cutoff: int | None) -> dict:
         return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
