@@ -33,6 +33,9 @@ from orchestrator.records.templates import get_template
         ("confidence: 100", 1.0),
         ("Confidence: 40\n...\nConfidence: 90", 0.9),  # the last one, as the verdict
         ("Confidence: high", None),
+        ("Confidence: 1e5", None),  # not a plain number: not read as 1
+        ("Confidence: 85.5.5", None),
+        ("Confidence: 99.5%", 0.995),
         ("Confidence: 150", None),
         ("Verdict: A", None),
     ],

@@ -281,7 +281,8 @@ def extract_options(
     return Extraction([], top, error=_join(f"no log-probabilities and no parsable verdict in {text[:120]!r}", invalid))
 
 
-_NUMBER = re.compile(r"\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)\s*(%|/\s*100|/\s*10\b)?")
+_NUMBER = re.compile(r"\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)(?![\d.eE])\s*(%|/\s*100|/\s*10\b)?")
+"""A plain number (never the start of ``1e5`` or ``85.5.5``), with an optional ``%``, ``/100`` or ``/10``."""
 
 
 def stated_confidence(text: str, marker: str) -> tuple[float | None, str | None]:
