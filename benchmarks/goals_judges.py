@@ -3,7 +3,7 @@ part of :data:`benchmarks.goals.GOALS`, in its order."""
 
 from __future__ import annotations
 
-from benchmarks import readers, readers_verdicts
+from benchmarks import readers, readers_compare, readers_verdicts
 from benchmarks.goal import Goal
 
 JUDGE_GOALS: list[Goal] = [
@@ -36,6 +36,27 @@ JUDGE_GOALS: list[Goal] = [
         "",
         readers.gate_power_figure,
         readers.gate_power_verdict,
+    ),
+    Goal(
+        "board-claims",
+        "#60",
+        'a one-candidate reference campaign placed on a board with `allocation = "adaptive"` spends its budget or stops with a true claim about the board\'s models (AlpacaEval: every model in turn the newcomer on the other 36, through `orchestrator run`)',
+        "leaderboards.board_claims",
+        "--seeds 3",
+        "",
+        readers_compare.board_claims_figure,
+        readers_compare.board_claims_verdict,
+    ),
+    Goal(
+        "rank-rows-monotone",
+        "#60",
+        "`rank`'s rows monotone in the estimate it prints first at every stop on the 37-model board (`rank --json` of reference runs at 5–40% of the calls, `all` and `adaptive`)",
+        "leaderboards.leaderboard_budget",
+        "--through-product",
+        "--through-product",
+        readers_compare.rows_monotone_figure,
+        readers_compare.rows_monotone_verdict,
+        lambda argv: "--through-product" in argv,
     ),
     Goal(
         "stated-confidence",

@@ -29,8 +29,11 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
     truth = dict(zip(models, np.nanmean(y, 1)))
     total = int((~np.isnan(y)).sum())
     annotations = [json.loads(line) for line in (data / "annotations.jsonl").open()]
-    print("| calls | allocation | Kendall τ | max error | mean error | coverage | fewest prompts | run s | rank s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| calls | allocation | Kendall τ | max error | mean error | coverage | fewest prompts | rows in the printed Elo's order "
+        "| neighbours whose win rates are the other way | run s | rank s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     out: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = workdir or Path(tmp)
@@ -108,6 +111,11 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
                         f"| {fraction:.0%} | {allocation} | {part['slice']} | {part['prompts']} | {kendalltau(s_est, s_t)[0]:.3f} | "
                         f"{s_err.max():.2f} | {np.mean(np.abs(s_est - s_t) <= s_half + 1e-9):.2f} | {min(r['prompts'] for r in ranked)} |"
                     )
+                # the rows follow the Elo the table prints first; the pool's win rate beside it may
+                # disagree where candidates were judged on different prompts (the table says so)
+                elo = [r["score"] for r in rows]
+                monotone = all(a >= b for a, b in zip(elo, elo[1:])) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+                crossed = sum(a["win_rate"] < b["win_rate"] for a, b in zip(rows, rows[1:]))
                 names = [r["candidate"] for r in rows]
                 est = np.array([r["win_rate"] / 100 for r in rows])
                 half = np.array([(r["win_rate_high"] - r["win_rate_low"]) / 200 for r in rows])
@@ -115,13 +123,14 @@ def through_product(data: Path, fractions: list[float], workdir: Path | None) ->
                 err = np.abs(est - t) * 100
                 print(
                     f"| {fraction:.0%} | {allocation} | {kendalltau(est, t)[0]:.3f} | {err.max():.2f} | {err.mean():.2f} | "
-                    f"{np.mean(np.abs(est - t) <= half + 1e-9):.2f} | {min(r['prompts'] for r in rows)} | {run_s:.0f} | {rank_s:.1f} |",
+                    f"{np.mean(np.abs(est - t) <= half + 1e-9):.2f} | {min(r['prompts'] for r in rows)} | {'yes' if monotone else 'no'} | "
+                    f"{crossed} of {len(rows) - 1} | {run_s:.0f} | {rank_s:.1f} |",
                     flush=True,
                 )
                 out.append(
                     {"budget": fraction, "allocation": allocation, "models": len(names), "prompts": len(prompts)}
                     | {"tau": round(float(kendalltau(est, t)[0]), 3), "max_error": round(float(err.max()), 2)}
-                    | {"run_s": round(run_s, 1), "rank_s": round(rank_s, 2)}
+                    | {"run_s": round(run_s, 1), "rank_s": round(rank_s, 2), "rows_monotone": monotone, "win_rates_crossed": crossed}
                 )
         print("\nPer category (AlpacaEval's source sets), from the same runs' `rank --json` slices:\n")
         print("| calls | allocation | category | prompts judged | Kendall τ | max error | coverage | fewest prompts |")

@@ -239,7 +239,10 @@ class ReferenceConfig(_Section):
     ``warmup_prompts`` prompts each, every round gives one more prompt to the ``selection.batch``
     candidates where it lowers most the expected number of misordered pairs plus the interval width.
     Both stop early when every candidate's Elo interval is separated from its neighbours' (or at the
-    ``resolution``)."""
+    ``resolution``). With a ``board``, ``adaptive``'s neighbours are the board's models: a candidate
+    stops once its place among them is settled (between two of them, above or below all, or with
+    ``resolution`` tied with those it cannot be told from), read at a doubling schedule of looks
+    (:mod:`orchestrator.raee.board_claims`) — one candidate included."""
     repeats: int = Field(default=1, ge=1, le=20)
     """Runs of each judge on each item; k ≥ 2 enables the ICC(3,k) screen (the judge must sample:
     a temperature-0 judge repeats itself and its ICC is trivially 1)."""

@@ -41,6 +41,14 @@ def summary_text(data: ReportData) -> str:
             if "win_rate" in row and "win_rate_low" in row
             else ""
         )
+        placed = row.get("placement")
+        if placed and groups[0].get("board"):  # placed on a board: its place among the board's models
+            board = groups[0]["board"]
+            return (
+                f"{status} One candidate, {row['candidate']}{rate}; placed on the board ({board['models']} models): "
+                f"{placed['win_rate']:.1f}% over the board's prompts ({placed['win_rate_low']:.1f}–{placed['win_rate_high']:.1f}%), "
+                f"rank {placed['board_rank_low']}–{placed['board_rank_high']} among the board's models. {spent}"
+            )
         return f"{status} One candidate, {row['candidate']}{rate}; with nothing to rank it against, no order is claimed. {spent}"
     if not groups:
         return f"{status} No ranking yet: no judgment has been committed. {spent}"

@@ -29,6 +29,7 @@ from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..requests import DATASET_ANCHOR, PlanContext, seeded_hash
 from .base import Plan, PlannerBase, no_summary
+from .reference_board import BoardWatch
 
 __all__ = ["ReferencePlanner", "reference_items"]
 
@@ -83,6 +84,13 @@ class ReferencePlanner(PlannerBase):
         self.anchor, self.candidates, self.order, self.prompts = reference_items(ctx.dataset, self.section.anchor, ctx.seed)
         self._values: list[tuple[int, str, str, float]] = []
         self._slices: tuple[dict[str, int], np.ndarray, np.ndarray] | None = None  # prompt → category index, per column, per candidate
+        # with a board and the adaptive allocation, the stopping claims are about the board's models
+        kept = ctx.attachment("board") if ctx.attachment is not None and self.section.board is not None else None
+        self._board = (
+            BoardWatch(kept["payload"], self.prompts, self.section.warmup_prompts, self.section.resolution)
+            if kept is not None and self.section.allocation == "adaptive"
+            else None
+        )
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:
@@ -190,6 +198,8 @@ class ReferencePlanner(PlannerBase):
                     units.append(unit(prompt, c))
                     selected.append([self.anchor, prompt, c, None])
             return Plan("reference", units, selected) if units else self.done
+        if self._board is not None:
+            return self._board_round(cutoff, left, done, unit)
         open_ = [c for c in self.candidates if left[c]]
         table = self._table(cutoff)
         estimate, sigma, judged = leaderboard_state(table)
@@ -229,6 +239,41 @@ class ReferencePlanner(PlannerBase):
             units.append(unit(left[c][0], c))
             selected.append([self.anchor, left[c][0], c, round(gains[c], 6)])
         return Plan("reference", units, selected) if units else self.done
+
+    def _board_round(self, cutoff: int, left: dict[str, list[str]], done: dict[str, int], unit) -> Plan | str:
+        """A round of an adaptive campaign placed on a board: the claims due are read
+        (:class:`~.reference_board.BoardWatch`); the candidates not yet settled share the batch,
+        the shallowest first, each walking its own seeded order."""
+        assert self._board is not None
+        committed: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        per_prompt: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for cand, prompt, value in self._outcomes(cutoff):
+            per_prompt[(cand, prompt)].append(value)
+        for (cand, prompt), values in per_prompt.items():
+            committed[cand].append((prompt, sum(values) / len(values)))
+        self._board.look(committed)
+        reason = self._board.reason()
+        if reason is not None:
+            return reason
+        open_ = sorted((c for c in self.candidates if left[c] and not self._board.settled(c)), key=lambda c: (done[c], c))
+        batch = self.ctx.config.selection.batch
+        share = max(1, batch // max(len(open_), 1))
+        units: list[list[PlannedRequest]] = []
+        selected: list[list] = []
+        for c in open_:
+            for prompt in left[c][:share]:
+                units.append(unit(prompt, c))
+                selected.append([self.anchor, prompt, c, None])
+            if len(units) >= batch:
+                break
+        if units:
+            return Plan("reference", units, selected)
+        if self._board.claims:
+            words = "; ".join(
+                self._board.claims[c].words(c, self._board.rates, self.section.resolution) for c in sorted(self._board.claims)
+            )
+            return f"every candidate is placed on the board or judged on every prompt: {words}"
+        return self.done
 
     @staticmethod
     def _separated(est: dict[str, dict[str, float]], open_: list[str]) -> bool:
