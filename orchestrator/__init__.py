@@ -26,6 +26,7 @@ __all__ = [
     "replay",
     "fit_raee",
     "fit_simplex",
+    "RaeeSettings",
     "ReplaySettings",
     "SimplexSettings",
     "OrchestratorError",

@@ -67,3 +67,34 @@ def test_the_fits_and_replay_take_their_settings_objects_checked_once_naming_the
     assert settings.families == (("j", "A"), ("m", "A"))  # written as on the command line, read once
     with pytest.raises(orc.OrchestratorError):
         orc.ReplaySettings(families=("no-equals-sign",))
+
+
+def test_fit_raee_takes_its_settings_or_their_fields_never_both(tmp_path):
+    """``fit_raee`` takes one :class:`RaeeSettings` (or its fields as keywords, the same record); the
+    checks run where the record is made, in one line naming the field and its flag."""
+    assert orc.RaeeSettings(control=["self"], families={"j": "A"}).families == (("j", "A"),)
+    assert orc.RaeeSettings(control=("self",), families=("j=A", "m=B")).families == (("j", "A"), ("m", "B"))
+    with pytest.raises(orc.OrchestratorError, match=r"level \(--level\) must be in \(0, 1\)"):
+        orc.RaeeSettings(level=1.0)
+    with pytest.raises(orc.OrchestratorError, match=r"judges must be a list of names, not the string 'gpt-4o'"):
+        orc.RaeeSettings(judges="gpt-4o")  # type: ignore[arg-type]
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps(
+                {"kind": "reference", "judge": "j", "prompt_id": f"p{k}", "candidates": ["reference", c], "probs": {"A": 0.3, "B": 0.7}}
+            )
+            + "\n"
+            for k in range(4)
+            for c in ("m1", "m2")
+        )
+    )
+    by_keyword = orc.fit_raee(log=log, soft=True)
+    by_record = orc.fit_raee(log=log, settings=orc.RaeeSettings(soft=True))
+    assert [(r.candidate, r.p_bar) for r in by_keyword.rows] == [(r.candidate, r.p_bar) for r in by_record.rows]
+    # soft outcomes 0.7 on 4 prompts: the Jeffreys posterior mean (4 · 0.7 + ½) / (4 + 1)
+    assert [round(r.p_bar, 9) for r in by_keyword.rows] == [0.66, 0.66]
+    with pytest.raises(orc.OrchestratorError, match="not both"):
+        orc.fit_raee(log=log, settings=orc.RaeeSettings(), soft=True)
+    with pytest.raises(orc.OrchestratorError, match="unknown setting 'judge'"):
+        orc.fit_raee(log=log, judge=["j"])

@@ -131,7 +131,7 @@ def test_reference_campaign_with_the_embedded_judge_end_to_end(tmp_path):
     import sqlite3
 
     from orchestrator import api
-    from orchestrator.offline.raee.fit import RaeeOptions, fit_raee
+    from orchestrator.offline.raee.fit import RaeeSettings, fit_raee
 
     sample = ROOT / "examples" / "summeval-sample"
     config = tmp_path / "gemma-raee.toml"
@@ -162,7 +162,7 @@ concurrency = 2
     for _, probs, _ in rows:
         assert set(json.loads(probs)[0]) == {"A", "B", "C"} and sum(json.loads(probs)[0].values()) == pytest.approx(1.0)
     assert sum(json.loads(c)[0] == "reference" for *_, c in rows) == 4  # half with the anchor shown second
-    report = fit_raee(path, RaeeOptions(soft=True))
+    report = fit_raee(path, RaeeSettings(soft=True))
     judged = [r for r in report.rows if r.judge == "gemma270m"]
     assert len(judged) == 4 and all(r.n == 1 and 0 < r.p_bar < 1 for r in judged)
     assert sum(r.judge == "-" for r in report.rows) == 12  # the budget left 12 candidates unjudged: reported

@@ -137,8 +137,8 @@ def test_fit_raee_control_length_end_to_end(tmp_path, capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--control", "style"], "--control style: not a control this fit knows (known: length, self)"),
-        (["--control", "length", "--flag-shift", "0", "--responses", "{responses}"], "--flag-shift must be positive"),
+        (["--control", "style"], "control (--control) 'style': not a control this fit knows (known: length, self)"),
+        (["--control", "length", "--flag-shift", "0", "--responses", "{responses}"], "flag_shift (--flag-shift) must be positive"),
         (["--control", "length"], "--control length needs --responses FILE.jsonl"),
         (["--control", "length", "--responses", "{responses}"], "no text for 'base' on prompt 'p000'; --control length needs the text"),
     ],

@@ -15,7 +15,7 @@ from conftest import DATA
 from judgekit import board_and_newcomer, board_run, placed_config, reference_behaviour, reference_run, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.offline.raee.fit import RaeeOptions, fit_raee
+from orchestrator.offline.raee.fit import RaeeSettings, fit_raee
 from orchestrator.run.preparation import dry_run, prepare
 
 
@@ -54,20 +54,20 @@ def test_both_orders_cancels_a_position_bias(tmp_path, monkeypatch):
     shown = [json.loads(c) for (c,) in db.execute("select candidates from judgments")]
     assert len(shown) == 3 * 5 * 2
     assert sum(c[0] == "reference" for c in shown) == sum(c[1] == "reference" for c in shown) == 15
-    biased = {r.candidate: r for r in fit_raee(one, RaeeOptions(soft=True)).rows}
-    fair = {r.candidate: r for r in fit_raee(both, RaeeOptions(soft=True)).rows}
+    biased = {r.candidate: r for r in fit_raee(one, RaeeSettings(soft=True)).rows}
+    fair = {r.candidate: r for r in fit_raee(both, RaeeSettings(soft=True)).rows}
     assert all(biased[c].p_hat < 0.5 for c in ("M2", "M3", "M4"))  # even the better ones lose to the anchor
     # the middle candidate equals the anchor: both orders bring it back to ½; order preserved
     assert fair["M2"].p_hat == pytest.approx(0.5, abs=1e-3)
     assert fair["M0"].p_hat + fair["M4"].p_hat == pytest.approx(1.0, abs=1e-3)
     assert [fair[f"M{k}"].elo for k in range(5)] == sorted(fair[f"M{k}"].elo for k in range(5))
-    (screen,) = fit_raee(both, RaeeOptions(soft=True)).judges
+    (screen,) = fit_raee(both, RaeeSettings(soft=True)).judges
     assert screen.runs == 2 and screen.icc is not None  # runs = (anchor first, anchor second)
     # the export names the anchor whichever side it was shown on, and fits to the same numbers
     log = tmp_path / "both.jsonl"
     api.export(both, out=log, fmt="jsonl")
     assert {json.loads(line)["reference"] for line in log.open()} == {"reference"}
-    from_log = {r.candidate: r.p_bar for r in fit_raee(log, RaeeOptions(soft=True), log=True).rows}
+    from_log = {r.candidate: r.p_bar for r in fit_raee(log, RaeeSettings(soft=True), log=True).rows}
     assert from_log == pytest.approx({c: r.p_bar for c, r in fair.items()})
     # the run exists (api.dry_run would refuse its name): what it could ask, from the checked config
     assert dry_run(prepare(api.load_config(tmp_path / "both.toml")))["possible_requests"] == 30
@@ -78,7 +78,7 @@ def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_jud
     path, _ = reference_run(
         tmp_path, two_judges, prompts=2, candidates=6, reference=0.5, judges='["local-openai"]', reference_toml="soft = true"
     )
-    report = fit_raee(path, RaeeOptions(soft=True))
+    report = fit_raee(path, RaeeSettings(soft=True))
     assert all(r.se_p_fpc == 0.0 and r.se_elo_raw > 0 for r in report.rows)
     ranking = api.ranking(path)["groups"][0]["ranking"]
     assert all(r["sd"] > 0 for r in ranking)

@@ -14,7 +14,7 @@ from conftest import DATA
 from judgekit import reference_run, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.errors import OrchestratorError
-from orchestrator.offline.raee.fit import RaeeOptions, fit_raee
+from orchestrator.offline.raee.fit import RaeeSettings, fit_raee
 from orchestrator.raee import ReferenceJudgments, icc3k, pooled_variance, raee_report
 from orchestrator.store import SCHEMA_VERSION, open_run
 
@@ -38,7 +38,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     # rounds go prompt by prompt (batch = 1 prompt): every round holds all candidates of one prompt
     assert [n for (n,) in db.execute("select n_requests from rounds order by round")] == [36] * 4
 
-    report = fit_raee(path, RaeeOptions(soft=True))
+    report = fit_raee(path, RaeeSettings(soft=True))
     by = {(r.judge, r.candidate): r for r in report.rows}
     assert report.population == 4 and {r.n for r in report.rows if r.judge != "pooled"} == {4}
     precise = [by[("local-openai", f"M{c}")].elo for c in range(6)]
@@ -77,7 +77,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
     assert failed["rows"] and failed["plots"] == [] and "cannot create" in failed["plot_error"]
     log = tmp_path / "export.jsonl"
     assert run_cli(["export", str(path), "--format", "jsonl", "--out", str(log)]) == 0
-    from_log = fit_raee(log, RaeeOptions(soft=True, population=4), log=True)
+    from_log = fit_raee(log, RaeeSettings(soft=True, population=4), log=True)
     assert [(r.judge, r.candidate, round(r.p_bar, 12)) for r in from_log.rows] == [
         (r["judge"], r["candidate"], round(r["p_bar"], 12)) for r in data["rows"]
     ]
@@ -142,7 +142,7 @@ def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_j
     assert "intervals that hold all at once" in table
     assert f"{ranking[0]['win_rate']:.1f} ({ranking[0]['win_rate_low']:.1f}–{ranking[0]['win_rate_high']:.1f})" in table
     assert "rows in Elo order; win rate: against the anchor on the prompts judged in this pool" in table
-    report = fit_raee(path, RaeeOptions(soft=True))
+    report = fit_raee(path, RaeeSettings(soft=True))
     assert report.population == 16
     assert all(r.se_p_fpc < r.se_p_raw for r in report.rows if r.judge != "pooled")
 
@@ -223,7 +223,7 @@ def test_fit_raee_bad_input_is_a_clear_message(tmp_path, two_judges, capsys):
     assert run_cli(["fit", "raee", str(path), "--judge", "gpt-9"]) == 2
     assert "judge 'gpt-9' has no reference-anchored judgments here (judges: local-openai)" in capsys.readouterr().err
     assert run_cli(["fit", "raee", str(path), "--population", "0"]) == 2
-    assert "--population must be at least 1" in capsys.readouterr().err
+    assert "population (--population) must be at least 1" in capsys.readouterr().err
 
     # configs: a non-reference template, an anchor that is not a candidate, no reference texts
     for toml, message in (

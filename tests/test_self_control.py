@@ -183,7 +183,7 @@ def test_a_family_without_control_self_is_refused(tmp_path, capsys):
     log = _write_log(tmp_path / "log.jsonl", outcomes)
     assert run_cli(["fit", "raee", "--log", str(log), "--soft", *_family_flags(families)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--family is for --control self" in err and len(err.splitlines()) == 1
+    assert "families (--family) is for control self" in err and len(err.splitlines()) == 1
 
 
 def test_self_control_acts_on_the_length_controlled_rates_when_both_are_asked(tmp_path, capsys):

@@ -296,7 +296,7 @@ def simulated_raee_self_preference(seeds: int, taste: float = 1.0) -> dict:
                     for m, i in np.ndindex(*y.shape):
                         row = {"kind": "reference", "judge": judge, "prompt_id": f"p{i}", "candidates": ["base", f"c{m}"]}
                         out.write(json.dumps(row | {"probs": {"A": 1 - float(y[m, i]), "B": float(y[m, i])}}) + "\n")
-            report = api.fit_raee(log=log, soft=True, control=["self"], family=[f"{k}={v}" for k, v in families.items()])
+            report = api.fit_raee(log=log, soft=True, control=["self"], families=families)
         biases = {b.judge: b for b in report.judge_biases}
         ratio.append(biases["judge-x"].effect / truth)
         covered += biases["judge-x"].low <= truth <= biases["judge-x"].high

@@ -12,11 +12,16 @@ single draws stored as repeats 0..R−1 (`method = "verdict"`: the replay's judg
 up to R, each request one completion). Budgets and the figures count paid completions. Curves are
 the mean Spearman over draw seeds; a target is reached where that mean first reaches it.
 
-The oracle row is the log-probability judge itself: every call returns the probability that the
-verdicts are drawn from, so no allocation of verdicts can reach a target in fewer completions than
-it reaches it in calls times the verdicts one probability is worth.
+The log-probability row is the judge itself: every call returns the probability that the verdicts
+are drawn from. The **oracle allocations** know that probability ``p`` of every judgment before
+asking and give each judgment its own number of verdicts, ``k = clip(round(c·√v), 1, ceiling)`` with
+``v = 1 − Σ p_o²`` (the chance that two verdicts disagree), for several ``c``: where the judge is
+sure one verdict tells as much as its probability, where it is unsure several are needed to read
+it (the precision model ``k/(kτ² + v)`` of a judgment of ``k`` verdicts, ``τ²`` the judgment's own
+scatter about the scores, gives ``k ∝ √v`` at the optimum). The selection still chooses the
+pairs; each judgment pays its ``k``.
 
-    python -m benchmarks.selection.verdict_cost [--seeds 5] [--ks 1,3,5] [--ceiling 8]
+    python -m benchmarks.selection.verdict_cost [--seeds 5] [--ks 1,2,3,4,5] [--ceiling 8] [--oracle-c 2,4,6,8]
 """
 
 from __future__ import annotations
@@ -54,6 +59,22 @@ def as_repeats(records: list[LogRecord], ceiling: int, seed: int) -> list[LogRec
     return out
 
 
+def as_oracle(records: list[LogRecord], c: float, ceiling: int, seed: int) -> list[LogRecord]:
+    """Each judgment as ``k = clip(round(c·√v), 1, ceiling)`` verdicts drawn from its probabilities,
+    ``v = 1 − Σ p²`` known to the oracle (module docstring): one record of their shares paying ``k``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for record in records:
+        options = list(record.probs)
+        p = np.asarray([record.probs[o] for o in options], dtype=float)
+        p = p / p.sum()
+        k = int(np.clip(round(c * np.sqrt(max(1.0 - float(p @ p), 0.0))), 1, ceiling))
+        counts = rng.multinomial(k, p)
+        probs = {o: n / k for o, n in zip(options, counts)}
+        out.append(LogRecord.model_validate({**record.model_dump(), "probs": probs, "method": "samples", "samples": k}))
+    return out
+
+
 def spearman_curve(records: list[LogRecord], reference: np.ndarray, budget: int, seed: int) -> np.ndarray:
     """Spearman with the reference after every ``STEP`` paid completions, up to ``budget``."""
     group = one_group(records)
@@ -74,13 +95,15 @@ def first(curve: np.ndarray, target: float) -> int | None:
 def main() -> None:
     p = harness.parser(__doc__, quick="2 draw seeds, k = 1 and 3, ceiling 4, budgets to 1,200 completions")
     p.add_argument("--seeds", type=harness.count, default=5)
-    p.add_argument("--ks", default="1,3,5")
+    p.add_argument("--ks", default="1,2,3,4,5")
+    p.add_argument("--oracle-c", default="2,4,6,8", help="the oracle allocations' c (module docstring); empty: none")
     p.add_argument("--ceiling", type=harness.count, default=8)
     p.add_argument("--budget", type=harness.count, default=4400, help="paid completions per replay")
     args = p.parse_args()
     seeds, ks, ceiling, budget = (
         (2, [1, 3], 4, 1200) if args.quick else (args.seeds, [int(k) for k in args.ks.split(",")], args.ceiling, args.budget)
     )
+    oracle_cs = [] if args.quick else [float(c) for c in args.oracle_c.split(",") if c.strip()]
     records = pairwise_records()
     group = one_group(records)
     run_group = build_groups_for(group_dataset(group), "global")[0]
@@ -102,7 +125,14 @@ def main() -> None:
     rows[f"adaptive, ceiling {ceiling}"] = np.mean(
         [spearman_curve(as_repeats(records, ceiling, 1000 + s), reference, adaptive_budget, s) for s in range(seeds)], axis=0
     )
-    print(f"  adaptive done ({time.time() - t0:.0f} s)\n", flush=True)
+    print(f"  adaptive done ({time.time() - t0:.0f} s)", flush=True)
+    for c in oracle_cs:
+        t0 = time.time()
+        rows[f"oracle, k = c·√v with c = {c:g}"] = np.mean(
+            [spearman_curve(as_oracle(records, c, ceiling, 1000 + s), reference, budget, s) for s in range(seeds)], axis=0
+        )
+        print(f"  oracle c = {c:g} done ({time.time() - t0:.0f} s)", flush=True)
+    print()
     print("| judge | completions to the 100-call target | to the 200-call target | Spearman at 1,000 completions | best reached |")
     print("|---|---|---|---|---|")
     for name, curve in rows.items():
@@ -115,12 +145,16 @@ def main() -> None:
     )
     fixed = {c: [first(rows[n], targets[c]) for n in rows if n.startswith("fixed")] for c in (100, 200)}
     adaptive = {c: first(rows[f"adaptive, ceiling {ceiling}"], targets[c]) for c in (100, 200)}
+    oracle = {c: [first(rows[n], targets[c]) for n in rows if n.startswith("oracle")] for c in (100, 200)}
     for c in (100, 200):
         best = min((x for x in fixed[c] if x is not None), default=None)
         if best is None or adaptive[c] is None:
             print(f"target at {c} calls: adaptive {adaptive[c]}, best fixed k {best}: no ratio (a target not reached within the budget)")
         else:
             print(f"target at {c} calls: adaptive / best fixed k = {adaptive[c]} / {best} = {adaptive[c] / best:.2f}")
+        best_oracle = min((x for x in oracle[c] if x is not None), default=None)
+        if oracle_cs and best is not None and best_oracle is not None:
+            print(f"target at {c} calls: best oracle allocation / best fixed k = {best_oracle} / {best} = {best_oracle / best:.2f}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from .presentation import (
 from .tools import cache_import, cache_prune, cache_stats, embedded_judge, import_data, init, record, simulate
 
 __all__ = [
+    "RaeeSettings",
     "ReplaySettings",
     "SimplexSettings",
     "compare",
@@ -83,6 +84,10 @@ def __getattr__(name: str):
         from ..simplex.settings import SimplexSettings
 
         return SimplexSettings
+    if name == "RaeeSettings":
+        from ..raee.settings import RaeeSettings
+
+        return RaeeSettings
     if name == "ReplaySettings":
         from ..offline.replay.settings import ReplaySettings
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import OrchestratorError
 
 if TYPE_CHECKING:
     from ..offline.replay.settings import ReplaySettings
+    from ..raee.settings import RaeeSettings
     from ..simplex.settings import SimplexSettings
 
 
@@ -125,49 +126,34 @@ def fit_raee(
     run: str | Path | None = None,
     *,
     log: str | Path | None = None,
-    judge: list[str] | None = None,
-    soft: bool = False,
-    level: float = 0.95,
-    population: int | None = None,
-    icc_threshold: float = 0.9,
-    abstain_sd: float | None = None,
-    pool_all: bool = False,
-    control: list[str] | None = None,
+    settings: RaeeSettings | None = None,
     responses: str | Path | None = None,
-    flag_shift: float | None = None,
     human: str | Path | None = None,
-    family: list[str] | None = None,
+    **options: Any,
 ):
-    """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`;
-    ``control=["length"]`` with ``responses`` adds length-controlled win rates and flags;
-    ``control=["self"]`` each judge's preference for its model family (``family``: ``NAME=FAMILY``
-    of judges and candidates; a run's ``model.families`` without it) and the win rates without it; ``human``
-    (a labels JSONL; a run file's own labels without it) people's win rates beside the judges' (PPI++)."""
+    """RAEE on a run file or a judgment log (``log=``): a :class:`~orchestrator.raee.RaeeReport`.
+    What to fit is one :class:`~orchestrator.raee.settings.RaeeSettings` (``settings``, or its fields
+    as keyword ``options``: ``fit_raee(run, soft=True)``; every choice checked there, in one line
+    naming the field). ``control=["length"]`` with ``responses`` adds length-controlled win rates
+    and flags; ``control=["self"]`` each judge's preference for its model family (``families``:
+    ``{name: family}`` of judges and candidates; a run's ``model.families`` without it) and the win
+    rates without it; ``human`` (a labels JSONL; a run file's own labels without it) people's win
+    rates beside the judges' (PPI++)."""
     from ..offline.judges.human_labels import HumanLabels, load_human_labels, run_labels
-    from ..offline.raee.fit import RaeeOptions
     from ..offline.raee.fit import fit_raee as fit
-    from ..records.families import parse_families
+    from ..raee.settings import RaeeSettings
 
+    if settings is not None and options:
+        raise OrchestratorError(f"fit_raee: give settings or its fields ({', '.join(sorted(options))}), not both")
+    chosen = settings if settings is not None else RaeeSettings.from_options(options)
     source, is_log = _source(run, log)
-    options = RaeeOptions(
-        soft=soft,
-        judges=tuple(judge or ()),
-        level=level,
-        population=population,
-        icc_threshold=icc_threshold,
-        abstain_sd=abstain_sd,
-        pool_all=pool_all,
-        control=tuple(control or ()),
-        flag_shift=flag_shift,
-        families=tuple(parse_families(family).items()),
-    )
     labels: HumanLabels | None = None
     if human is not None:
         labels = load_human_labels(human)
     else:  # a run file's own labels (orchestrator label), when it has some
         stored = None if is_log else run_labels(source)
         labels = stored if stored is not None and (stored.absolute or stored.pairwise) else None
-    return fit(source, options, log=is_log, responses=responses, human=labels, human_source=human if human is not None else source)
+    return fit(source, chosen, log=is_log, responses=responses, human=labels, human_source=human if human is not None else source)
 
 
 def fit_simplex(

@@ -90,22 +90,19 @@ def fit_raee_cmd(
 
     _one_source(run, log)
     _check_outputs(se_curve_png, plot, [run, log])
-    report = api.fit_raee(
-        run,
-        log=log,
-        judge=judge,
+    settings = api.RaeeSettings(
         soft=soft,
+        judges=tuple(judge or ()),
         level=level,
         population=population,
         icc_threshold=icc_threshold,
         abstain_sd=abstain_sd,
         pool_all=pool_all,
-        control=control,
-        responses=responses,
+        control=tuple(control or ()),
         flag_shift=flag_shift,
-        human=human,
-        family=family,
+        families=tuple(family or ()),
     )
+    report = api.fit_raee(run, log=log, settings=settings, responses=responses, human=human)
 
     def plots() -> list[Path]:
         paths = api.raee_plots(report, plot) if plot is not None else []

@@ -211,9 +211,9 @@ def collect(path: str | Path) -> ReportData:
 
         data.repeatability = repeat_summary(stored_repeats(store.db.conn), data.ranking.get("groups"))
         if config.reference is not None and any(r.kind == "reference" for r in ok):
-            from ..offline.raee.fit import RaeeOptions, fit_raee, format_raee
+            from ..offline.raee.fit import RaeeSettings, fit_raee, format_raee
 
-            data.raee_text = format_raee(fit_raee(path, RaeeOptions(soft=config.reference.soft), store=store))
+            data.raee_text = format_raee(fit_raee(path, RaeeSettings(soft=config.reference.soft), store=store))
     per_round: dict[int, list[JudgmentRecord]] = defaultdict(list)
     for r in judgments:
         per_round[r.round].append(r)

@@ -65,13 +65,13 @@ def reference_ranking(path: str | Path, config: RunConfig, dataset: Dataset, lev
 
     from ...raee import known, leaderboard
     from ...raee.estimates import outcomes
-    from .fit import RaeeOptions, fit_raee, load_reference_judgments
+    from .fit import RaeeSettings, fit_raee, load_reference_judgments
 
     loaded = load_reference_judgments(path, log=False, store=store)
     data = loaded[0]
     if len(data) == 0:
         return {"run": str(path), "scope": "reference", "level": level, "groups": []}
-    report = fit_raee(path, RaeeOptions(soft=config.reference.soft if config.reference else False), loaded=loaded, read_texts=False)
+    report = fit_raee(path, RaeeSettings(soft=config.reference.soft if config.reference else False), loaded=loaded, read_texts=False)
     out = []
     for anchor in dict.fromkeys(r.anchor for r in report.rows):
         board = leaderboard(report.rows, anchor)

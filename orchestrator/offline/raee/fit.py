@@ -7,7 +7,6 @@ fit, format a table, draw plots.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from ...raee import (
     reference_wtl,
     se_calibration,
 )
+from ...raee.settings import RaeeSettings
 from ...records.config import RunConfig
 from ...records.log import load_log
 from ...run.planners import reference_items
@@ -35,7 +35,7 @@ from ..plotting import pyplot, save
 from .people import fmt as _fmt
 from .people import format_people, with_people
 
-__all__ = ["load_reference_judgments", "RaeeOptions", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
+__all__ = ["load_reference_judgments", "RaeeSettings", "fit_raee", "format_raee", "plot_raee", "se_curve", "plot_se_curve"]
 
 
 def _from_store(path: Path, store: RunStore | None = None) -> tuple[ReferenceJudgments, dict]:
@@ -81,53 +81,9 @@ def load_reference_judgments(source: str | Path, *, log: bool, store: RunStore |
     return _from_store(path, store)
 
 
-@dataclass(frozen=True)
-class RaeeOptions:
-    """A RAEE fit's options (``orchestrator fit raee``'s flags; ``api.fit_raee`` builds it once)."""
-
-    soft: bool = False
-    """Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."""
-    judges: tuple[str, ...] = ()
-    """Only these judges (empty: all)."""
-    level: float = 0.95
-    population: int | None = None
-    """Prompt pool size M for the finite-population correction (None: a run's own, a log's none)."""
-    icc_threshold: float = 0.9
-    abstain_sd: float | None = None
-    pool_all: bool = False
-    control: tuple[str, ...] = ()
-    """``"length"``: AlpacaEval's length-controlled win rates (needs the answers' texts); ``"self"``:
-    each judge's preference for its own model family taken out (needs ``families``)."""
-    flag_shift: float | None = None
-    families: tuple[tuple[str, str], ...] = ()
-    """``(name, model family)`` of judges and candidates for ``"self"`` (a run's ``model.families`` without it)."""
-
-    def check(self, *, log: bool, responses: str | Path | None) -> None:
-        """Raises :class:`OrchestratorError` (one line naming the flag) on a bad option."""
-        from .length_control import CONTROLS
-
-        unknown = sorted(set(self.control) - set(CONTROLS))
-        if unknown:
-            raise OrchestratorError(f"--control {unknown[0]}: not a control this fit knows (known: {', '.join(CONTROLS)})")
-        if "length" in self.control and responses is None and log:
-            raise OrchestratorError("--control length needs --responses FILE.jsonl (the answers' texts, the anchor's included)")
-        if self.families and "self" not in self.control:
-            raise OrchestratorError("--family is for --control self (a judge's preference for its model family); add --control self")
-        if "self" in self.control and not self.families and log:
-            raise OrchestratorError("--control self needs the model family of every judge and candidate: --family NAME=FAMILY")
-        if self.flag_shift is not None and not self.flag_shift > 0:
-            raise OrchestratorError(f"--flag-shift must be positive (got {self.flag_shift:g})")
-        if self.abstain_sd is not None and not self.abstain_sd >= 0:  # an SD is never negative: it would drop every item
-            raise OrchestratorError(f"--abstain-sd must be at least 0 (got {self.abstain_sd:g})")
-        if self.population is not None and self.population < 1:
-            raise OrchestratorError(f"--population must be at least 1 (got {self.population})")
-        if not 0 < self.level < 1:
-            raise OrchestratorError(f"--level must be in (0, 1), got {self.level}")
-
-
 def fit_raee(
     source: str | Path,
-    options: RaeeOptions = RaeeOptions(),
+    options: RaeeSettings = RaeeSettings(),
     *,
     log: bool = False,
     responses: str | Path | None = None,
@@ -152,7 +108,7 @@ def fit_raee(
     """
     from .length_control import FLAG_SHIFT, apply_controls, response_texts, run_texts
 
-    options.check(log=log, responses=responses)
+    options.check_source(log=log, responses=responses)
     data, info = loaded if loaded is not None else load_reference_judgments(source, log=log, store=None if log else store)
     if len(data) == 0:
         what = "judgment log" if log else "run"

@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import OrchestratorError
 from ...raee import JudgeBias, RaeeReport, RaeeRow, ReferenceJudgments, item_matrix
 from ...raee.control import candidate_flags, length_controlled
+from ...raee.settings import RAEE_CONTROLS
 from ...records.log import load_responses
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ __all__ = [
     "run_texts",
 ]
 
-CONTROLS = ("length", "self")
+CONTROLS = RAEE_CONTROLS
 FLAG_SHIFT = 10.0
 """Win-rate points a candidate may move under control before it is flagged (with a quarter of the
 way to the bound, whichever is larger: AlpacaEval's ``get_is_extreme_changes``)."""
