@@ -166,6 +166,18 @@ def test_the_walker_reads_function_level_and_relative_imports_and_skips_type_onl
 ROOT = PACKAGE.parent
 
 
+def test_no_function_in_the_package_over_80_lines():
+    """A function that long does several things; a command whose length is its options declares
+    them as annotated types (``cli/options.py``, ``cli/fit_options.py``)."""
+    long = sorted(
+        f"{name}.{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.end_lineno or 0) - node.lineno + 1 > 80
+    )
+    assert long == []
+
+
 def test_no_module_over_400_lines_and_the_readme_is_a_front_door():
     """Issue #29: modules are split by concern before they grow past ~400 lines; the README (what it
     is for, the two commands, a tour, which campaign, links) stays within 250 lines, the reference in

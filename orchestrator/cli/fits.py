@@ -12,7 +12,47 @@ import typer
 from rich.text import Text
 
 from ..errors import OrchestratorError
-from .common import _finite, app, err_console, existing, out_console
+from .common import _finite, app, err_console, out_console
+from .fit_options import (
+    AsJson,
+    Judge,
+    Log,
+    RaeeAbstainSd,
+    RaeeControl,
+    RaeeFamily,
+    RaeeFlagShift,
+    RaeeHuman,
+    RaeeIccThreshold,
+    RaeeLevel,
+    RaeePlot,
+    RaeePoolAll,
+    RaeePopulation,
+    RaeeResponses,
+    RaeeSeCurvePng,
+    RaeeSoft,
+    Run,
+    SimplexBetaMax,
+    SimplexChains,
+    SimplexCollapse,
+    SimplexCountWeight,
+    SimplexDelta,
+    SimplexDraws,
+    SimplexFallback,
+    SimplexHuman,
+    SimplexLevel,
+    SimplexLevels,
+    SimplexLikelihood,
+    SimplexOmega,
+    SimplexPlot,
+    SimplexResponses,
+    SimplexSeed,
+    SimplexSelfJudging,
+    SimplexSelfPreference,
+    SimplexSoft,
+    SimplexSweep,
+    SimplexTruth,
+    SimplexWarmup,
+)
 
 fit_app = typer.Typer(no_args_is_help=True, help="Offline fits on an accumulated judgment log (a run file or a JSONL log).")
 app.add_typer(fit_app, name="fit")
@@ -25,62 +65,23 @@ def _one_source(run: Path | None, log: Path | None) -> None:
 
 @fit_app.command("raee")
 def fit_raee_cmd(
-    run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log.", callback=existing("run file")),
-    log: Optional[Path] = typer.Option(
-        None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead.", callback=existing("file")
-    ),
-    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
-    soft: bool = typer.Option(False, "--soft", help="Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    level: float = typer.Option(0.95, "--level", help="Credible-interval level.", parser=_finite("--level")),
-    population: Optional[int] = typer.Option(
-        None,
-        "--population",
-        help="Prompt pool size M for the finite-population correction (a run: its prompts with an anchor; a log: none).",
-    ),
-    icc_threshold: float = typer.Option(
-        0.9, "--icc-threshold", help="Strong judges have ICC(3,k) at least this.", parser=_finite("--icc-threshold")
-    ),
-    abstain_sd: Optional[float] = typer.Option(
-        None, "--abstain-sd", help="Drop items whose outcome SD across runs exceeds this.", parser=_finite("--abstain-sd")
-    ),
-    pool_all: bool = typer.Option(
-        False, "--pool-all", help="Pool every judge (ρ from between-judge correlation) when there are no repeated runs to screen them."
-    ),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write leaderboard PNGs (one per anchor) to this directory."),
-    se_curve_png: Optional[Path] = typer.Option(
-        None, "--se-curve", help="Also write the analytic-vs-empirical SE curve (subsampling each candidate's prompts) to this PNG."
-    ),
-    control: Optional[list[str]] = typer.Option(
-        None,
-        "--control",
-        help="Control a judge's taste: 'length' (AlpacaEval's length-controlled win rate; needs --responses), "
-        "'self' (its preference for answers of its own model family; needs --family or the run's model.families).",
-    ),
-    family: Optional[list[str]] = typer.Option(
-        None,
-        "--family",
-        metavar="NAME=FAMILY",
-        help="The model family of a judge or a candidate, for --control self (repeat: every judge, and the candidates of a judge's family).",
-    ),
-    responses: Optional[Path] = typer.Option(
-        None,
-        "--responses",
-        help="The answers' texts ({prompt_id, candidate, text} rows, the anchor's included): flags constant, empty or copied answers; needed by --control.",
-        callback=existing("file"),
-    ),
-    flag_shift: Optional[float] = typer.Option(
-        None,
-        "--flag-shift",
-        help="Flag a candidate whose win rate moves more than this many points (or a quarter of the way to 0 or 100) under control (default 10).",
-        parser=_finite("--flag-shift"),
-    ),
-    human: Optional[Path] = typer.Option(
-        None,
-        "--human",
-        help="People's labels (JSONL, docs/human-labels.md): adds each candidate's people's win rate, the judge's outcomes rectified by them (PPI++).",
-        callback=existing("file"),
-    ),
+    run: Run = None,
+    log: Log = None,
+    judge: Judge = None,
+    soft: RaeeSoft = False,
+    as_json: AsJson = False,
+    level: RaeeLevel = 0.95,
+    population: RaeePopulation = None,
+    icc_threshold: RaeeIccThreshold = 0.9,
+    abstain_sd: RaeeAbstainSd = None,
+    pool_all: RaeePoolAll = False,
+    plot: RaeePlot = None,
+    se_curve_png: RaeeSeCurvePng = None,
+    control: RaeeControl = None,
+    family: RaeeFamily = None,
+    responses: RaeeResponses = None,
+    flag_shift: RaeeFlagShift = None,
+    human: RaeeHuman = None,
 ) -> None:
     """RAEE: reference-anchored Elo per candidate and judge, judge screening, pooled rows, anchor diagnostics;
     with --control length, AlpacaEval's length-controlled win rates and flagged candidates; with --control self,
@@ -184,82 +185,32 @@ def _numbers(value: str | None, name: str, kind=float) -> list | None:
 
 @fit_app.command("simplex")
 def fit_simplex_cmd(
-    run: Optional[Path] = typer.Argument(None, help="Run file (runs/<name>.sqlite); or give --log.", callback=existing("run file")),
-    log: Optional[Path] = typer.Option(
-        None, "--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead.", callback=existing("file")
-    ),
-    levels: int = typer.Option(..., "--levels", help="Scale size M: scores are the integers 1..M."),
-    omega: str = typer.Option(
-        "1",
-        "--omega",
-        help="Random-effect strength ω ≥ 0 (0 = constancy, no random effects; default 1: relaxed, expected magnitude ≈ 0.5) "
-        "or 'prior' (integrate over ω ~ U(0.1, 8)).",
-    ),
-    beta_max: str = typer.Option(
-        "5",
-        "--beta-max",
-        help="Judge-discrimination prior β_max ≥ 0 (default 5, the paper's base value), or 'prior' (integrate over β_max ~ U(0, 20)).",
-    ),
-    count_weight: str = typer.Option(
-        "auto",
-        "--count-weight",
-        help="Weight of each judge score in the likelihood: 'auto' (1/design effect of judges scoring the same answers) or a number in (0, 1]; 1 = the paper's model.",
-    ),
-    likelihood: str = typer.Option(
-        "counts",
-        "--likelihood",
-        help="'counts' (the paper's Eq. B.3) or 'answers' (one latent true score per answer, shared by the judges who scored it).",
-    ),
-    delta: Optional[str] = typer.Option(
-        None,
-        "--delta",
-        help="Dirichlet direction of the random effects, M numbers (e.g. 1,4,10 looks for score inflation); default all ones.",
-    ),
-    self_judging: Optional[str] = typer.Option(
-        None, "--self-judging", help="Judge → its model family's candidates: 'judge=cand1,cand2;judge2=cand3'."
-    ),
-    self_preference: str = typer.Option(
-        "exclude",
-        "--self-preference",
-        help="Self-judging scores: 'exclude' (the paper's default) or 'shift' (kept, with a fitted self-preference shift).",
-    ),
-    soft: bool = typer.Option(
-        False, "--soft", help="Count the judges' option probabilities (fractional counts) instead of their argmax scores."
-    ),
-    judge: Optional[list[str]] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
-    sweep: bool = typer.Option(
-        False,
-        "--sweep",
-        help="Sensitivity analysis: ω ∈ {0,1,2,4,8} at β_max = 5 and "
-        "β_max ∈ {0,1,5,10,20} at ω = 0, Spearman with the base fit (10 more fits).",
-    ),
-    human: Optional[Path] = typer.Option(
-        None,
-        "--human",
-        help="Human labels JSONL (docs/human-labels.md): absolute scores on the 1..M scale, read as the true level of each labelled answer.",
-        callback=existing("file"),
-    ),
-    fallback: bool = typer.Option(
-        True,
-        "--fallback/--no-fallback",
-        help="When the chains disagree on the ranking, refit with constancy (ω = 0) and report that fit, saying so.",
-    ),
-    chains: int = typer.Option(4, "--chains"),
-    warmup: int = typer.Option(1000, "--warmup", help="Warm-up iterations per chain."),
-    draws: int = typer.Option(1000, "--draws", help="Posterior draws per chain."),
-    seed: int = typer.Option(0, "--seed"),
-    responses: Optional[Path] = typer.Option(
-        None,
-        "--responses",
-        help="responses.jsonl with human scores, to compare the ranking with the truth (a run uses its own data.truth).",
-    ),
-    truth: Optional[str] = typer.Option(None, "--truth", help="Human score field in --responses."),
-    level: float = typer.Option(0.95, "--level", help="Credible level of the intervals.", parser=_finite("--level")),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write rank-interval, simplex (and sensitivity) PNGs here."),
-    collapse: Optional[str] = typer.Option(
-        None, "--collapse", help="Map the M levels to 3 for the simplex plot, e.g. 1,1,2,2,3 (default for M = 5)."
-    ),
+    run: Run = None,
+    log: Log = None,
+    *,
+    levels: SimplexLevels,
+    omega: SimplexOmega = "1",
+    beta_max: SimplexBetaMax = "5",
+    count_weight: SimplexCountWeight = "auto",
+    likelihood: SimplexLikelihood = "counts",
+    delta: SimplexDelta = None,
+    self_judging: SimplexSelfJudging = None,
+    self_preference: SimplexSelfPreference = "exclude",
+    soft: SimplexSoft = False,
+    judge: Judge = None,
+    sweep: SimplexSweep = False,
+    human: SimplexHuman = None,
+    fallback: SimplexFallback = True,
+    chains: SimplexChains = 4,
+    warmup: SimplexWarmup = 1000,
+    draws: SimplexDraws = 1000,
+    seed: SimplexSeed = 0,
+    responses: SimplexResponses = None,
+    truth: SimplexTruth = None,
+    level: SimplexLevel = 0.95,
+    as_json: AsJson = False,
+    plot: SimplexPlot = None,
+    collapse: SimplexCollapse = None,
 ) -> None:
     """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
     from .. import api

@@ -13,29 +13,20 @@ from rich.text import Text
 from ..errors import OrchestratorError
 from .common import _check_range, _finite, app, err_console, existing, out_console
 from .display import forecast_text, print_ranking, run_display
+from .options import RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
 
 
 @app.command("run")
 def run_cmd(
-    config: Path = typer.Argument(..., help="Run config (TOML).", callback=existing("config file")),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the estimated calls, tokens and cost, and each judge's answer to one real request per template."
-    ),
-    offline: bool = typer.Option(False, "--offline", help="With --dry-run: send nothing (no smoke call)."),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
-    from_log: Optional[Path] = typer.Option(
-        None,
-        "--from-log",
-        help="Answer every request from this judgment log (e.g. an export) instead of the judges: same engine, no network.",
-    ),
-    report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report runs/<name>.html at the end."),
-    cache: Optional[Path] = typer.Option(
-        None, "--cache", help="Judgment cache file shared by runs (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory)."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
-    pilot: Optional[int] = typer.Option(
-        None, "--pilot", help="Stop after this many calls and forecast the whole run's calls, tokens and USD; `resume` goes on."
-    ),
+    config: RunConfigPath,
+    dry_run: RunDryRun = False,
+    offline: RunOffline = False,
+    runs_dir: RunRunsDir = None,
+    from_log: RunFromLog = None,
+    report: RunReport = True,
+    cache: RunCache = None,
+    no_cache: RunNoCache = False,
+    pilot: RunPilot = None,
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api

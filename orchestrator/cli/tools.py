@@ -13,55 +13,54 @@ from rich.text import Text
 from ..errors import OrchestratorError
 from .common import _check_range, _plot_curve, _progress, app, err_console, existing, out_console
 from .display import people_table
+from .options import (
+    ReplayAsJson,
+    ReplayBatch,
+    ReplayBudget,
+    ReplayControl,
+    ReplayDebias,
+    ReplayExpert,
+    ReplayFamily,
+    ReplayHuman,
+    ReplayJudge,
+    ReplayLog,
+    ReplayPanel,
+    ReplayPlot,
+    ReplayPosterior,
+    ReplayReliability,
+    ReplayResponses,
+    ReplayScope,
+    ReplaySeed,
+    ReplaySeeds,
+    ReplayStrategy,
+    ReplayTruth,
+    ReplayWithAbsolute,
+)
 
 
 @app.command()
 def replay(
-    log: Path = typer.Argument(..., help="Judgment-log JSONL (one judgment per line).", callback=existing("file")),
-    responses: Optional[Path] = typer.Option(
-        None, "--responses", help="responses.jsonl: human scores (with --truth) and the answers' texts (--control length/style)."
-    ),
-    truth: Optional[str] = typer.Option(
-        None, "--truth", help="Field of 'human' holding the ground truth (needs --responses; omit it to only rank)."
-    ),
-    strategy: str = typer.Option(
-        "lookahead", "--strategy", help="lookahead | reorder | variance | min_uncertainty | random | eps:<x> | diverse"
-    ),
-    scope: str = typer.Option("per_prompt", "--scope", help="per_prompt | global | items"),
-    expert: str = typer.Option("soft_bt", "--expert", help="soft_bt | beta:<a>,<b> | ngaussian | linear"),
-    debias: str = typer.Option("none", "--debias", help="none | permutation | home"),
-    batch: int = typer.Option(1, "--batch", help="Comparisons selected per posterior update."),
-    seeds: int = typer.Option(1, "--seeds", help="Number of seeds to average (tie-breaks, random)."),
-    seed: int = typer.Option(0, "--seed", help="First seed (a run's seed replays the run's choices)."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Judge calls per group (default: all logged)."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="Only use judgments by this judge."),
-    with_absolute: bool = typer.Option(
-        False, "--with-absolute", help="Warm start with one absolute judgment per candidate (combined PoE)."
-    ),
-    reliability: bool = typer.Option(
-        True, "--reliability/--no-reliability", help="Per-judge reliability, as a run's model.judge_reliability (default on)."
-    ),
-    panel: str = typer.Option("cost_aware", "--panel", help="cost_aware | all: which judges a selected comparison is asked of."),
-    posterior: str = typer.Option(
-        "auto", "--posterior", help="auto | dense | sparse: the Laplace posterior as a matrix or sparse (large N; auto: from 2,000)."
-    ),
-    control: Optional[list[str]] = typer.Option(
-        None,
-        "--control",
-        help="length, style: fit each judge's taste with the scores (--scope global; --responses with texts); "
-        "self: its preference for its own model family (--family).",
-    ),
-    family: Optional[list[str]] = typer.Option(
-        None, "--family", metavar="NAME=FAMILY", help="The model family of a judge or a candidate, for --control self (repeat)."
-    ),
-    human: Optional[Path] = typer.Option(
-        None,
-        "--human",
-        help="People's scores of some answers (JSONL, docs/human-labels.md): adds people's ranking beside the judges'.",
-        callback=existing("file"),
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write the Spearman curve to this PNG."),
+    log: ReplayLog,
+    responses: ReplayResponses = None,
+    truth: ReplayTruth = None,
+    strategy: ReplayStrategy = "lookahead",
+    scope: ReplayScope = "per_prompt",
+    expert: ReplayExpert = "soft_bt",
+    debias: ReplayDebias = "none",
+    batch: ReplayBatch = 1,
+    seeds: ReplaySeeds = 1,
+    seed: ReplaySeed = 0,
+    budget: ReplayBudget = None,
+    judge: ReplayJudge = None,
+    with_absolute: ReplayWithAbsolute = False,
+    reliability: ReplayReliability = True,
+    panel: ReplayPanel = "cost_aware",
+    posterior: ReplayPosterior = "auto",
+    control: ReplayControl = None,
+    family: ReplayFamily = None,
+    human: ReplayHuman = None,
+    as_json: ReplayAsJson = False,
+    plot: ReplayPlot = None,
 ) -> None:
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
     from .. import api

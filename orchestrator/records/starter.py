@@ -47,46 +47,11 @@ def _relative(path: Path, folder: Path) -> str:
     return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
 
 
-def starter_config(dataset: Dataset, options: StarterOptions) -> str:
-    """The TOML text of a starter config for ``dataset`` (``options.kind``: ``pairwise`` ranks the
-    candidates by comparisons between them, PoE; ``reference`` compares each candidate with an
-    anchor, RAEE)."""
-    per_prompt = [len(by) for by in dataset.responses.values()]
-    candidates = sorted({c for by in dataset.responses.values() for c in by})
-    shared = sum(1 for c in candidates if sum(c in by for by in dataset.responses.values()) > 1)
-    scope = "global" if shared >= 2 else "per_prompt"
+def _campaign_lines(dataset: Dataset, options: StarterOptions, per_prompt: list[int], candidates: list[str]) -> list[str]:
+    """The campaign's part of a starter config: its template, model and selection (``pairwise``) or
+    its anchor (``reference``), and a budget that fits the data."""
     has_reference = all(p.reference for p in dataset.prompts.values())
-    folder = options.out.parent
-    lines = [
-        f"# Starter config written by `orchestrator init` for {len(dataset.prompts)} prompts and {len(candidates)} candidates",
-        f"# ({min(per_prompt)}–{max(per_prompt)} responses per prompt). Check it without spending anything:",
-        f"#   orchestrator run {options.out.as_posix()} --dry-run --offline",
-        "# then run it; every field is described in docs/own-data.md and docs/configuration.md.",
-        f"name = {_toml(options.name)}",
-        "seed = 0",
-        "",
-        "[data]",
-        f"prompts = {_toml(_relative(options.prompts, folder))}      # paths are relative to this file",
-        f"responses = {_toml(_relative(options.responses, folder))}",
-    ]
-    if options.kind == "pairwise":
-        lines.append(
-            f"scope = {_toml(scope)}"
-            + (
-                "                # one ranking of the candidates across prompts (a comparison is always within one prompt)"
-                if scope == "global"
-                else "            # one ranking per prompt (the candidates differ from prompt to prompt)"
-            )
-        )
-    if options.truth:
-        lines.append(f'truth = {_toml(options.truth)}              # human scores in responses\' "human": Spearman is reported')
-    lines += [
-        "",
-        "[judging]",
-        f"judges = [{_toml(options.judge)}]          # judges/<name>.toml; several judges form a panel",
-        f"task = {_toml(options.task)}",
-        f"criterion = {_toml(options.criterion)}",
-    ]
+    lines: list[str] = []
     suffix = "" if options.answers_prefill else "-noprefill"
     pairwise, reference = f"generic-pairwise{suffix}", f"generic-reference{suffix}"
     if options.kind == "pairwise":
@@ -126,6 +91,49 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
             "[budget]",
             f"max_calls = {budget}",
         ]
+    return lines
+
+
+def starter_config(dataset: Dataset, options: StarterOptions) -> str:
+    """The TOML text of a starter config for ``dataset`` (``options.kind``: ``pairwise`` ranks the
+    candidates by comparisons between them, PoE; ``reference`` compares each candidate with an
+    anchor, RAEE)."""
+    per_prompt = [len(by) for by in dataset.responses.values()]
+    candidates = sorted({c for by in dataset.responses.values() for c in by})
+    shared = sum(1 for c in candidates if sum(c in by for by in dataset.responses.values()) > 1)
+    scope = "global" if shared >= 2 else "per_prompt"
+    folder = options.out.parent
+    lines = [
+        f"# Starter config written by `orchestrator init` for {len(dataset.prompts)} prompts and {len(candidates)} candidates",
+        f"# ({min(per_prompt)}–{max(per_prompt)} responses per prompt). Check it without spending anything:",
+        f"#   orchestrator run {options.out.as_posix()} --dry-run --offline",
+        "# then run it; every field is described in docs/own-data.md and docs/configuration.md.",
+        f"name = {_toml(options.name)}",
+        "seed = 0",
+        "",
+        "[data]",
+        f"prompts = {_toml(_relative(options.prompts, folder))}      # paths are relative to this file",
+        f"responses = {_toml(_relative(options.responses, folder))}",
+    ]
+    if options.kind == "pairwise":
+        lines.append(
+            f"scope = {_toml(scope)}"
+            + (
+                "                # one ranking of the candidates across prompts (a comparison is always within one prompt)"
+                if scope == "global"
+                else "            # one ranking per prompt (the candidates differ from prompt to prompt)"
+            )
+        )
+    if options.truth:
+        lines.append(f'truth = {_toml(options.truth)}              # human scores in responses\' "human": Spearman is reported')
+    lines += [
+        "",
+        "[judging]",
+        f"judges = [{_toml(options.judge)}]          # judges/<name>.toml; several judges form a panel",
+        f"task = {_toml(options.task)}",
+        f"criterion = {_toml(options.criterion)}",
+    ]
+    lines += _campaign_lines(dataset, options, per_prompt, candidates)
     lines += ["", "[dispatch]", "concurrency = 4"]
     if options.api_base:
         lines.append(f"api_base = {_toml(options.api_base)}   # the judges' OpenAI-compatible address")

@@ -158,6 +158,30 @@ def typical_answers(features: dict[tuple[str, str], dict[str, float]]) -> dict[s
     return {prompt: {name: value / counts[prompt] for name, value in total.items()} for prompt, total in sums.items()}
 
 
+def _tempered(p_first: float, judge: str, temperatures: dict[str, float] | None) -> float:
+    """``σ(logit(p)/T)`` with the judge's temperature (``"*"``: every judge's; none: ``p``)."""
+    if not temperatures:
+        return p_first
+    t = temperatures.get(judge, temperatures.get("*", 1.0))
+    q = min(max(p_first, 1e-12), 1 - 1e-12)
+    return 1.0 / (1.0 + math.exp(-math.log(q / (1 - q)) / t))
+
+
+def _pair_covariates(
+    row: JudgmentRecord,
+    controls: tuple[str, ...],
+    features: dict[tuple[str, str], dict[str, float]] | None,
+    families: dict[str, str] | None,
+) -> tuple:
+    """A comparison's covariates in ``controls`` order: the text features' normalised differences,
+    and for ``self`` whether the judge is of the first or the second candidate's family."""
+    fa, fb = (features.get((row.prompt_id, c), {}) if features else {} for c in row.candidates)
+    return tuple(
+        self_covariate(row.judge, row.candidates[0], row.candidates[1], families or {}) if name == "self" else value
+        for name, value in zip(controls, comparison_covariates(fa, fb, controls))
+    )
+
+
 def group_observations(
     group: Group,
     judgments: list[JudgmentRecord],
@@ -199,20 +223,10 @@ def group_observations(
         cands: list[str] = members  # type: ignore[assignment]
         judge = judges[row.judge] if judges is not None else 0
         if row.kind == "pairwise" and row.p_first is not None:
-            p_first = row.p_first
+            p_first = _tempered(row.p_first, row.judge, temperatures)
             graded = grade_vector(row.probs[0]) if row.probs else None
-            if temperatures:
-                t = temperatures.get(row.judge, temperatures.get("*", 1.0))
-                q = min(max(p_first, 1e-12), 1 - 1e-12)
-                p_first = 1.0 / (1.0 + math.exp(-math.log(q / (1 - q)) / t))
             a, b = cands
-            extra: tuple = ()
-            if controls:
-                fa, fb = (features.get((row.prompt_id, c), {}) if features else {} for c in row.candidates)
-                extra = tuple(
-                    self_covariate(row.judge, row.candidates[0], row.candidates[1], families or {}) if name == "self" else value
-                    for name, value in zip(controls, comparison_covariates(fa, fb, controls))
-                )
+            extra = _pair_covariates(row, controls, features, families) if controls else ()
             if debias == "permutation":
                 back = (row.judge, row.prompt_id, b, a)
                 if back in waiting:
@@ -230,15 +244,13 @@ def group_observations(
                 grades[len(comparisons)] = graded
             comparisons.append((group.index[a], group.index[b], float(p_first), judge, *extra))
         elif row.kind == "absolute" and with_absolute:
-            probs = row.probs[0]
-            if sum(probs.values()) <= 0:
+            if sum(row.probs[0].values()) <= 0:
                 continue
-            levels, weights = level_distribution(probs)
+            levels, weights = level_distribution(row.probs[0])
             mean, var = absolute_moments(torch.tensor([weights], dtype=torch.float64), torch.tensor(levels, dtype=torch.float64))
             covariates: tuple = ()
             if controls:
-                if typical is None:
-                    typical = typical_answers(features or {})
+                typical = typical if typical is not None else typical_answers(features or {})
                 answer = features.get((row.prompt_id, row.candidates[0]), {}) if features else {}
                 covariates = answer_covariates(
                     row.judge, row.candidates[0], answer, typical.get(row.prompt_id, {}), controls, families or {}

@@ -104,34 +104,7 @@ def create_run(
         # Written to a side file (rollback journal) and renamed below, so no transaction is needed
         # for atomicity; the run switches to WAL when it is opened for writing.
         create_schema(db, SCHEMA_VERSION)
-        db.table("runs").insert(
-            {
-                "id": 1,
-                "name": name,
-                "config": json.dumps(config),
-                "seed": seed,
-                "dataset_fingerprint": dataset.fingerprint(),
-                "schema_version": SCHEMA_VERSION,
-                "status": "created",
-                "stop_reason": "",
-                "created_at": now,
-                "updated_at": now,
-                "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()}),
-            }
-        )
-        db.table("prompts").insert_all(
-            [
-                {"id": p.id, "position": k, "text": p.text, "reference": p.reference, "category": p.category}
-                for k, p in enumerate(dataset.prompts.values())
-            ]
-        )
-        db.table("responses").insert_all(
-            [
-                {"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text, "human": json.dumps(r.human)}
-                for by_cand in dataset.responses.values()
-                for r in by_cand.values()
-            ]
-        )
+        _write_inputs(db, name=name, config=config, seed=seed, dataset=dataset, templates=templates, now=now)
         if attachments:
             write_attachments(db, attachments)
         db.conn.close()
@@ -149,6 +122,41 @@ def create_run(
         creating.release()
         Path(str(path) + ".lock").unlink(missing_ok=True)
     return RunStore(path, connect(path), lock)
+
+
+def _write_inputs(
+    db: sqlite_utils.Database, *, name: str, config: dict, seed: int, dataset: Dataset, templates: dict[str, Template], now: float
+) -> None:
+    """A new run file's first rows: the run (config, seed, templates, the dataset's fingerprint) and
+    the dataset snapshot (prompts in order, responses)."""
+    db.table("runs").insert(
+        {
+            "id": 1,
+            "name": name,
+            "config": json.dumps(config),
+            "seed": seed,
+            "dataset_fingerprint": dataset.fingerprint(),
+            "schema_version": SCHEMA_VERSION,
+            "status": "created",
+            "stop_reason": "",
+            "created_at": now,
+            "updated_at": now,
+            "templates": json.dumps({role: t.model_dump(mode="json") for role, t in templates.items()}),
+        }
+    )
+    db.table("prompts").insert_all(
+        [
+            {"id": p.id, "position": k, "text": p.text, "reference": p.reference, "category": p.category}
+            for k, p in enumerate(dataset.prompts.values())
+        ]
+    )
+    db.table("responses").insert_all(
+        [
+            {"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text, "human": json.dumps(r.human)}
+            for by_cand in dataset.responses.values()
+            for r in by_cand.values()
+        ]
+    )
 
 
 def refuse_existing(path: str | Path) -> None:

@@ -51,6 +51,41 @@ def _input_logits(rows, anchor: str, judge: str, candidates: list[str], y: np.nd
     return raw, var
 
 
+def _anchor_inputs(
+    data: ReferenceJudgments, anchor: str, families: dict[str, str], rows: dict, *, soft: bool, z: float
+) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the self-preference fit under one anchor reads: ``(judges, candidates, logits,
+    variances, raw win rates, own)`` — each judge's per-candidate logit win rate and its variance,
+    its plain win rate in points, and whether the candidate is of the judge's family.
+
+    Raises:
+        OrchestratorError: a judge without a declared family, or no candidate of a judge's family."""
+    judges = list(dict.fromkeys(data.judge[data.anchor == anchor].tolist()))
+    missing = [j for j in judges if j not in families]
+    if missing:
+        raise OrchestratorError(
+            f"--control self: no family for judge {missing[0]!r}; declare every judge's and candidate's model family "
+            "(--family NAME=FAMILY, or model.families in the run's config)"
+        )
+    tables = {j: item_matrix(data.select((data.anchor == anchor) & (data.judge == j)), anchor, soft=soft) for j in judges}
+    candidates = sorted({c for cands, _, _ in tables.values() for c in cands})
+    if not any(families.get(c) == families[j] for j in judges for c in candidates):
+        raise OrchestratorError(
+            f"--control self: no candidate under anchor {anchor!r} is of a judge's family "
+            f"(judges: {', '.join(f'{j}={families[j]}' for j in judges)}); nothing to control"
+        )
+    logits = np.full((len(judges), len(candidates)), np.nan)
+    variances = np.full_like(logits, np.nan)
+    raw_rates = np.full_like(logits, np.nan)
+    for j, judge in enumerate(judges):
+        cands, _, y = tables[judge]
+        columns = [candidates.index(c) for c in cands]
+        logits[j, columns], variances[j, columns] = _input_logits(rows, anchor, judge, cands, y, z)
+        raw_rates[j, columns] = 100 * np.nanmean(y, axis=1)
+    own = np.array([[families.get(c) == families[j] for c in candidates] for j in judges])
+    return judges, candidates, logits, variances, raw_rates, own
+
+
 def apply_self_control(
     report: RaeeReport,
     data: ReferenceJudgments,
@@ -84,29 +119,7 @@ def apply_self_control(
     flags = {c: list(r) for c, r in report.flags.items()}
     warnings = list(report.warnings)
     for anchor in dict.fromkeys(data.anchor.tolist()):
-        judges = list(dict.fromkeys(data.judge[data.anchor == anchor].tolist()))
-        missing = [j for j in judges if j not in families]
-        if missing:
-            raise OrchestratorError(
-                f"--control self: no family for judge {missing[0]!r}; declare every judge's and candidate's model family "
-                "(--family NAME=FAMILY, or model.families in the run's config)"
-            )
-        tables = {j: item_matrix(data.select((data.anchor == anchor) & (data.judge == j)), anchor, soft=soft) for j in judges}
-        candidates = sorted({c for cands, _, _ in tables.values() for c in cands})
-        if not any(families.get(c) == families[j] for j in judges for c in candidates):
-            raise OrchestratorError(
-                f"--control self: no candidate under anchor {anchor!r} is of a judge's family "
-                f"(judges: {', '.join(f'{j}={families[j]}' for j in judges)}); nothing to control"
-            )
-        logits = np.full((len(judges), len(candidates)), np.nan)
-        variances = np.full_like(logits, np.nan)
-        raw_rates = np.full_like(logits, np.nan)
-        for j, judge in enumerate(judges):
-            cands, _, y = tables[judge]
-            columns = [candidates.index(c) for c in cands]
-            logits[j, columns], variances[j, columns] = _input_logits(rows, anchor, judge, cands, y, z)
-            raw_rates[j, columns] = 100 * np.nanmean(y, axis=1)
-        own = np.array([[families.get(c) == families[j] for c in candidates] for j in judges])
+        judges, candidates, logits, variances, raw_rates, own = _anchor_inputs(data, anchor, families, rows, soft=soft, z=z)
         try:
             fit = self_preference(logits, variances, own)
         except ValueError as exc:
@@ -131,18 +144,18 @@ def apply_self_control(
                 if row is None or not np.isfinite(fit.controlled[j, m]):
                     continue
                 centre, half = fit.controlled[j, m], z * np.sqrt(fit.controlled_var[j, m])
-                raw = row.win_rate if row.win_rate is not None else float(raw_rates[j, m])
-                controlled = 100 * float(expit(centre))
-                rows[(anchor, judge, candidate)] = row.model_copy(
+                rows[(anchor, judge, candidate)] = updated = row.model_copy(
                     update={
-                        "win_rate": raw,
-                        "win_rate_controlled": controlled,
+                        "win_rate": row.win_rate if row.win_rate is not None else float(raw_rates[j, m]),
+                        "win_rate_controlled": 100 * float(expit(centre)),
                         "win_rate_controlled_low": 100 * float(expit(centre - half)),
                         "win_rate_controlled_high": 100 * float(expit(centre + half)),
                     }
                 )
                 # the move this control makes (from the length-controlled rate when length ran first)
-                before = row.win_rate_controlled if row.win_rate_controlled is not None else raw
+                before = row.win_rate_controlled if row.win_rate_controlled is not None else updated.win_rate
+                controlled = updated.win_rate_controlled
+                assert before is not None and controlled is not None
                 if own[j, m] and extreme_shift(before, controlled, flag_shift):
                     reason = (
                         f"win rate moves {controlled - before:+.1f} points without {judge}'s preference for its family "
