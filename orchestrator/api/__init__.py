@@ -32,6 +32,7 @@ from .tools import cache_import, cache_prune, cache_stats, embedded_judge, impor
 
 __all__ = [
     "RaeeSettings",
+    "Ranking",
     "ReplaySettings",
     "SimplexSettings",
     "compare",
@@ -84,6 +85,10 @@ def __getattr__(name: str):
         from ..simplex.settings import SimplexSettings
 
         return SimplexSettings
+    if name == "Ranking":  # the typed record of `rank --json` (what the CLI's tables read)
+        from ..records.reports import Ranking
+
+        return Ranking
     if name == "RaeeSettings":
         from ..raee.settings import RaeeSettings
 

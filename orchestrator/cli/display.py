@@ -3,12 +3,15 @@ judges tables that `run`, `resume`, `extend`, `status` and `rank` print."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .common import ProgressLines, err_console, out_console
+
+if TYPE_CHECKING:
+    from ..records.reports import Group, JudgeEntry, ReadAs, StatedReading
 
 
 def run_display(total: int | None):
@@ -93,39 +96,43 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
 def print_ranking(report: dict, limit_groups: int | None = None, details: bool = False) -> None:
     """``rank``'s text: plain words first — who leads and how sure, which neighbours are still
     open, whether each judge can be trusted — and the model's internals (log-strength
-    scores, posterior entropy, sharpness, precision, position bias) only with ``details``."""
-    groups = report["groups"]
-    for warning in report.get("warnings", []):  # first: what the judge can and cannot tell
+    scores, posterior entropy, sharpness, precision, position bias) only with ``details``. Read
+    from the typed record of ``rank --json`` (:class:`~orchestrator.records.reports.Ranking`), so
+    the table and the JSON cannot drift apart."""
+    from .. import api
+
+    ranking = api.Ranking.model_validate(report)
+    for warning in ranking.warnings:  # first: what the judge can and cannot tell
         out_console.print(f"warning: {warning}", soft_wrap=True)
-    if report.get("comparison"):  # a [compare] run: a decision, not a ranking
-        c = report["comparison"]
-        out_console.print(f"{c['sentence']} (α = {c['alpha']:g}; `orchestrator compare` exit code {c['exit_code']})", soft_wrap=True)
-    level = f"{int(report['level'] * 100)}%"
-    for entry in groups[:limit_groups]:
+    if ranking.comparison is not None:  # a [compare] run: a decision, not a ranking
+        c = ranking.comparison
+        out_console.print(f"{c.sentence} (α = {c.alpha:g}; `orchestrator compare` exit code {c.exit_code})", soft_wrap=True)
+    level = f"{int(ranking.level * 100)}%"
+    for entry in ranking.groups[:limit_groups]:
         out_console.print(ranking_table(entry, level, details))
         _leaderboard_notes(entry, level)
-        _group_notes(entry, report, level, details)
-    if limit_groups is not None and len(groups) > limit_groups:
-        out_console.print(f"… and {len(groups) - limit_groups} more groups (use --all or --json)")
-    for candidate, reasons in sorted(report.get("flags", {}).items()):
+        _group_notes(entry, ranking.information, level, details)
+    if limit_groups is not None and len(ranking.groups) > limit_groups:
+        out_console.print(f"… and {len(ranking.groups) - limit_groups} more groups (use --all or --json)")
+    for candidate, reasons in sorted(ranking.flags.items()):
         out_console.print(f"flagged: {candidate}: {'; '.join(reasons)}", soft_wrap=True)
 
 
-def ranking_table(entry: dict, level: str, details: bool) -> Table:
+def ranking_table(entry: Group, level: str, details: bool) -> Table:
     """One group's ranking: rank, candidate, rank interval; a leaderboard's Elo, win rate and prompts
     (rows in Elo order); PoE scores with ``details``; the truth where the data has one."""
-    poe = entry["entropy"] is not None
+    poe = entry.entropy is not None
     title = (
-        f"{entry['group']} · {entry['comparisons']} comparisons"
-        + (f" · max neighbour reorder probability {entry['max_adjacent_reorder']}" if details else "")
+        f"{entry.group} · {entry.comparisons} comparisons"
+        + (f" · max neighbour reorder probability {entry.max_adjacent_reorder}" if details else "")
         if poe
-        else f"{entry['group']} · {entry['comparisons']} judgments · RAEE Elo gap (pooled or mean over judges)"
+        else f"{entry.group} · {entry.comparisons} judgments · RAEE Elo gap (pooled or mean over judges)"
     )
-    if "spearman_vs_truth" in entry:
-        title += f" · Spearman vs truth {entry['spearman_vs_truth']}"
+    if entry.spearman_vs_truth is not None:
+        title += f" · Spearman vs truth {entry.spearman_vs_truth}"
     table = Table(title=title)
-    has_truth = any("truth" in r for r in entry["ranking"])
-    has_rate = any("win_rate" in r for r in entry["ranking"])
+    has_truth = any(r.truth is not None for r in entry.ranking)
+    has_rate = any(r.win_rate is not None for r in entry.ranking)
     columns: tuple[tuple[str, str], ...]
     if has_rate:  # a leaderboard: rows, rank intervals and the Elo gap on prompts like these first; the pool's win rate beside
         columns = (("Elo", "right"), ("win rate % (" + level + ")", "right"), ("prompts", "right"))
@@ -140,84 +147,81 @@ def ranking_table(entry: dict, level: str, details: bool) -> Table:
         + ((("truth", "right"),) if has_truth else ())
     ):
         table.add_column(name, justify=justify, overflow="fold", no_wrap=name.startswith("win"))  # type: ignore[arg-type]
-    for r in entry["ranking"]:
-        cells = [str(r["rank"]), r["candidate"], f"{r['rank_low']}–{r['rank_high']}"]
+    for r in entry.ranking:
+        cells = [str(r.rank), r.candidate, f"{r.rank_low}–{r.rank_high}"]
         if has_rate:
-            rate = f"{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})" if "win_rate" in r else ""
-            cells += [f"{r['score']:+.0f}", rate, str(r.get("prompts", ""))]
+            rate = f"{r.win_rate:.1f} ({r.win_rate_low:.1f}–{r.win_rate_high:.1f})" if r.win_rate is not None else ""
+            cells += [f"{r.score:+.0f}", rate, "" if r.prompts is None else str(r.prompts)]
         elif columns:
-            cells += [f"{r['score']:+.3f}", f"{r['sd']:.3f}"]
+            cells += [f"{r.score:+.3f}", f"{r.sd:.3f}"]
         if has_truth:
-            cells.append("" if r.get("truth") is None else f"{r['truth']:.3f}")
+            cells.append("" if r.truth is None else f"{r.truth:.3f}")
         table.add_row(*cells)
     return table
 
 
-def _leaderboard_notes(entry: dict, level: str) -> None:
+def _leaderboard_notes(entry: Group, level: str) -> None:
     """Under a leaderboard: which quantity is which, the intervals that hold together, a board's placements, the category boards."""
-    if any("win_rate" in r for r in entry["ranking"]):
+    if any(r.win_rate is not None for r in entry.ranking):
         out_console.print(
             "rows, rank intervals and Elo: on prompts like these (the superpopulation), rows in Elo order; win rate: "
             "against the anchor on the prompts judged in this pool (ties count ½; its interval shrinks to a point when "
             "every prompt is judged), so its order can differ where candidates were judged on different prompts",
             soft_wrap=True,
         )
-        if any("win_rate_low_together" in r for r in entry["ranking"]):
+        if any(r.win_rate_low_together is not None for r in entry.ranking):
             out_console.print(
                 f"each interval holds on its own with {level}; intervals that hold all at once: "
                 "`--json`'s win_rate_low_together / win_rate_high_together",
                 soft_wrap=True,
             )
-    if entry.get("board"):
-        board = entry["board"]
+    if entry.board is not None:
+        board = entry.board
         out_console.print(
-            f"placed on the board {board['path']} ({board['models']} models, {board['prompts']} prompts): "
+            f"placed on the board {board.path} ({board.models} models, {board.prompts} prompts): "
             "win rates over the board's prompts, from the prompts each was judged on"
-            + (f"; the board file is {board['file']}" if board.get("file") and not board["file"].startswith("unchanged") else ""),
+            + (f"; the board file is {board.file}" if board.file and not board.file.startswith("unchanged") else ""),
             soft_wrap=True,
         )
-        for r in entry["ranking"]:
-            if r.get("placement"):
-                p = r["placement"]
+        for r in entry.ranking:
+            if r.placement is not None:
+                p = r.placement
                 out_console.print(
-                    f"  {r['candidate']}: {p['win_rate']:.1f}% ({p['win_rate_low']:.1f}–{p['win_rate_high']:.1f}) from "
-                    f"{p['prompts']} prompts; rank {p['board_rank_low']}–{p['board_rank_high']} among the board's "
-                    f"{board['models']} models"
-                    + ("" if p.get("in_range", True) else " (beyond the board's range: its prompts predict it poorly)"),
+                    f"  {r.candidate}: {p.win_rate:.1f}% ({p.win_rate_low:.1f}–{p.win_rate_high:.1f}) from "
+                    f"{p.prompts} prompts; rank {p.board_rank_low}–{p.board_rank_high} among the board's "
+                    f"{board.models} models" + ("" if p.in_range else " (beyond the board's range: its prompts predict it poorly)"),
                     soft_wrap=True,
                 )
-    for part in entry.get("slices", []):
+    for part in entry.slices:
         out_console.print(slice_table(part, level))
 
 
-def _group_notes(entry: dict, report: dict, level: str, details: bool) -> None:
+def _group_notes(entry: Group, information: dict[str, dict], level: str, details: bool) -> None:
     """Under any group: what the figures mean, the open neighbours, people's ranking, the judges."""
-    poe = entry["entropy"] is not None
+    poe = entry.entropy is not None
     if poe and details:
         out_console.print(
             "score: log-strength (a difference d gives P(win) = σ(d)); sd vs mean: its uncertainty against the field's mean; "
-            f"posterior entropy {entry['entropy']} nats (lower = more certain); docs/judges.md explains each figure",
+            f"posterior entropy {entry.entropy} nats (lower = more certain); docs/judges.md explains each figure",
             soft_wrap=True,
         )
     if poe:
         out_console.print(f"rank interval: the ranks each candidate holds with {level} probability", soft_wrap=True)
-    if entry.get("ties"):
+    if entry.ties:
         out_console.print(
-            "too close to call (order not known, and the gap is small either way): "
-            + "; ".join(" ≈ ".join(pair) for pair in entry["ties"]),
+            "too close to call (order not known, and the gap is small either way): " + "; ".join(" ≈ ".join(pair) for pair in entry.ties),
             soft_wrap=True,
         )
-    if entry.get("close"):
+    if entry.close:
         out_console.print(
-            "in this order, but only just (the gap is small): " + "; ".join(" > ".join(pair) for pair in entry["close"]), soft_wrap=True
+            "in this order, but only just (the gap is small): " + "; ".join(" > ".join(pair) for pair in entry.close), soft_wrap=True
         )
-    if entry.get("people"):
-        out_console.print(people_table(entry["group"], entry["people"], level))
-    judges = entry.get("judges") or []
-    if details and judges:
-        out_console.print(judges_table(judges))
-    elif judges:
-        for line in judge_lines(judges, report.get("information", {})):
+    if entry.people:
+        out_console.print(people_table(entry.group, entry.people, level))
+    if details and entry.judges:
+        out_console.print(judges_table([j.model_dump() for j in entry.judges]))
+    elif entry.judges:
+        for line in judge_lines(entry.judges, information):
             out_console.print(line, soft_wrap=True)
 
 
@@ -253,48 +257,50 @@ def people_table(group: str, people: dict, level: str) -> Table:
     return table
 
 
-def read_words(read: dict | None) -> str:
+def read_words(read: ReadAs | None) -> str:
     """`` read from …`` for a judge line: how its probabilities were read and what that costs."""
-    if not read:
+    if read is None:
         return ""
-    method, k, completions = read.get("method"), read.get("samples"), read.get("completions")
-    if method == "verdict" and read.get("stated"):
-        return f" (read from one verdict per call, no log-probabilities; {stated_words(read['stated'])}; {completions} completions)"
-    if method == "verdict":
-        return f" (read from one verdict per call, no log-probabilities: fitted as counts; {completions} completions)"
-    if method == "samples":
-        return f" (read from {k or 'k'} sampled verdicts per call, no log-probabilities: fitted as counts; {completions} paid completions)"
-    if method == "logprobs":
+    if read.method == "verdict" and read.stated is not None:
+        return f" (read from one verdict per call, no log-probabilities; {stated_words(read.stated)}; {read.completions} completions)"
+    if read.method == "verdict":
+        return f" (read from one verdict per call, no log-probabilities: fitted as counts; {read.completions} completions)"
+    if read.method == "samples":
+        return (
+            f" (read from {read.samples or 'k'} sampled verdicts per call, no log-probabilities: fitted as counts; "
+            f"{read.completions} paid completions)"
+        )
+    if read.method == "logprobs":
         return " (read from its log-probabilities)"
     return ""
 
 
-def stated_words(stated: dict) -> str:
+def stated_words(stated: StatedReading) -> str:
     """What a judge's stated confidence was worth: calibrated on its own repeated verdicts, or unused."""
-    said = f"stated confidence {stated['mean']:.0%} on average"
-    if not stated.get("calibrated_on"):
+    said = f"stated confidence {stated.mean:.0%} on average"
+    if not stated.calibrated_on or stated.agreement is None or stated.at_mean is None:
         return f"{said}, not used: too few repeated verdicts to calibrate it on (fitted as counts)"
     return (
-        f"{said}, calibrated on {stated['scored']} of {stated['calibrated_on']}, which repeat {stated['agreement']:.0%} "
-        f"of the time (its {stated['mean']:.0%} reads as {stated['at_mean']:.0%})"
+        f"{said}, calibrated on {stated.scored} of {stated.calibrated_on}, which repeat {stated.agreement:.0%} "
+        f"of the time (its {stated.mean:.0%} reads as {stated.at_mean:.0%})"
     )
 
 
-def judge_lines(judges: list[dict], information: dict[str, dict]) -> list[str]:
+def judge_lines(judges: list[JudgeEntry], information: dict[str, dict]) -> list[str]:
     """One plain line per judge: how far it sides with the ranking, how often the first-shown
     answer wins, whether its verdicts carry information (``rank --details``: the figures)."""
     lines = []
     for j in judges:
-        parts = [f"judge {j['judge']}: {j['judgments']} judgments{read_words(j.get('read_as'))}"]
+        parts = [f"judge {j.judge}: {j.judgments} judgments{read_words(j.read_as)}"]
         # the mean probability, not the share of decisive verdicts: a noisier judge (verdicts drawn
         # from the same probabilities) then reads the same in expectation, never better
-        if j.get("agreement_probability") is not None:
+        if j.agreement_probability is not None:
             parts.append(
-                f"puts {j['agreement_probability']:.0%} of its probability on the side of the ranking fitted to all judgments (50%: a coin)"
+                f"puts {j.agreement_probability:.0%} of its probability on the side of the ranking fitted to all judgments (50%: a coin)"
             )
-        elif j.get("agreement") is not None:
-            parts.append(f"sides with the ranking fitted to all judgments on {j['agreement']:.0%} of its verdicts (50%: a coin)")
-        test = information.get(j["judge"]) or {}
+        elif j.agreement is not None:
+            parts.append(f"sides with the ranking fitted to all judgments on {j.agreement:.0%} of its verdicts (50%: a coin)")
+        test = information.get(j.judge) or {}
         share = test.get("first_share")
         if test.get("first_probability") is not None:
             parts.append(f"the first-shown answer gets {test['first_probability']:.0%} of it on average (50%: no position bias)")
