@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from ..offline.judges.panel import JUDGE_PARAMETERS
+from ..records.reports import Group, Ranking
 from . import svg
 from .assets import CSS, SCRIPT
 from .data import ReportData
@@ -42,35 +43,30 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 def _ranking_section(data: ReportData, limit: int = 12) -> str:
+    """The rankings as `rank` prints them, read from the same typed record
+    (:class:`~orchestrator.records.reports.Ranking`): a leaderboard's rows in Elo order with the
+    pool's win rate beside, and a board's placements."""
+    ranking = Ranking.model_validate(data.ranking) if data.ranking else None
+    groups = ranking.groups if ranking is not None else []
+    level = f"{round(100 * ranking.level)}%" if ranking is not None else "95%"
     parts = ['<section id="ranking"><h2>Ranking</h2>']
-    groups = data.ranking.get("groups", [])
     if not groups:
         parts.append("<p>No judgments yet.</p>")
     for k, g in enumerate(groups):
-        rows = g.get("ranking", [])
         if k == limit:
             parts.append(f'<p class="muted">{len(groups) - limit} more rankings: see <code>orchestrator rank</code>.</p>')
             break
-        title = f"{g['group']}"
-        extra = f" · Spearman with truth {g['spearman_vs_truth']:.3f}" if g.get("spearman_vs_truth") is not None else ""
-        parts.append(f"<h3>{escape(title)} <span class='muted'>({g.get('comparisons', 0)} judgments{extra})</span></h3>")
-        if rows:
-            parts.append(svg.rank_intervals(rows, title=f"rank intervals: {title}"))
-            headers = ["rank", "candidate", "score", "sd vs mean" if g.get("entropy") is not None else "sd", "95% rank interval"] + (
-                ["truth"] if any("truth" in r for r in rows) else []
-            )
-            table_rows = [
-                [r["rank"], r["candidate"], r["score"], r["sd"], f"{r['rank_low']}–{r['rank_high']}"]
-                + ([r.get("truth")] if len(headers) == 6 else [])
-                for r in rows
-            ]
-            parts.append(_table(headers, table_rows))
-        for part in g.get("slices", []):  # per prompt category (reference campaigns)
+        extra = f" · Spearman with truth {g.spearman_vs_truth:.3f}" if g.spearman_vs_truth is not None else ""
+        parts.append(f"<h3>{escape(g.group)} <span class='muted'>({g.comparisons} judgments{extra})</span></h3>")
+        if g.ranking:
+            parts.append(svg.rank_intervals([r.model_dump() for r in g.ranking], title=f"rank intervals: {g.group}"))
+            parts.append(_group_table(g, level))
+        for part in g.slices:  # per prompt category (reference campaigns)
             small = "; too few for a category board: read its ranks as unknown" if part.get("small") else ""
             parts.append(f"<h4>category {escape(part['slice'])} <span class='muted'>({part['prompts']} prompts judged{small})</span></h4>")
             parts.append(
                 _table(
-                    ["rank", "candidate", "win rate %", "95% interval", "prompts", "95% rank interval"],
+                    ["rank", "candidate", "win rate %", f"{level} interval", "prompts", f"{level} rank interval"],
                     [
                         [
                             r["rank"],
@@ -84,13 +80,11 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
                     ],
                 )
             )
-        if g.get("ties"):
-            parts.append(
-                "<p>Practical ties (within δ, order not known): " + ", ".join(escape(" = ".join(map(str, t))) for t in g["ties"]) + "</p>"
-            )
-        if g.get("close"):
-            parts.append("<p>Ordered, but the gap is below δ: " + ", ".join(escape(" > ".join(map(str, t))) for t in g["close"]) + "</p>")
-    flags = data.ranking.get("flags", {})
+        if g.ties:
+            parts.append("<p>Practical ties (within δ, order not known): " + ", ".join(escape(" = ".join(t)) for t in g.ties) + "</p>")
+        if g.close:
+            parts.append("<p>Ordered, but the gap is below δ: " + ", ".join(escape(" > ".join(t)) for t in g.close) + "</p>")
+    flags = ranking.flags if ranking is not None else {}
     if flags:
         items = "".join(f"<li><b>{escape(c)}</b>: {escape('; '.join(reasons))}</li>" for c, reasons in sorted(flags.items()))
         parts.append(
@@ -98,6 +92,47 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
         )
     parts.append("</section>")
     return "".join(parts)
+
+
+def _group_table(g: Group, level: str) -> str:
+    """One group's table: a leaderboard (reference campaigns) as `rank` prints it — Elo (the rows'
+    order, on prompts like these), the pool's win rate and prompts, and a board placement; a
+    ranking its scores."""
+    has_truth = any(r.truth is not None for r in g.ranking)
+    truth = lambda r: [r.truth] if has_truth else []  # noqa: E731
+    if any(r.win_rate is not None for r in g.ranking):
+        headers = ["rank", "candidate", f"{level} rank interval", "Elo", f"win rate % ({level})", "prompts"]
+        rows = [
+            [
+                r.rank,
+                r.candidate,
+                f"{r.rank_low}–{r.rank_high}",
+                round(r.score),
+                _rate(r.win_rate, r.win_rate_low, r.win_rate_high),
+                r.prompts,
+            ]
+            + truth(r)
+            for r in g.ranking
+        ]
+        if g.board is not None and any(r.placement is not None for r in g.ranking):
+            headers.append(f"on the board ({g.board.models} models)")
+            for row, r in zip(rows, g.ranking):
+                p = r.placement
+                placed = f"{_rate(p.win_rate, p.win_rate_low, p.win_rate_high)}, rank {p.board_rank_low}–{p.board_rank_high}" if p else ""
+                row.insert(6, placed)
+        note = (
+            "<p class='muted'>rows, rank intervals and Elo: on prompts like these (rows in Elo order); win rate: against the "
+            "anchor on the prompts judged in this pool (ties count ½), so its order can differ where candidates were judged on "
+            "different prompts.</p>"
+        )
+        return _table(headers + (["truth"] if has_truth else []), rows) + note
+    headers = ["rank", "candidate", "score", "sd vs mean" if g.entropy is not None else "sd", f"{level} rank interval"]
+    rows = [[r.rank, r.candidate, r.score, r.sd, f"{r.rank_low}–{r.rank_high}"] + truth(r) for r in g.ranking]
+    return _table(headers + (["truth"] if has_truth else []), rows)
+
+
+def _rate(rate: float | None, low: float | None, high: float | None) -> str:
+    return "" if rate is None or low is None or high is None else f"{rate:.1f} ({low:.1f}–{high:.1f})"
 
 
 def _campaign_section(data: ReportData) -> str:
