@@ -14,6 +14,8 @@ import sqlite3
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import childkit
@@ -382,3 +384,15 @@ def reference_run(tmp_path, server, *, reference_toml, prompts=4, candidates=6, 
     data = write_dataset(tmp_path / f"data-{name}", prompts=prompts, candidates=candidates, **kwargs)
     config = write_config(tmp_path, server.url, name=name, prompts=data[0], responses=data[1], reference=reference_toml, **run)
     return api.start(config)
+
+
+def call_label_server(url: str, body: dict | bytes | None = None, headers: dict | None = None) -> tuple[int, dict]:
+    """The labelling server's answer (status, JSON) to a GET, or a POST of ``body`` (a dict as JSON, bytes as they are)."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.loads(exc.read())

@@ -136,8 +136,8 @@ def main() -> None:
     print(
         "; ".join(
             f"resolution {'none' if res is None else f'{res:g}'}: "
-            f"{sum(1 for r in results if r['resolution'] == res and r['calls'] < 805)} of "
-            f"{sum(1 for r in results if r['resolution'] == res)} runs stopped early"
+            f"{sum(1 for r in results if r['resolution'] == res and 'settled' in r['reason'])} of "
+            f"{sum(1 for r in results if r['resolution'] == res)} runs stopped early on a claim"
             for res in resolutions
         )
     )

@@ -23,7 +23,7 @@ The expectation has a closed form: ``E Φ(−|d′|/√V′)`` is the probabilit
 function is ``2 T(|d|/√V, √V′/τ)``, and ``2T(h, a) = (1/π) ∫₀^{arctan a} exp(−h²/(2 cos² θ)) dθ``
 — a smooth integrand on a finite interval, taken by Gauss–Legendre quadrature (no kink at
 ``d′ = 0`` to resolve, as a quadrature over ``d′`` would have; checked against Monte Carlo in
-``tests/test_lookahead.py``). A pair that is a settled tie gains little: its ``Φ`` stays near ½
+``tests/poe/test_lookahead.py``). A pair that is a settled tie gains little: its ``Φ`` stays near ½
 whatever the answer.
 
 A batch is greedy: after each pick the covariance is updated as if the comparison had been made

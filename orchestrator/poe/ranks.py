@@ -50,7 +50,7 @@ def _shortest_intervals(rank_probs: np.ndarray, level: float) -> tuple[np.ndarra
     Ranks are discrete, so a central interval (quantiles at ½(1−level) and ½(1+level)) keeps
     both tails below ½(1−level) and over-covers badly when the mass sits on few ranks (98–99%
     for a nominal 95% in our simulations); the shortest interval is narrower and covers
-    96–97% (``tests/test_laplace.py``).
+    96–97% (``tests/poe/test_laplace.py``).
     """
     n = rank_probs.shape[0]
     cum = np.concatenate([np.zeros((n, 1)), rank_probs.cumsum(1)], axis=1)

@@ -10,7 +10,7 @@ are propagated with explicit loops.
 :func:`fit_stan` samples it with PyStan (``pip install -e '.[stan]'`` and a C++ compiler; the
 README's development section), and returns draws of the expected scores ``Σ_m m·π̄_{k,m}``.
 ``benchmarks/validity/stan_crosscheck.py`` compares the two on SummEval and simulated data;
-``tests/test_stan.py`` on a small simulation (skipped where PyStan is not installed).
+``tests/simplex/test_stan.py`` on a small simulation (skipped where PyStan is not installed).
 """
 
 from __future__ import annotations

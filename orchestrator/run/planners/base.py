@@ -109,7 +109,7 @@ class PlannerBase:
     no stopping rule of its own and nothing to forecast, and keeps every committed judgment in
     ``self.rows``. A new campaign kind subclasses it and writes what is its own — ``kind``, ``role``,
     ``done``, :meth:`roles` and :meth:`next_round` (``docs/extending.md``, "A new campaign kind",
-    has a whole one in twenty lines, run by ``tests/test_extending.py``)."""
+    has a whole one in twenty lines, run by ``tests/house/test_extending.py``)."""
 
     kind: ClassVar[str]
     role: ClassVar[str]

@@ -12,7 +12,7 @@ import httpx
 
 from orchestrator.judging.testserver import FakeOpenAIServer
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 
 LEAKY_TESTS = """
 import subprocess

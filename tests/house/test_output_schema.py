@@ -15,7 +15,7 @@ from judgekit import board_run, placed_config, quality_behaviour, reference_beha
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.records.reports import json_schemas
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schema"
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
 def _validator(name: str) -> jsonschema.protocols.Validator:

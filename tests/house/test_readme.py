@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "data" / "summeval"
 PLACEHOLDERS = {
     "FILE.png": "plot.png",
@@ -54,7 +54,7 @@ PAGES = ("README.md",) + tuple(
 """The README and the docs pages its reference moved to (issue #29). Every command runs on its own in
 a fresh copy of the prepared folder (the run files and exports the pages inspect are made there
 first), so no command depends on another's files or on the order the workers take them in.
-docs/own-data.md runs in tests/test_own_data_guide.py."""
+docs/own-data.md runs in tests/house/test_own_data_guide.py."""
 
 
 MADE_BY = {
@@ -93,9 +93,9 @@ def needs(command: str) -> str | None:
     if command.startswith("pip install"):
         return "an install command: .ci/run runs the README's test command verbatim"
     if "examples/compare.toml" in command:
-        return "run as written (its exit code is the decision) by tests/test_compare_gate.py (slow)"
+        return "run as written (its exit code is the decision) by tests/run/test_compare_gate.py (slow)"
     if "examples/summeval-think.toml" in command:
-        return "run as written, with its figures checked, by tests/test_thinking_judges.py (slow)"
+        return "run as written, with its figures checked, by tests/judging/test_thinking_judges.py (slow)"
     if "../shared" in command and not SHARED.exists():
         return "needs ../shared"
     # qwen-coherence.jsonl is what the README's `record --judge qwen1.5b` writes
@@ -281,10 +281,10 @@ def test_every_readme_command_runs_as_written(workdir, command):
     if reason:
         pytest.skip(reason)
     if command.startswith("orchestrator judge serve"):
-        pytest.skip("a server until Ctrl-C (tests/test_embedded.py starts and stops it)")
+        pytest.skip("a server until Ctrl-C (tests/judging/test_embedded.py starts and stops it)")
     if command.startswith("orchestrator record") and "qwen1.5b" in command:
         pytest.skip(
-            "every ordered pair of 3 articles (≈ 800 calls, half an hour with the embedded judge); tests/test_record.py runs record"
+            "every ordered pair of 3 articles (≈ 800 calls, half an hour with the embedded judge); tests/offline/test_record.py runs record"
         )
     if "qwen-coherence.jsonl" in command and not (workdir / "qwen-coherence.jsonl").exists():
         pytest.skip("reads the log of the `record --judge qwen1.5b` command above, which is skipped")

@@ -132,7 +132,7 @@ def test_a_reference_campaign_report_carries_the_raee_section(tmp_path):
     rows = api.ranking(path)["groups"][0]["ranking"]
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
     for r in rows:
-        cells = f"<td>{r['candidate']}</td><td>{r['rank_low']}–{r['rank_high']}</td><td class=\"num\">{round(r['score'])}</td>"
+        cells = f'<td>{r["candidate"]}</td><td>{r["rank_low"]}–{r["rank_high"]}</td><td class="num">{round(r["score"])}</td>'
         assert cells + f"<td>{r['win_rate']:.1f} ({r['win_rate_low']:.1f}–{r['win_rate_high']:.1f})</td>" in html
     assert html.count('<details class="judgment"') == sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0]
 

@@ -100,7 +100,7 @@ def _recipe(heading: str) -> str:
     """The first Python block under ``heading`` in docs/extending.md: the recipe as a reader copies it."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "extending.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "extending.md").read_text()
     section = text.split(f"## {heading}\n", 1)[1]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 

@@ -196,7 +196,7 @@ def test_sensitivity_sweep_through_therun_cli(tmp_path, capsys):
 @pytest.mark.isolated(fast_compile=True)
 def test_one_chain_has_no_rhat_and_the_json_stays_valid(capsys):
     """`fit simplex --chains 1` (the sweep too) crashed on max() of no R-hat; NaN must not reach --json.
-    (The settings of tests/test_fit_options.py's fits: one compiled sampler serves both.)"""
+    (The settings of tests/offline/test_fit_options.py's fits: one compiled sampler serves both.)"""
     code = run_cli(["fit", "simplex", "--log", str(LIKERT), "--levels", "5", "--chains", "1", "--warmup", "20", "--draws", "20", "--json"])
     assert code == 0
 

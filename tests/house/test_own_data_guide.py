@@ -16,7 +16,7 @@ from orchestrator.judging.client import JudgeProfile
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 from orchestrator.records.templates import load_template
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "own-data.md"
 QUALITY = {"careful-bot": 3.0, "rambling-bot": 2.0, "terse-bot": 1.0, "wrong-bot": 0.0}
 

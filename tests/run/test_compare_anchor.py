@@ -49,7 +49,7 @@ def test_through_the_anchor_both_judged_decides_and_the_numbers_are_the_run_file
         assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["decision"] == "better" and result["anchor"] == "reference" and result["baseline_run"] is None
-    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "schema" / "compare-v1.schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "compare-v1.schema.json").read_text())
     jsonschema.validate(result, schema)
     db = sqlite3.connect(result["run"])
     rows = db.execute("select kind, candidates, probs, judge, prompt_id from judgments where status = 'ok'").fetchall()

@@ -9,12 +9,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import pytest
 
-from judgekit import quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
+from judgekit import call_label_server, quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.people.choice import absolute_items, offer_order, pairwise_items
@@ -66,48 +64,36 @@ def judged_run(tmp_path):
     return path
 
 
-def _call(url: str, body: dict | bytes | None = None, headers: dict | None = None) -> tuple[int, dict]:
-    """The labelling server's answer (status, JSON) to a GET, or a POST of ``body`` (a dict as JSON, bytes as they are)."""
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, json.loads(exc.read())
-
-
 def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, capsys):
     path = judged_run
     with api.label_server(path, annotator="ana") as server:
-        status, first = _call(server.url + "api/next")
+        status, first = call_label_server(server.url + "api/next")
         assert status == 200 and not first["done"] and first["progress"]["labelled"] == 0
         item = first["item"]
         assert item["kind"] == "pairwise" and item["options"] == ["A", "B", "tie"] and len(item["answers"]) == 2
         assert all("<<q=" in text for text in item["answers"]) and "M0" not in json.dumps(item)  # texts, not names
-        assert _call(server.url + "api/label", {"item": item["id"], "verdict": "A"}) == (
+        assert call_label_server(server.url + "api/label", {"item": item["id"], "verdict": "A"}) == (
             200,
             {
                 "stored": True,
                 "progress": {"labelled": 1, "this_session": 1, "items": first["progress"]["items"], "left": first["progress"]["left"] - 1},
             },
         )
-        again = _call(server.url + "api/label", {"item": item["id"], "verdict": "B"})  # a double click
+        again = call_label_server(server.url + "api/label", {"item": item["id"], "verdict": "B"})  # a double click
         assert again[0] == 200 and again[1]["stored"] is False
-        assert _call(server.url + "api/label", {"item": item["id"], "verdict": "C"}) == (
+        assert call_label_server(server.url + "api/label", {"item": item["id"], "verdict": "C"}) == (
             400,
             {"error": "a pairwise verdict is 'A', 'B' or 'tie'"},
         )
-        assert _call(server.url + "api/label", {"item": "nope", "verdict": "A"}) == (400, {"error": "unknown item"})
+        assert call_label_server(server.url + "api/label", {"item": "nope", "verdict": "A"}) == (400, {"error": "unknown item"})
         # another site's page, DNS rebinding, a cross-site form: refused, nothing stored
         for headers, expected in (
             ({"Origin": "http://evil.example"}, 403),
             ({"Host": "evil.example"}, 403),
             ({"Content-Type": "text/plain"}, 415),
         ):
-            assert _call(server.url + "api/label", {"item": item["id"], "verdict": "A"}, headers)[0] == expected, headers
-        assert _call(server.url + "api/next")[1]["item"]["id"] != item["id"]
+            assert call_label_server(server.url + "api/label", {"item": item["id"], "verdict": "A"}, headers)[0] == expected, headers
+        assert call_label_server(server.url + "api/next")[1]["item"]["id"] != item["id"]
     rows = sqlite3.connect(path).execute("select item, annotator, first, second, winner from human_labels").fetchall()
     assert len(rows) == 1 and rows[0][1] == "ana" and rows[0][4] == rows[0][2]  # verdict A = the answer shown first
     kind, prompt_id, *names = json.loads(rows[0][0])
@@ -242,11 +228,13 @@ def test_a_reference_campaign_is_labelled_against_its_anchor_and_fit_raee_uses_t
         )
         path, _ = api.start(config)
     with api.label_server(path, annotator="ana") as server:
-        first = _call(server.url + "api/next")[1]
+        first = call_label_server(server.url + "api/next")[1]
         assert first["progress"]["items"] == 12 and any(text.startswith("Reference summary") for text in first["item"]["answers"])
-        while not (payload := _call(server.url + "api/next")[1])["done"]:
+        while not (payload := call_label_server(server.url + "api/next")[1])["done"]:
             reference_first = payload["item"]["answers"][0].startswith("Reference summary")
-            assert _call(server.url + "api/label", {"item": payload["item"]["id"], "verdict": "B" if reference_first else "A"})[1]["stored"]
+            assert call_label_server(server.url + "api/label", {"item": payload["item"]["id"], "verdict": "B" if reference_first else "A"})[
+                1
+            ]["stored"]
     assert run_cli(["fit", "raee", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     rows = [r for r in report["rows"] if r["judge"] == "local-openai"]
@@ -289,10 +277,10 @@ def test_a_run_asks_people_between_rounds_and_the_page_offers_those_items_first(
     with api.label_server(path, annotator="ana") as api_server:
         # the page offers the run's requests first, in the order asked, marked as such
         assert [item.key for item in api_server.session.items[: len(asked)]] == [item for item, _, _ in asked]
-        status, first = _call(api_server.url + "api/next")
+        status, first = call_label_server(api_server.url + "api/next")
         assert status == 200 and first["item"]["asked_by_run"] is True
-        assert _call(api_server.url + "api/label", {"item": first["item"]["id"], "verdict": "tie"})[1]["stored"] is True
-        assert _call(api_server.url + "api/next")[1]["item"]["asked_by_run"] is True
+        assert call_label_server(api_server.url + "api/label", {"item": first["item"]["id"], "verdict": "tie"})[1]["stored"] is True
+        assert call_label_server(api_server.url + "api/next")[1]["item"]["asked_by_run"] is True
     assert api.status(path)["people"] == {"asked": len(asked), "asked_labelled": 1, "labels": 1}
     capsys.readouterr()
     assert run_cli(["status", str(path)]) == 0

@@ -1,6 +1,6 @@
 """The Bayesian simplex model (simplex paper §3–5, App. B): the weight-propagation prior for any M,
 score data, baselines, NUTS inference on simulated judges, degenerate data, the likelihoods
-(the CLI and the absolute campaign: tests/test_simplex_cli.py)."""
+(the CLI and the absolute campaign: tests/simplex/test_simplex_cli.py)."""
 
 import math
 from dataclasses import replace
