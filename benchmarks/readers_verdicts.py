@@ -102,7 +102,10 @@ def verdict_cost_verdict(r: Record) -> str:
     value = float(ratio[0].rsplit("=", 1)[1])
     verdict = f"{'met' if value <= 0.6 else 'not met'}: adaptive {value:.2f}× the best fixed k at the 100-call target (goal ≤ 0.6×)"
     oracle = _ratio_lines(r, "best oracle")
-    if value > 0.6 and oracle and float(oracle[0].rsplit("=", 1)[1]) > 0.6:
+    if value > 0.6 and oracle:
         best = float(oracle[0].rsplit("=", 1)[1])
-        verdict += f"; beyond the oracle allocations too: knowing every judgment's probability, the best needs {best:.2f}×"
+        verdict += (
+            f"; allocations that know each judgment's probability in advance and set its k by it need {best:.2f}× "
+            "(no better than fixed k): no allocation measured comes near 0.6×"
+        )
     return verdict

@@ -19,7 +19,9 @@ asking and give each judgment its own number of verdicts, ``k = clip(round(c·�
 sure one verdict tells as much as its probability, where it is unsure several are needed to read
 it (the precision model ``k/(kτ² + v)`` of a judgment of ``k`` verdicts, ``τ²`` the judgment's own
 scatter about the scores, gives ``k ∝ √v`` at the optimum). The selection still chooses the
-pairs; each judgment pays its ``k``.
+pairs; each judgment pays its ``k``. Measured (2026-11-27), they do no better than fixed k: knowing
+each judgment's probability does not tell which judgments the ranking needs, so they are a bound on
+nothing; the goal's 0.6× is reported as not reached, not as beyond every method.
 
     python -m benchmarks.selection.verdict_cost [--seeds 5] [--ks 1,2,3,4,5] [--ceiling 8] [--oracle-c 2,4,6,8]
 """
