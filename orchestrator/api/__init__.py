@@ -33,6 +33,7 @@ from .tools import cache_import, cache_prune, cache_stats, embedded_judge, impor
 __all__ = [
     "RaeeSettings",
     "Ranking",
+    "Status",
     "ReplaySettings",
     "SimplexSettings",
     "compare",
@@ -89,6 +90,10 @@ def __getattr__(name: str):
         from ..records.reports import Ranking
 
         return Ranking
+    if name == "Status":  # the typed record of `status --json` (what the CLI's table reads)
+        from ..records.reports import Status
+
+        return Status
     if name == "RaeeSettings":
         from ..raee.settings import RaeeSettings
 

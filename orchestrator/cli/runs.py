@@ -12,8 +12,9 @@ from rich.text import Text
 
 from ..errors import OrchestratorError
 from .common import _check_range, _finite, app, err_console, existing, out_console
-from .display import forecast_text, print_ranking, run_display
+from .display import print_ranking, run_display
 from .options import RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
+from .status_view import print_status
 
 
 @app.command("run")
@@ -213,55 +214,7 @@ def status_cmd(
     if as_json:
         print(json.dumps(summary))
         return
-    table = Table(title=f"{summary['name']} ({summary['state']})")
-    table.add_column("item")
-    table.add_column("value")
-    budget = summary["budget"]
-    spent = summary["spent"]
-    fmt = lambda used, cap: f"{used}" + (f" of {cap}" if cap is not None else "")  # noqa: E731
-    rows = [
-        ("stop reason", summary["stop_reason"] or "-"),
-        (
-            "rounds",
-            f"{summary['rounds']} (numbered 0–{summary['rounds'] - 1}, as in the progress bar and the rounds table)"
-            if summary["rounds"]
-            else "0",
-        ),
-        ("requests", ", ".join(f"{k} {v}" for k, v in sorted(summary["requests"].items())) or "none"),
-        ("failures", ", ".join(f"{k} {v}" for k, v in sorted(summary["failures"].items())) or "none"),
-        (
-            "calls",
-            fmt(spent["calls"], budget["calls"])
-            + (f" ({spent['cached']} answered from the judgment cache, free)" if spent.get("cached") else ""),
-        ),
-        ("tokens", fmt(spent["tokens"], budget["tokens"])),
-        ("USD", fmt(spent["usd"], budget["usd"])),
-        *([("forecast", forecast_text(summary["forecast"]))] if summary.get("forecast") else []),
-        *[
-            (f"deployments of {judge}", ", ".join(f"{d} {n}" for d, n in counts.items()))
-            for judge, counts in (summary.get("deployments") or {}).items()
-        ],
-        *(
-            [("decision", f"{summary['comparison']['sentence']} (exit {summary['comparison']['exit_code']})")]
-            if summary.get("comparison")
-            else []
-        ),
-        *([] if summary.get("comparison") else [("groups", str(summary["groups"]))]),
-    ]
-    if summary.get("people"):
-        people = summary["people"]
-        rows.append(("items asked of people", f"{people['asked']} ({people['asked_labelled']} labelled; {people['labels']} labels in all)"))
-    if summary["mean_entropy"] is not None:
-        rows += [("mean entropy", str(summary["mean_entropy"])), ("max adjacent reorder probability", str(summary["max_adjacent_reorder"]))]
-    if "mean_spearman_vs_truth" in summary:
-        rows.append(("mean Spearman vs truth", str(summary["mean_spearman_vs_truth"])))
-    for group, top in summary["top"].items():
-        rows.append((f"top of {group[:40]}", " > ".join(top)))
-    for k, v in rows:
-        table.add_row(k, v)
-    for warning in summary.get("warnings", []):
-        out_console.print(f"warning: {warning}", soft_wrap=True)
-    out_console.print(table)
+    print_status(summary)
 
 
 @app.command("rank")

@@ -255,7 +255,7 @@ class Status(_Closed):
     spent: dict[str, float]
     """``calls`` (paid completions, cache hits included), ``tokens``, ``usd``, ``cached``."""
     budget: dict[str, float | None]
-    """``max_calls``, ``max_tokens``, ``max_usd`` as configured (None: no limit)."""
+    """``calls``, ``tokens``, ``usd``: the limits as configured (``[budget] max_calls`` …; None: no limit)."""
     groups: int
     mean_entropy: float | None = None
     max_adjacent_reorder: float | None = None
