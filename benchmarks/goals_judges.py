@@ -46,6 +46,18 @@ JUDGE_GOALS: list[Goal] = [
         "",
         readers_compare.board_claims_figure,
         readers_compare.board_claims_verdict,
+        lambda argv: "summeval" not in argv,
+    ),
+    Goal(
+        "board-claims-summeval",
+        "#60",
+        "the same one-candidate board campaigns on a board the rule was not designed on (SummEval's experts: 15 systems × 100 articles, each in turn the newcomer), never an untrue claim",
+        "leaderboards.board_claims",
+        "--board summeval --seeds 3 --resolutions none 2 10",
+        "--board summeval",
+        readers_compare.board_claims_figure,
+        readers_compare.board_claims_verdict,
+        lambda argv: "summeval" in argv,
     ),
     Goal(
         "rank-rows-monotone",

@@ -12,8 +12,14 @@ def board_claims_figure(r: Record) -> str:
     rows = r["figures"]["tables"][0]
     return "; ".join(
         f"resolution {row['resolution']}: {row['stopped early']} of {row['runs']} runs stopped early on a claim about the board "
-        f"({row['wrong claims']} wrong), {row['calls, mean (stopped runs)']} calls on average when stopped, "
-        f"{row['calls, mean (all)']} of 805 over all runs"
+        f"({row['wrong claims']} wrong)"
+        + (
+            f", {row['calls, mean (stopped runs)']} calls on average when stopped"
+            if row["calls, mean (stopped runs)"] not in ("nan", "—")
+            else ""
+        )
+        + ", "
+        f"{row['calls, mean (all)']} of {row.get('budget', '805')} over all runs"
         for row in rows
     )
 

@@ -9,7 +9,12 @@ names the claim — between two board models, above or below every one, or (with
 within r points of some — and the claim is checked against the newcomer's full-data win rate and the
 board models' (all 805 prompts). Every run goes through the product's command path.
 
-    python -m benchmarks.leaderboards.board_claims [--seeds 3] [--resolutions none 2] [--workers 2]
+``--board summeval``: a board the rule was not designed on — SummEval's experts (15 systems × 100
+articles, each system's outcome against the median system by its experts' mean relevance rating: 1,
+½ or 0; :func:`~benchmarks.leaderboards.common.summeval_board`), every system in turn the newcomer,
+100 prompts, ``max_calls`` = 100.
+
+    python -m benchmarks.leaderboards.board_claims [--seeds 3] [--resolutions none 2] [--workers 2] [--board alpacaeval|summeval]
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.leaderboards.common import load, reference_records
+from benchmarks.leaderboards.common import load, reference_records, summeval_board
 
 PERCENT = r"\(([\d.]+)%\)"
 
@@ -50,9 +55,9 @@ def claim_true(reason: str, truth: float, rates: dict[str, float], resolution: f
     raise ValueError(f"no claim read in: {reason}")
 
 
-def one(job: tuple[str, int, float | None, str]) -> dict:
+def one(job: tuple[str, int, float | None, str, int]) -> dict:
     """One newcomer, seed and resolution through the CLI; its run's figures."""
-    held, seed, resolution, root = job
+    held, seed, resolution, root, pool = job
     folder = Path(root) / f"{held}-{seed}-{resolution}"
     folder.mkdir(parents=True)
     shared = Path(root)
@@ -62,7 +67,7 @@ def one(job: tuple[str, int, float | None, str]) -> dict:
         f'responses = "{shared}/responses-{held}.jsonl"\n\n[judging]\njudges = ["local-openai"]\n\n'
         f'[reference]\nanchor = "dataset"\nsoft = true\nallocation = "adaptive"\nboard = "{shared}/board-{held}.jsonl"\n'
         + (f"resolution = {resolution}\n" if resolution is not None else "")
-        + "\n[selection]\nbatch = 10\n\n[budget]\nmax_calls = 805\n"
+        + f"\n[selection]\nbatch = 10\n\n[budget]\nmax_calls = {pool}\n"
     )
     env = {"ORCHESTRATOR_JUDGMENT_CACHE": "off", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     run = subprocess.run(
@@ -81,7 +86,40 @@ def one(job: tuple[str, int, float | None, str]) -> dict:
         env={**os.environ, **env},
     )
     figures = json.loads(status.stdout)
-    return {"held": held, "seed": seed, "resolution": resolution, "reason": figures["stop_reason"], "calls": figures["spent"]["calls"]}
+    return {
+        "held": held,
+        "seed": seed,
+        "resolution": resolution,
+        "reason": figures["stop_reason"],
+        "calls": figures["spent"]["calls"],
+        "pool": pool,
+    }
+
+
+def board_records(board: str) -> tuple[dict[str, float], list[dict]]:
+    """The board's models' full-data win rates (percent) and its judgments as reference records
+    against the dataset's anchor (judge ``local-openai``, a profile the product ships)."""
+    if board == "summeval":
+        models, y = summeval_board(harness.shared("summeval"))
+        records = [
+            {
+                "kind": "reference",
+                "judge": "local-openai",
+                "prompt_id": f"a{i}",
+                "candidates": ["reference", m],
+                "probs": {"A": 1.0 - y[k, i], "B": y[k, i]},
+            }
+            for k, m in enumerate(models)
+            for i in range(y.shape[1])
+            if not np.isnan(y[k, i])
+        ]
+    else:
+        data = harness.shared("alpacaeval")
+        models, y = load(data)
+        records = reference_records([json.loads(line) for line in (data / "annotations.jsonl").open()])
+        for r in records:
+            r["candidates"][0], r["judge"] = "reference", "local-openai"  # the dataset's anchor; a profile the product has
+    return dict(zip(models, 100 * np.nanmean(y, 1))), records
 
 
 def main() -> None:
@@ -89,36 +127,36 @@ def main() -> None:
     p.add_argument("--seeds", type=harness.count, default=3)
     p.add_argument("--resolutions", nargs="+", default=["none", "2"])
     p.add_argument("--workers", type=harness.count, default=2)
+    p.add_argument("--board", choices=["alpacaeval", "summeval"], default="alpacaeval")
     args = p.parse_args()
-    data = harness.shared("alpacaeval")
-    models, y = load(data)
-    rates = dict(zip(models, 100 * np.nanmean(y, 1)))
+    rates, records = board_records(args.board)
+    models = sorted(rates)
     held_out = [models[k] for k in np.argsort([rates[m] for m in models])[:: 5 if args.quick else 1]]
     seeds = 1 if args.quick else args.seeds
     resolutions = [2.0] if args.quick else [None if r == "none" else float(r) for r in args.resolutions]
-    annotations = [json.loads(line) for line in (data / "annotations.jsonl").open()]
-    records = reference_records(annotations)
-    for r in records:
-        r["candidates"][0], r["judge"] = "reference", "local-openai"  # the dataset's anchor; a profile the product has
     prompts = sorted({r["prompt_id"] for r in records})
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "prompts.jsonl").write_text("".join(json.dumps({"id": q, "text": q, "reference": "the reference"}) + "\n" for q in prompts))
+        pools = {}
         for held in held_out:
             answered = sorted({r["prompt_id"] for r in records if r["candidates"][1] == held})
+            pools[held] = len(answered)
             (root / f"responses-{held}.jsonl").write_text(
                 "".join(json.dumps({"prompt_id": q, "candidate": held, "text": "an answer"}) + "\n" for q in answered)
             )
             (root / f"board-{held}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records if r["candidates"][1] != held))
             (root / f"log-{held}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records if r["candidates"][1] == held))
-        jobs = [(held, seed, res, str(root)) for res in resolutions for seed in range(seeds) for held in held_out]
-        with ProcessPoolExecutor(args.workers) as pool:
-            results = list(pool.map(one, jobs))
-    print("| resolution | runs | stopped early | wrong claims | calls, mean (stopped runs) | calls, mean (all) |")
-    print("|---|---|---|---|---|---|")
+        pool = max(pools.values())
+        jobs = [(held, seed, res, str(root), pool) for res in resolutions for seed in range(seeds) for held in held_out]
+        with ProcessPoolExecutor(args.workers) as executor:
+            results = list(executor.map(one, jobs))
+    print(f"{args.board}: {len(held_out)} newcomers, each on a board of the other {len(models) - 1}; up to {pool} prompts each\n")
+    print("| resolution | runs | stopped early | wrong claims | calls, mean (stopped runs) | calls, mean (all) | budget |")
+    print("|---|---|---|---|---|---|---|")
     for res in resolutions:
         mine = [r for r in results if r["resolution"] == res]
-        stopped = [r for r in mine if r["calls"] < 805 and "settled" in r["reason"]]
+        stopped = [r for r in mine if "settled" in r["reason"]]
         wrong = []
         for r in stopped:
             board = {m: v for m, v in rates.items() if m != r["held"]}
@@ -128,9 +166,9 @@ def main() -> None:
         spent = [r["calls"] for r in stopped]
         print(
             f"| {'none' if res is None else f'{res:g} points'} | {len(mine)} | {len(stopped)} | {len(wrong)} | "
-            f"{np.mean(spent) if spent else float('nan'):.0f} | {np.mean([r['calls'] for r in mine]):.0f} |"
+            f"{f'{np.mean(spent):.0f}' if spent else '—'} | {np.mean([r['calls'] for r in mine]):.0f} | {pool} |"
         )
-        unclaimed = [r for r in mine if r not in stopped and r["calls"] < 805]
+        unclaimed = [r for r in mine if r not in stopped and r["calls"] < pools[r["held"]] and "budget" not in r["reason"]]
         for r in unclaimed:
             print(f"  stopped without a board claim: {r['held']}: {r['reason']}", file=sys.stderr)
     print(
