@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, stdtrit
 
-__all__ = ["Board", "Placement", "cross_fitted", "fit_board", "informative_order", "place"]
+__all__ = ["Board", "Placement", "cross_fitted", "fit_board", "informative_order", "kept_outcomes", "place"]
 
 PRIOR_A_LOG_SD = 1.0
 PRIOR_C_SD = 3.0
@@ -107,6 +107,12 @@ def _prompt_step(y: np.ndarray, seen: np.ndarray, theta: np.ndarray, a: np.ndarr
     d2 = (h11 * g2 - h12 * g1) / det
     d1, d2 = np.clip(d1, -1.0, 1.0), np.clip(d2, -2.0, 2.0)  # damped: a few prompts' steps can overshoot
     return np.exp(log_a + d1), c + d2
+
+
+def kept_outcomes(rows: list[list[float | None]]) -> np.ndarray:
+    """A board's outcomes as a run file keeps them (JSON rows, ``null`` where not judged) as
+    ``models × prompts`` with NaN."""
+    return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
 
 
 def fit_board(models: list[str], y: np.ndarray, *, sweeps: int = 60) -> Board:

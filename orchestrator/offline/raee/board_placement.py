@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import OrchestratorError
 from ...paths import file_sha256
 from ...raee import ReferenceJudgments
-from ...raee.board import Board, fit_board, place
+from ...raee.board import Board, fit_board, kept_outcomes, place
 from ...raee.tables import item_matrix
 
 __all__ = ["MIN_BOARD_MODELS", "board_snapshot", "check_board_against_data", "load_board", "own_board_placements", "placements"]
@@ -97,7 +97,7 @@ def placements(
     the summary's ``file`` says whether the file at ``path`` is gone or changed since."""
     if snapshot is not None and snapshot["payload"].get("anchor") == anchor and snapshot["payload"].get("soft") == soft:
         payload = snapshot["payload"]
-        y = np.array([[np.nan if v is None else v for v in row] for row in payload["y"]], dtype=float)
+        y = kept_outcomes(payload["y"])
         summary, placed = _place_all(payload["models"], payload["prompts"], y, item_matrix(data, anchor, soft=soft), str(path), level)
         where = Path(path)
         if not where.is_file():

@@ -245,12 +245,10 @@ class ReferencePlanner(PlannerBase):
         (:class:`~.reference_board.BoardWatch`); the candidates not yet settled share the batch,
         the shallowest first, each walking its own seeded order."""
         assert self._board is not None
-        committed: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        per_prompt: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for cand, prompt, value in self._outcomes(cutoff):
-            per_prompt[(cand, prompt)].append(value)
-        for (cand, prompt), values in per_prompt.items():
-            committed[cand].append((prompt, sum(values) / len(values)))
+        table = self._table(cutoff)  # judges and repeats averaged per prompt
+        committed = {
+            c: [(self.order[j], float(table[k, j])) for j in np.flatnonzero(~np.isnan(table[k]))] for k, c in enumerate(self.candidates)
+        }
         self._board.look(committed)
         reason = self._board.reason()
         if reason is not None:
@@ -269,10 +267,7 @@ class ReferencePlanner(PlannerBase):
         if units:
             return Plan("reference", units, selected)
         if self._board.claims:
-            words = "; ".join(
-                self._board.claims[c].words(c, self._board.rates, self.section.resolution) for c in sorted(self._board.claims)
-            )
-            return f"every candidate is placed on the board or judged on every prompt: {words}"
+            return f"every candidate is placed on the board or judged on every prompt: {self._board.claim_words()}"
         return self.done
 
     @staticmethod

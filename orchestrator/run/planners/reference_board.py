@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...raee.board import fit_board, place
+from ...raee.board import fit_board, kept_outcomes, place
 from ...raee.board_claims import BoardClaim, board_claim, look_depths, look_level
 
 __all__ = ["BoardWatch"]
@@ -19,7 +19,7 @@ class BoardWatch:
 
     def __init__(self, payload: dict, prompts: dict[str, list[str]], first: int, resolution: float | None):
         models = list(payload["models"])
-        y = np.array([[np.nan if v is None else v for v in row] for row in payload["y"]], dtype=float)
+        y = kept_outcomes(payload["y"])
         self.board = fit_board(models, y)
         self.models = models
         self.rates = {m: float(r) for m, r in zip(models, self.board.win_rate)}
@@ -60,11 +60,15 @@ class BoardWatch:
             if claim is not None:
                 self.claims[candidate] = claim
 
+    def claim_words(self) -> str:
+        """Every claim made so far, as a user reads it."""
+        return "; ".join(self.claims[c].words(c, self.rates, self.resolution) for c in sorted(self.claims))
+
     def reason(self) -> str | None:
         """The stop reason once every candidate with prompts on the board is settled, else None."""
         if not self.depths or set(self.depths) - set(self.claims):
             return None
-        words = "; ".join(self.claims[c].words(c, self.rates, self.resolution) for c in sorted(self.claims))
+        words = self.claim_words()
         looks = max(len(d) for d in self.depths.values())
         return (
             f"every candidate's place on the board is settled: {words} "
