@@ -79,27 +79,20 @@ __all__ = [
 ]
 
 
+LAZY = {
+    "SimplexSettings": "orchestrator.simplex.settings",
+    "RaeeSettings": "orchestrator.raee.settings",
+    "ReplaySettings": "orchestrator.offline.replay.settings",
+    "Ranking": "orchestrator.records.reports",  # the typed record of `rank --json` (what the CLI's tables read)
+    "Status": "orchestrator.records.reports",  # the typed record of `status --json`
+}
+"""Names imported from their module when first asked for (the CLI's start stays light)."""
+
+
 def __getattr__(name: str):
-    """The settings objects the fits and replay take, imported when first asked for (the CLI's start
-    stays light)."""
-    if name == "SimplexSettings":
-        from ..simplex.settings import SimplexSettings
+    """The settings objects the fits and replay take and the typed output records (:data:`LAZY`)."""
+    if name in LAZY:
+        import importlib
 
-        return SimplexSettings
-    if name == "Ranking":  # the typed record of `rank --json` (what the CLI's tables read)
-        from ..records.reports import Ranking
-
-        return Ranking
-    if name == "Status":  # the typed record of `status --json` (what the CLI's table reads)
-        from ..records.reports import Status
-
-        return Status
-    if name == "RaeeSettings":
-        from ..raee.settings import RaeeSettings
-
-        return RaeeSettings
-    if name == "ReplaySettings":
-        from ..offline.replay.settings import ReplaySettings
-
-        return ReplaySettings
+        return getattr(importlib.import_module(LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
