@@ -13,7 +13,7 @@ from __future__ import annotations
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
 from .compare import compare, junit_xml
 from .labels import export_labels, import_labels, label_server
-from .lifecycle import dry_run, export, extend, load_config, ranking, report, resume, start, status, summary
+from .lifecycle import dry_run, export, load_config, ranking, report, resume, start, status, summary
 from .presentation import (
     bias_covariates,
     calibration_plot,
@@ -80,6 +80,7 @@ __all__ = [
 
 
 LAZY = {
+    "extend": "orchestrator.run.extension",  # `orchestrator extend`: grow a run (the engine's imports, when asked for)
     "SimplexSettings": "orchestrator.simplex.settings",
     "RaeeSettings": "orchestrator.raee.settings",
     "ReplaySettings": "orchestrator.offline.replay.settings",
@@ -90,7 +91,7 @@ LAZY = {
 
 
 def __getattr__(name: str):
-    """The settings objects the fits and replay take and the typed output records (:data:`LAZY`)."""
+    """The settings objects the fits and replay take, the typed output records and ``extend`` (:data:`LAZY`)."""
     if name in LAZY:
         import importlib
 

@@ -160,42 +160,26 @@ def fit_simplex(
     run: str | Path | None = None,
     *,
     log: str | Path | None = None,
-    levels: int,
     settings: SimplexSettings | None = None,
-    self_judging: str | dict | None = None,
     judge: list[str] | None = None,
-    sweep: bool = False,
-    truth: dict[str, float] | None = None,
-    truth_field: str | None = None,
-    level: float = 0.95,
-    progress: bool = False,
-    sweep_progress: Callable[[str], None] | None = None,
-    fallback: bool = True,
-    human: str | Path | None = None,
+    **options: Any,
 ):
     """The Bayesian simplex model on a run file or a log: ``(report, fit, data, extra)``. What to fit
     is one :class:`~orchestrator.simplex.SimplexSettings` (ω, β_max, δ, the likelihood, the sampler;
     every choice checked there, in one line naming the field; default: the paper's base model);
-    ``fallback`` refits with constancy (ω = 0) when the chains disagree on the ranking
-    (:func:`~orchestrator.simplex.inference.fit_or_fallback`); ``human``: a labels JSONL whose
-    absolute scores are the true levels of the answers they label (docs/human-labels.md)."""
+    ``judge`` keeps those judges' scores only. ``options`` are those of
+    :func:`~orchestrator.offline.simplex.fit.run_simplex`: ``levels`` (required), ``self_judging``,
+    ``sweep``, ``truth``, ``truth_field``, ``level``, ``progress``, ``sweep_progress``, ``fallback``
+    (refit with constancy, ω = 0, when the chains disagree on the ranking) and ``human`` (a labels
+    JSONL whose absolute scores are the true levels of the answers they label, docs/human-labels.md)."""
+    import inspect
+
     from ..offline.simplex.fit import run_simplex
     from ..simplex import SimplexSettings
 
+    allowed = set(inspect.signature(run_simplex).parameters) - {"source", "log", "settings", "judges"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise OrchestratorError(f"fit_simplex: no option named {unknown[0]!r} (options: {', '.join(sorted(allowed))})")
     source, is_log = _source(run, log)
-    return run_simplex(
-        source,
-        log=is_log,
-        levels=levels,
-        settings=settings if settings is not None else SimplexSettings(),
-        judges=judge or None,
-        self_judging=self_judging,
-        sweep=sweep,
-        truth=truth,
-        truth_field=truth_field,
-        level=level,
-        progress=progress,
-        sweep_progress=sweep_progress,
-        fallback=fallback,
-        human=human,
-    )
+    return run_simplex(source, log=is_log, settings=settings or SimplexSettings(), judges=judge or None, **options)

@@ -108,36 +108,6 @@ def resume(
     return resume_run(run, progress=progress, judges=judges, api_base=api_base, cache=cache)
 
 
-def extend(
-    run: str | Path,
-    *,
-    responses: str | Path,
-    prompts: str | Path | None = None,
-    add_calls: int | None = None,
-    add_usd: float | None = None,
-    add_tokens: int | None = None,
-    progress: Callable | None = None,
-    judges: dict | None = None,
-    cache: str | Path | bool | None = None,
-) -> tuple[list[str], str | None]:
-    """Add candidates (``responses``) or prompts to a run and go on, paying only for comparisons
-    that involve the new candidates; ``(new candidates, stop reason)``. ``add_*`` raise the budget's
-    limits; a spent limit that is not raised, or an extension that made no judgment, is an error."""
-    from ..run.extension import extend as extend_run
-
-    return extend_run(
-        run,
-        responses=responses,
-        prompts=prompts,
-        add_calls=add_calls,
-        add_usd=add_usd,
-        add_tokens=add_tokens,
-        progress=progress,
-        judges=judges,
-        cache=cache,
-    )
-
-
 def status(run: str | Path) -> dict:
     """Budget spent, rounds, requests, failures, the current ranking's uncertainty (a dict, as
     ``orchestrator status --json`` prints it)."""

@@ -4,7 +4,7 @@ recording a judge, importing other benchmarks' files, the embedded judge as a se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import OrchestratorError
 
@@ -31,44 +31,27 @@ def cache_import(source: str | Path, cache: str | Path | None = None, **log_opti
 
 
 def init(
-    prompts: str | Path,
-    responses: str | Path,
-    *,
-    out: str | Path = "orchestrator.toml",
-    judge: str = "qwen1.5b",
-    kind: str = "pairwise",
-    task: str = "respond to the input",
-    criterion: str = "which response is more helpful, correct and clear",
-    api_base: str | None = None,
-    max_calls: int | None = None,
-    anchor: str | None = None,
-    truth: str | None = None,
+    prompts: str | Path, responses: str | Path, *, out: str | Path = "orchestrator.toml", judge: str = "qwen1.5b", **choices: Any
 ) -> Path:
     """``orchestrator init``: a commented starter config for a dataset, checked against it; the
-    path written (:func:`orchestrator.records.starter.write_starter`)."""
+    path written (:func:`orchestrator.records.starter.write_starter`). ``choices``: the other fields
+    of :class:`~orchestrator.records.starter.StarterOptions` (``kind``, ``task``, ``criterion``,
+    ``api_base``, ``max_calls``, ``anchor``, ``truth``), with its defaults."""
+    from dataclasses import fields
+
     from ..judging.profiles import get_profile
     from ..records.starter import StarterOptions, write_starter
 
+    allowed = {f.name for f in fields(StarterOptions)} - {"prompts", "responses", "out", "name", "judge", "answers_prefill"}
+    unknown = sorted(set(choices) - allowed)
+    if unknown:
+        raise OrchestratorError(f"init: no choice named {unknown[0]!r} (choices: {', '.join(sorted(allowed))})")
     try:
         answers_prefill = get_profile(judge).answers_prefill  # a template the judge answers
     except OrchestratorError:
         answers_prefill = True  # a profile written later: the dry run checks it
-    options = StarterOptions(
-        prompts=Path(prompts),
-        responses=Path(responses),
-        out=Path(out),
-        name="",
-        judge=judge,
-        kind=kind,
-        task=task,
-        criterion=criterion,
-        api_base=api_base,
-        max_calls=max_calls,
-        anchor=anchor,
-        truth=truth,
-        answers_prefill=answers_prefill,
-    )
-    return write_starter(options)
+    chosen = StarterOptions(Path(prompts), Path(responses), Path(out), name="", judge=judge, answers_prefill=answers_prefill, **choices)
+    return write_starter(chosen)
 
 
 def simulate(

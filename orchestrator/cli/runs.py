@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import typer
 from rich.table import Table
@@ -15,6 +15,8 @@ from .common import _check_range, _finite, app, err_console, existing, out_conso
 from .display import print_ranking, run_display
 from .options import RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
 from .status_view import print_status
+
+T = TypeVar("T")
 
 
 @app.command("run")
@@ -76,21 +78,16 @@ def run_cmd(
                     )
                 raise OrchestratorError(f"judge {first['judge']!r} did not answer template {first['template']!r}: {first['error']}{advice}")
         return
-    display, on_event = run_display(cfg.budget.max_calls)
-    try:
-        with display:
-            path, reason = api.start(cfg, progress=on_event, from_log=from_log, cache=_cache_setting(cache, no_cache), pilot=pilot)
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted; continue with: orchestrator resume {cfg.run_path}")
-        raise typer.Exit(130)
+    cached = _cache_setting(cache, no_cache)
+    path, reason = _live(
+        cfg.run_path, lambda on: api.start(cfg, progress=on, from_log=from_log, cache=cached, pilot=pilot), cfg.budget.max_calls
+    )
     if pilot is not None and getattr(reason, "kind", None) == "pilot":
         err_console.print(
             f"{reason}: continue with `orchestrator resume {path}`; `orchestrator status {path}` shows the forecast", soft_wrap=True
         )
         return
-    err_console.print(f"finished: {reason}. Inspect with `orchestrator rank {path}`")
-    print_ranking(api.ranking(path), limit_groups=3)
-    _summarise(path, report)
+    _finished(path, f"finished: {reason}. Inspect with `orchestrator rank {path}`", report)
 
 
 @app.command("resume")
@@ -108,19 +105,12 @@ def resume_cmd(
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
     from .. import api
 
-    display, on_event = run_display(None)
-    try:
-        with display:
-            reason = api.resume(run, progress=on_event, api_base=api_base, cache=_cache_setting(cache, no_cache))
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted; continue with: orchestrator resume {run}")
-        raise typer.Exit(130)
+    cached = _cache_setting(cache, no_cache)
+    reason = _live(run, lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached))
     if reason is None:
         err_console.print(f"{run}: the run has already finished ({api.status(run)['stop_reason']}); nothing to do")
         return
-    err_console.print(f"finished: {reason}")
-    print_ranking(api.ranking(run), limit_groups=3)
-    _summarise(run, report)
+    _finished(run, f"finished: {reason}", report)
 
 
 @app.command("extend")
@@ -144,23 +134,27 @@ def extend_cmd(
     _check_range(add_tokens, "--add-tokens", 1)
     if add_usd is not None and add_usd <= 0:
         raise OrchestratorError(f"--add-usd must be more than 0 (got {add_usd})")
-    display, on_event = run_display(None)
+    more = {"add_calls": add_calls, "add_usd": add_usd, "add_tokens": add_tokens, "cache": _cache_setting(cache, no_cache)}
+    added, reason = _live(run, lambda on: api.extend(run, responses=responses, prompts=prompts, progress=on, **more))
+    _finished(run, f"extended with {', '.join(added) or 'new prompts'}; finished: {reason}", report)
+
+
+def _live(run: Path | str, work: Callable[[Callable], T], max_calls: int | None = None) -> T:
+    """``work(on_event)`` under the live progress display; Ctrl-C says how to go on and exits 130."""
+    display, on_event = run_display(max_calls)
     try:
         with display:
-            added, reason = api.extend(
-                run,
-                responses=responses,
-                prompts=prompts,
-                add_calls=add_calls,
-                add_usd=add_usd,
-                add_tokens=add_tokens,
-                progress=on_event,
-                cache=_cache_setting(cache, no_cache),
-            )
+            return work(on_event)
     except KeyboardInterrupt:
         err_console.print(f"interrupted; continue with: orchestrator resume {run}")
         raise typer.Exit(130)
-    err_console.print(f"extended with {', '.join(added) or 'new prompts'}; finished: {reason}", soft_wrap=True)
+
+
+def _finished(run: Path, said: str, report: bool) -> None:
+    """The end of a run, resumed or extended: what stopped it, the top of the ranking, the summary."""
+    from .. import api
+
+    err_console.print(said, soft_wrap=True)
     print_ranking(api.ranking(run), limit_groups=3)
     _summarise(run, report)
 

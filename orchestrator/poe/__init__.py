@@ -55,6 +55,7 @@ __all__ = [
     "fit_with_reliability",
     "judge_precision",
     "IndifferenceDecision",
+    "IndifferenceZone",
     "NeighbourStatus",
     "indifference_stop",
     "neighbour_status",
@@ -134,7 +135,7 @@ if TYPE_CHECKING:
     from .objective import NegLogPosterior, Observations, PoEConfig
     from .reliability import fit_with_reliability, judge_precision
     from .selection import select_across, select_pairs
-    from .stopping import IndifferenceDecision, NeighbourStatus, indifference_stop, neighbour_status
+    from .stopping import IndifferenceDecision, IndifferenceZone, NeighbourStatus, indifference_stop, neighbour_status
     from .uncertainty import (
         RankIntervals,
         StopDecision,

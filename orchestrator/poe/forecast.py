@@ -25,7 +25,7 @@ import torch
 
 from .experts import Expert, expected_curvature, soft_bradley_terry
 from .laplace import Posterior
-from .stopping import MAX_ERROR, MIN_GAIN, TIE_DELTA, error_and_gain, neighbour_gaps
+from .stopping import IndifferenceZone, error_and_gain, neighbour_gaps
 
 __all__ = ["MAX_COMPARISONS_PER_PAIR", "comparisons_to_settle"]
 
@@ -38,20 +38,12 @@ _GRID = torch.tensor(
 
 
 def comparisons_to_settle(
-    posterior: Posterior,
-    *,
-    delta: float = TIE_DELTA,
-    max_error: float = MAX_ERROR,
-    min_gain: float = MIN_GAIN,
-    top_k: int | None = None,
-    expert: Expert | None = None,
-    draws: int = 200,
-    seed: int = 0,
+    posterior: Posterior, zone: IndifferenceZone = IndifferenceZone(), expert: Expert | None = None, *, draws: int = 200, seed: int = 0
 ) -> np.ndarray:
     """``(draws,)`` forecasts of the comparisons still needed before every neighbour pair that
     matters is settled (module docstring). A posterior with one candidate needs none."""
     scale, order, gap, v = neighbour_gaps(posterior)
-    delta_s = delta / scale
+    delta_s, max_error, min_gain, top_k = zone.delta / scale, zone.max_error, zone.min_gain, zone.top_k
     if order.numel() < 2:
         return np.zeros(draws)
     upto = order.numel() - 1 if top_k is None else min(max(top_k, 1), order.numel() - 1)

@@ -50,6 +50,7 @@ __all__ = [
     "TIE_DELTA",
     "MAX_ERROR",
     "MIN_GAIN",
+    "IndifferenceZone",
     "NeighbourStatus",
     "IndifferenceDecision",
     "error_and_gain",
@@ -64,6 +65,31 @@ MAX_ERROR = 0.05
 """Default bound on a pair's indifference-zone error for it to count as resolved."""
 MIN_GAIN = 0.01
 """Default least expected error reduction per call for an unresolved near pair to be worth asking."""
+
+
+@dataclass(frozen=True)
+class IndifferenceZone:
+    """The indifference-zone rule's settings (module docstring), shared by the status, the stop
+    and the forecast of how many comparisons remain."""
+
+    delta: float = TIE_DELTA
+    """The zone ``δ`` (score units, read through the panel's sharpness)."""
+    max_error: float = MAX_ERROR
+    """A pair is resolved when its indifference-zone error is below this."""
+    min_gain: float = MIN_GAIN
+    """An unresolved near pair is worth another call while its expected gain is at least this."""
+    top_k: int | None = None
+    """Only the first ``k`` neighbour pairs matter (None: every one)."""
+
+    def __post_init__(self) -> None:
+        if self.delta < 0:
+            raise ValueError(f"delta must be >= 0 (got {self.delta})")
+
+    @classmethod
+    def of(cls, stopping) -> "IndifferenceZone":
+        """The zone a run's ``[stopping]`` section sets (``tie_delta``, ``max_error``, ``min_gain``, ``top_k``)."""
+        return cls(stopping.tie_delta, stopping.max_error, stopping.min_gain, stopping.top_k)
+
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(64)  # ∫_{-1}^{1} f(x) dx ≈ Σ w f(x)
 
@@ -102,14 +128,7 @@ class NeighbourStatus:
         return _phi(self.gap / self.sd.clamp_min(1e-12)) >= 1.0 - max_error
 
 
-def neighbour_status(
-    posterior: Posterior,
-    *,
-    delta: float = TIE_DELTA,
-    max_error: float = MAX_ERROR,
-    min_gain: float = MIN_GAIN,
-    expert: Expert | None = None,
-) -> NeighbourStatus:
+def neighbour_status(posterior: Posterior, zone: IndifferenceZone = IndifferenceZone(), expert: Expert | None = None) -> NeighbourStatus:
     """The indifference-zone error, expected gain, and resolved/tied status of every neighbour pair
     (module docstring for the formulas).
 
@@ -118,10 +137,8 @@ def neighbour_status(
     sharpness ``t̄`` (geometric mean over judges): ``δ_s = δ / t̄``, and a comparison's curvature
     is ``t̄² c(t̄ μ)``.
     """
-    if delta < 0:
-        raise ValueError(f"delta must be >= 0 (got {delta})")
     scale, order, gap, v = neighbour_gaps(posterior)
-    delta = delta / scale
+    delta, max_error, min_gain = zone.delta / scale, zone.max_error, zone.min_gain
     if order.numel() < 2:
         empty = torch.zeros(0, dtype=torch.float64)
         return NeighbourStatus(order, empty, empty, empty, empty, empty.bool(), empty.bool(), empty, empty.bool())
@@ -179,20 +196,15 @@ class IndifferenceDecision:
 
 
 def indifference_stop(
-    posterior: Posterior,
-    *,
-    delta: float = TIE_DELTA,
-    max_error: float = MAX_ERROR,
-    min_gain: float = MIN_GAIN,
-    top_k: int | None = None,
-    expert: Expert | None = None,
+    posterior: Posterior, zone: IndifferenceZone = IndifferenceZone(), expert: Expert | None = None
 ) -> IndifferenceDecision:
     """Stop when every neighbour pair that matters is resolved or a practical tie.
 
     The pairs that matter are all neighbours, or with ``top_k`` the first ``k`` (the order within
     the top ``k`` and the boundary with rank ``k + 1``). A posterior with no comparison never stops.
     """
-    status = neighbour_status(posterior, delta=delta, max_error=max_error, min_gain=min_gain, expert=expert)
+    status = neighbour_status(posterior, zone, expert)
+    top_k, delta = zone.top_k, zone.delta
     count = status.error.numel()
     upto = count if top_k is None else min(max(top_k, 1), count)
     ent = posterior_entropy(posterior)

@@ -96,18 +96,24 @@ class RaeeRow(BaseModel):
     n: int
     """Prompts (run-averaged items) behind the estimate; 0 = no judgments."""
     judgments: int = 0
+    """Individual judgments behind the row (every run and repeat of every prompt)."""
     wins: int = 0
     ties: int = 0
     losses: int = 0
     """Argmax counts over the individual judgments."""
     p_hat: float | None = None
+    """Empirical win rate against the anchor, ``(W + T/2)/N`` over prompts."""
     p_bar: float | None = None
+    """Jeffreys-smoothed win rate ``(W + T/2 + 1/2)/(N + 1)``: the point estimate the Elo reads."""
     p_low: float | None = None
     p_high: float | None = None
+    """Equal-tailed credible interval of the win rate (Beta quantiles)."""
     elo: float | None = None
     elo_low: float | None = None
     elo_high: float | None = None
+    """Elo gap to the anchor and the image of the interval."""
     se_p_raw: float | None = None
+    """Posterior sd of the win rate, without corrections."""
     se_p_fpc: float | None = None
     """With the finite-population correction (None without a population size)."""
     se_p_kappa: float | None = None

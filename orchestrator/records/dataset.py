@@ -15,8 +15,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from ..errors import OrchestratorError
 from .log import check_identifier, validate_jsonl
@@ -48,38 +49,26 @@ def _bounded(value: str | None) -> str | None:
     return value
 
 
+Identifier = Annotated[str, AfterValidator(check_identifier)]
+"""A prompt's, candidate's or category's name (:func:`check_identifier`)."""
+Text = Annotated[str, AfterValidator(_nonblank)]
+"""A text that must say something, within :data:`MAX_TEXT_BYTES`."""
+BoundedText = Annotated[str, AfterValidator(_bounded)]
+"""A text within :data:`MAX_TEXT_BYTES`."""
+
+
 class PromptRow(BaseModel):
     """One prompt (question, article, instruction)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
 
-    id: str
-    text: str
-    reference: str | None = None
+    id: Identifier
+    text: Text
+    reference: BoundedText | None = None
     """Optional reference answer (for reference-anchored templates)."""
-    category: str | None = None
+    category: Identifier | None = None
     """Optional slice (arena-hard's and MT-Bench's categories, AlpacaEval's source data set): a
     leaderboard is also reported per category."""
-
-    @field_validator("id")
-    @classmethod
-    def _identifier(cls, value: str) -> str:
-        return check_identifier(value)
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str | None) -> str | None:
-        return value if value is None else check_identifier(value)
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        return _nonblank(value)
-
-    @field_validator("reference")
-    @classmethod
-    def _reference_size(cls, value: str | None) -> str | None:
-        return _bounded(value)
 
 
 class ResponseText(BaseModel):
@@ -87,20 +76,10 @@ class ResponseText(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
 
-    prompt_id: str
-    candidate: str
-    text: str
+    prompt_id: Identifier
+    candidate: Identifier
+    text: Text
     human: dict[str, float | int | None] = {}
-
-    @field_validator("prompt_id", "candidate")
-    @classmethod
-    def _identifier(cls, value: str) -> str:
-        return check_identifier(value)
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        return _nonblank(value)
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,9 @@ class Judgment(BaseModel):
     """The raw response (or responses, for sampled verdicts)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    """Tokens the provider counted; ``completion_tokens`` includes reasoning tokens."""
     cost_usd: float = 0.0
+    """Price of the request (the profile's prices, else litellm's cost table; 0 for a local judge)."""
     latency_s: float = 0.0
     error: str | None = None
     error_type: str | None = None

@@ -27,13 +27,18 @@ class StarterOptions:
     out: Path
     name: str
     judge: str = "qwen1.5b"
+    """The judge profile (``judges/<name>.toml``)."""
     kind: str = "pairwise"
+    """``pairwise`` (rank by comparisons) or ``reference`` (win rates against an anchor)."""
     task: str = "respond to the input"
     criterion: str = "which response is more helpful, correct and clear"
+    """The words the generic templates' ``${task}`` and ``${criterion}`` become."""
     api_base: str | None = None
     max_calls: int | None = None
+    """The budget (None: one that fits the data's size)."""
     anchor: str | None = None
     truth: str | None = None
+    """A human score field of the responses to report Spearman against."""
     answers_prefill: bool = True
     """Whether the judge answers a template's prefix with an option (its profile's
     ``answers_prefill``): False picks the ``generic-*-noprefill`` templates."""

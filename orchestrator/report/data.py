@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..offline.runs.results import poe_fits, ranking_in
-from ..poe import neighbour_status
+from ..poe import IndifferenceZone, neighbour_status
 from ..records.config import RunConfig
 from ..records.dataset import Dataset
 from ..run.calibration import calibrate, temperatures_for, truth_scores
@@ -65,7 +65,7 @@ def _neighbours(data: ReportData, posteriors: list | None) -> dict[str, int] | N
     for post in posteriors:
         if post.n_comparisons == 0 and post.link is None:
             continue
-        status = neighbour_status(post, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, expert=poe.expert)
+        status = neighbour_status(post, IndifferenceZone.of(s), poe.expert)
         # A pair whose order is settled is resolved, even when its gap is below δ (then it is
         # counted as "ordered within δ" too: never "tied" next to rank intervals that separate it).
         # A practical tie whose order is not known is a tie, not resolved, although in the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..judging.batch import BatchClient
@@ -25,28 +26,26 @@ Commit = Callable[[PlannedRequest, Judgment, int, int], None]
 """``commit(row, judgment, attempts, round_no)``: store one finished request."""
 
 
+@dataclass
 class RoundDispatcher:
     """Sends rounds of planned requests to the injected judges (``name → Judge``)."""
 
-    def __init__(
-        self,
-        store: RunStore,
-        config: RunConfig,
-        judges: dict[str, Judge],
-        templates: dict[str, Template],
-        drain: Drain,
-        commit: Commit,
-        sleep: Callable[[float], Any],
-    ):
-        self.store = store
-        self.config = config
-        self.judges = judges
-        self._templates_by_name = {t.name: t for t in templates.values()}
-        self.drain = drain
-        self.commit = commit
-        self.sleep = sleep
-        self.in_flight_calls = 0
-        """Calls sent and not yet answered (a drain's event reports them)."""
+    store: RunStore
+    """The run file, written only through :attr:`commit`."""
+    config: RunConfig
+    judges: dict[str, Judge]
+    """Profile name → the injected judge (litellm, a replayed log, the cache, a test server)."""
+    templates: dict[str, Template]
+    """Role → template (the engine's); requests name them."""
+    drain: Drain
+    """The run's interrupt state: after the first signal no new call and no retry, and waits end early."""
+    commit: Commit
+    sleep: Callable[[float], Any]
+    in_flight_calls: int = 0
+    """Calls sent and not yet answered (a drain's event reports them)."""
+
+    def __post_init__(self) -> None:
+        self._templates_by_name = {t.name: t for t in self.templates.values()}
 
     async def wait(self, seconds: float) -> None:
         await self.drain.wait(self.sleep, seconds)

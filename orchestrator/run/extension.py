@@ -20,7 +20,7 @@ __all__ = ["extend"]
 
 
 def extend(
-    path: str | Path,
+    run: str | Path,
     *,
     responses: str | Path,
     prompts: str | Path | None = None,
@@ -47,7 +47,7 @@ def extend(
     from ..records.dataset import PromptRow, ResponseText, load_prompts
     from ..records.log import load_responses
 
-    with open_run(path) as store:
+    with open_run(run) as store:
         config = RunConfig.from_stored(store.config)
         current = store.dataset()
         new_prompts: dict[str, PromptRow] = load_prompts(prompts) if prompts is not None else {}
@@ -84,13 +84,13 @@ def extend(
         store.set_status(
             "interrupted", f"extended with {added_responses} responses ({', '.join(new_candidates) or 'new prompts'}); resume to continue"
         )
-    reason = resume(path, progress=progress, judges=judges, cache=cache)
-    with open_run(path, write=False) as store:
+    reason = resume(run, progress=progress, judges=judges, cache=cache)
+    with open_run(run, write=False) as store:
         made = store.spend().calls - before
     if made == 0:
         hint = next((f"; raise it with {option}" for limit, option in _BUDGET_OPTIONS.items() if limit in (reason or "")), "")
         raise OrchestratorError(
-            f"{path}: extended with {', '.join(new_candidates) or 'new prompts'}, but no judgment was made: {reason}{hint}"
+            f"{run}: extended with {', '.join(new_candidates) or 'new prompts'}, but no judgment was made: {reason}{hint}"
         )
     return new_candidates, reason
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..poe import Posterior
 from ..poe.forecast import comparisons_to_settle
+from ..poe.stopping import IndifferenceZone
 from ..records.config import RunConfig
 from ..store import RunStore
 
@@ -43,9 +44,7 @@ def forecast(
         per_group_draws = max(16, min(draws, 400_000 // max(size, 1)))  # bounded work on large rankings
         remaining = np.zeros(per_group_draws)
         for p in posteriors:
-            remaining += comparisons_to_settle(
-                p, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, top_k=s.top_k, draws=per_group_draws, seed=config.seed
-            )
+            remaining += comparisons_to_settle(p, IndifferenceZone.of(s), draws=per_group_draws, seed=config.seed)
         in_flight = (config.dispatch.pipeline_depth - 1) * sel.batch
         remaining = np.where(remaining > 0, remaining + in_flight, 0.0)
     paid = max(spend.calls - spend.cached, 0)

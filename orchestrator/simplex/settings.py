@@ -21,10 +21,14 @@ class SimplexSettings:
     soft: bool = False
     """Fractional counts from the judges' option probabilities (our extension) instead of argmax."""
     chains: int = 4
+    """NUTS chains (split R̂ needs two or more)."""
     warmup: int = 1000
+    """Adaptation steps per chain (discarded)."""
     draws: int = 1000
+    """Kept draws per chain."""
     seed: int = 0
     target_accept: float = 0.95
+    """NUTS's target acceptance rate (higher: smaller steps, fewer divergences)."""
     likelihood: Literal["counts", "answers"] = "counts"
     """``counts`` (the default): the paper's Eq. B.3, every judge's score with its own latent score.
     ``answers`` (our extension): each answer has one latent true score shared by every

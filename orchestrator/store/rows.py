@@ -69,11 +69,14 @@ class JudgmentRecord:
     raw: Any = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    """Tokens the provider counted (reasoning tokens included in the completion's)."""
     cost_usd: float = 0.0
     latency_s: float = 0.0
     attempts: int = 0
+    """Tries it took (retries of transient failures included)."""
     error: str | None = None
     error_type: str | None = None
+    """A failed request's error and its kind (:attr:`Judgment.error_type`)."""
     note: str | None = None
     created_at: float = 0.0
     cached: bool = False

@@ -98,6 +98,11 @@ def test_init_refuses_what_it_cannot_write_well(tmp_path):
     assert run_cli([*base, "--out", str(tmp_path / "nope" / "x.toml")]) == 2
     assert run_cli(["init", "--prompts", str(tmp_path / "missing.jsonl"), "--responses", str(data / "responses.jsonl")]) == 2
     assert not (tmp_path / "x.toml").exists()
+    from orchestrator import api
+    from orchestrator.errors import OrchestratorError
+
+    with pytest.raises(OrchestratorError, match="init: no choice named 'budget'.*max_calls"):
+        api.init(data / "prompts.jsonl", data / "responses.jsonl", out=tmp_path / "x.toml", budget=40)
     assert run_cli([*base, "--out", str(tmp_path / "x.toml")]) == 0
     from orchestrator.records.config import load_config
 

@@ -9,7 +9,7 @@ import torch
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.poe import Posterior
+from orchestrator.poe import IndifferenceZone, Posterior
 from orchestrator.poe.forecast import MAX_COMPARISONS_PER_PAIR, comparisons_to_settle
 
 
@@ -28,7 +28,7 @@ def test_settled_rankings_need_nothing_and_uncertain_ones_more_the_less_is_known
     # the forecast is a distribution: its 90th percentile is at or above its mean
     assert torch.quantile(torch.as_tensor(wide), 0.9) >= wide.mean()
     # only the top-1 boundary matters: fewer comparisons than the whole order
-    assert comparisons_to_settle(_posterior([1.0, 0.0, -1.0], [1.0, 1.0, 1.0]), top_k=1).mean() < wide.mean()
+    assert comparisons_to_settle(_posterior([1.0, 0.0, -1.0], [1.0, 1.0, 1.0]), IndifferenceZone(top_k=1)).mean() < wide.mean()
 
 
 @pytest.fixture

@@ -11,7 +11,15 @@ from scipy.stats import norm
 from judgekit import quality_behaviour, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.poe import Observations, PoEConfig, fit_laplace, fit_with_reliability, indifference_stop, neighbour_status
+from orchestrator.poe import (
+    IndifferenceZone,
+    Observations,
+    PoEConfig,
+    fit_laplace,
+    fit_with_reliability,
+    indifference_stop,
+    neighbour_status,
+)
 from orchestrator.poe.objective import NegLogPosterior
 
 
@@ -100,7 +108,7 @@ def test_the_panel_ranks_as_well_as_its_good_judges_despite_the_coin():
 def test_indifference_zone_error_and_expected_gain_follow_their_formulas():
     q, comparisons = panel(n=6, seed=1, repeats=1)
     post = fit_laplace(Observations.from_lists(6, [c for c in comparisons if c[3] == 1][:12]), PoEConfig())
-    status = neighbour_status(post, delta=0.5)
+    status = neighbour_status(post, IndifferenceZone(0.5))
     a, b = int(status.order[0]), int(status.order[1])
     mu = float(post.mean[a] - post.mean[b])
     v = float(post.cov[a, a] + post.cov[b, b] - 2 * post.cov[a, b])
@@ -119,7 +127,7 @@ def test_top_k_asks_less_than_the_whole_ranking():
     q = [3.0, 1.5, 0.5, 0.0, -0.2, -0.4, -0.6, -0.8]
     comparisons = [(i, j, 1 / (1 + math.exp(-4 * (q[i] - q[j]))), 0) for i in range(n) for j in range(n) if i != j and min(i, j) < 2]
     post = fit_with_reliability(Observations.from_lists(n, comparisons), PoEConfig(judge_sharpness=True, judge_precision=True))
-    assert indifference_stop(post, top_k=1).stop
+    assert indifference_stop(post, IndifferenceZone(top_k=1)).stop
     assert not indifference_stop(post).stop  # the tail was hardly compared with itself
 
 
@@ -193,6 +201,6 @@ def test_a_small_gap_known_precisely_is_ordered_and_never_called_a_tie_of_unknow
     # candidates 0 and 1: gap 0.2 < δ = 0.5 with sd 0.02 (ordered); 1 and 2: gap 0.05 with sd 0.14
     cov = torch.tensor([[1.0, 0.9998, 0.99], [0.9998, 1.0, 0.99], [0.99, 0.99, 1.0]], dtype=torch.float64)
     post = Posterior(mean, cov, mean, cov, None, None, None, 1, True, 10)
-    status = neighbour_status(post, delta=0.5)
+    status = neighbour_status(post, IndifferenceZone(0.5))
     assert status.tied.tolist() == [True, True]
     assert status.ordered(0.05).tolist() == [True, False]

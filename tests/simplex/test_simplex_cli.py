@@ -9,6 +9,7 @@ import pytest
 from conftest import ROOT
 from judgekit import likert_behaviour, run_cli, write_config, write_dataset, write_judge
 from orchestrator import api
+from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.simplex import SimplexSettings
 from orchestrator.simplex.simulate import from_model
@@ -86,6 +87,8 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
     for args, message in cases:
         assert run_cli(args) == 2, args
         assert message in capsys.readouterr().err, args
+    with pytest.raises(OrchestratorError, match="fit_simplex: no option named 'level_count'.*levels"):
+        api.fit_simplex(log=LIKERT, level_count=5)
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...poe import Posterior, neighbour_status
 from ...poe.stated import fit_calibration, scored_verdicts
-from ...poe.stopping import MAX_ERROR
+from ...poe.stopping import MAX_ERROR, IndifferenceZone
 from ...run.groups import Group, judge_names
 from ...store import JudgmentRecord
 
@@ -106,7 +106,7 @@ def practical_ties(
     (``P(d > 0) ≥ 1 − max_error``) although their gap is below ``δ``."""
     if posterior.n_comparisons == 0 and posterior.link is None:
         return [], []
-    status = neighbour_status(posterior, delta=delta)
+    status = neighbour_status(posterior, IndifferenceZone(delta))
     ordered = status.ordered(max_error)
     order = [int(c) for c in status.order]
     pairs = [(r, [group.names[order[r]], group.names[order[r + 1]]]) for r in range(len(order) - 1) if bool(status.tied[r])]

@@ -66,19 +66,11 @@ class ReplayReport:
     """With ``--human``: per group, people's ranking (:func:`orchestrator.offline.replay.people.people_rankings`)."""
 
     def to_json(self) -> dict:
+        plain = ("strategy", "scope", "expert", "debias", "batch", "budget", "seeds", "seed", "n_groups")
+        rounded = ("full_spearman", "k90", "k90_sd")
         return {
-            "strategy": self.strategy,
-            "scope": self.scope,
-            "expert": self.expert,
-            "debias": self.debias,
-            "batch": self.batch,
-            "budget": self.budget,
-            "seeds": self.seeds,
-            "seed": self.seed,
-            "n_groups": self.n_groups,
-            "full_spearman": _round(self.full_spearman),
-            "k90": _round(self.k90),
-            "k90_sd": _round(self.k90_sd),
+            **{name: getattr(self, name) for name in plain},
+            **{name: _round(getattr(self, name)) for name in rounded},
             "k90_undefined": self.k90_undefined,
             "k_self90": _round(self.k_self90),
             "k_self90_sd": _round(self.k_self90_sd),

@@ -4,10 +4,9 @@ every candidate's answer to every prompt on a 1..M scale; ``orchestrator fit sim
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import ClassVar
 
 from ...errors import OrchestratorError
-from ...records.config import RunConfig
+from ...records.config import AbsoluteConfig, RunConfig
 from ...records.dataset import Dataset
 from ...records.log import level_distribution
 from ...store import JudgmentRecord
@@ -21,21 +20,13 @@ class AbsolutePlanner(PlannerBase):
     """Every candidate on the next ``selection.batch`` prompts (seeded order); a unit is one answer
     for every judge and repeat."""
 
-    kind: ClassVar[str] = "absolute"
-    role: ClassVar[str] = "absolute"
-    done: ClassVar[str] = "every candidate has been judged on every prompt"
+    kind, role, done = "absolute", "absolute", "every candidate has been judged on every prompt"
+
+    section: AbsoluteConfig
 
     def __init__(self, ctx: PlanContext):
-        assert ctx.config.absolute is not None
-        self.ctx = ctx
-        self.section = ctx.config.absolute
+        super().__init__(ctx)
         self.order = sorted(ctx.dataset.responses, key=lambda p: seeded_hash(ctx.seed, "absolute-order", p))
-        self.rows: list[JudgmentRecord] = []
-
-    @staticmethod
-    def roles(config: RunConfig) -> dict[str, str]:
-        assert config.absolute is not None
-        return {"absolute": config.absolute.template}
 
     @staticmethod
     def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:

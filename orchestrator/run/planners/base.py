@@ -11,7 +11,7 @@ uninterrupted one would. Adding a campaign kind is one new file here and one ent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
@@ -108,7 +108,7 @@ class PlannerBase:
     """A planner with the protocol's defaults: a campaign that fits no posterior while it runs, has
     no stopping rule of its own and nothing to forecast, and keeps every committed judgment in
     ``self.rows``. A new campaign kind subclasses it and writes what is its own — ``kind``, ``role``,
-    ``done``, :meth:`roles` and :meth:`next_round` (``docs/extending.md``, "A new campaign kind",
+    ``done`` and :meth:`next_round` (and :meth:`roles` where its section names no template) (``docs/extending.md``, "A new campaign kind",
     has a whole one in twenty lines, run by ``tests/house/test_extending.py``)."""
 
     kind: ClassVar[str]
@@ -116,10 +116,21 @@ class PlannerBase:
     done: ClassVar[str]
     largest_fit: int = 2
     """No posterior is fitted while the campaign runs (the engine's torch threads follow it)."""
+    section: Any
+    """The campaign's own config section, ``config.<kind>`` (None for a kind without one)."""
 
     def __init__(self, ctx: PlanContext) -> None:
         self.ctx = ctx
         self.rows: list[JudgmentRecord] = []
+        self.section = getattr(ctx.config, self.kind, None)
+
+    @classmethod
+    def roles(cls, config: RunConfig) -> dict[str, str]:
+        """The template the campaign's own section names (``config.<kind>.template``), in its ``role``."""
+        section = getattr(config, cls.kind, None)
+        if section is None or not getattr(section, "template", None):
+            raise NotImplementedError(f"{cls.__name__} names no template: write its roles(config)")
+        return {cls.role: section.template}
 
     @staticmethod
     def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:

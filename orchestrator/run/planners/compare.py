@@ -6,12 +6,11 @@ after every round the anytime-valid confidence sequence of the candidate's win r
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from ...errors import OrchestratorError
 from ...raee.sequence import Decision, confidence_sequence, decide
+from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord
@@ -58,16 +57,13 @@ class ComparePlanner(PlannerBase):
     """The next ``selection.batch`` prompts of the seeded order, each a unit of both shown orders for
     every judge; stops when the decision is reached."""
 
-    kind: ClassVar[str] = "compare"
-    role: ClassVar[str] = "pairwise"
-    done: ClassVar[str] = "every prompt both systems answered has been judged"
+    kind, role, done = "compare", "pairwise", "every prompt both systems answered has been judged"
+
+    section: CompareConfig
 
     def __init__(self, ctx: PlanContext):
-        assert ctx.config.compare is not None
-        self.ctx = ctx
-        self.section = ctx.config.compare
+        super().__init__(ctx)
         self.order = comparison_order(ctx.dataset, self.section.candidate, self.section.baseline, ctx.seed)
-        self.rows: list[JudgmentRecord] = []
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import ClassVar, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ...errors import OrchestratorError
 from ...paths import file_sha256
 from ...raee.records import reference_wtl
 from ...raee.sequence import Decision, confidence_sequence, decide
+from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
@@ -129,21 +130,19 @@ class AnchoredComparePlanner(PlannerBase):
     without a ``baseline_run``, the baseline's) requests against the anchor for every judge; stops
     when the decision is reached."""
 
-    kind: ClassVar[str] = "compare"
-    role: ClassVar[str] = "reference"
-    done: ClassVar[str] = "every prompt both systems were judged on against the anchor has been judged"
+    kind, role, done = "compare", "reference", "every prompt both systems were judged on against the anchor has been judged"
+
+    section: CompareConfig
 
     def __init__(self, ctx: PlanContext):
-        section = ctx.config.compare
-        assert section is not None and section.anchor is not None
-        self.ctx = ctx
-        self.section = section
+        super().__init__(ctx)
+        section = self.section
+        assert section.anchor is not None
         self.anchor = anchor_name(section.anchor)
         kept = ctx.attachment("baseline") if ctx.attachment is not None else None
         self.baseline_rows = kept["payload"]["judgments"] if kept else None
         self.baseline_orders = _baseline_orders(self.baseline_rows, section.baseline, self.anchor)  # fixed: read once
         self.order = anchored_order(ctx.config, ctx.dataset, self.baseline_rows)
-        self.rows: list[JudgmentRecord] = []
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:

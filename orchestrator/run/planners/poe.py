@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import random
-from typing import ClassVar
 
 import torch
 
@@ -15,6 +14,7 @@ from ...errors import OrchestratorError
 from ...failpoints import failpoint
 from ...poe import (
     IndifferenceDecision,
+    IndifferenceZone,
     PoEConfig,
     Posterior,
     adjacent_reorder_probabilities,
@@ -61,7 +61,7 @@ def poe_config(config: RunConfig) -> PoEConfig:
 def tie_blocks(posterior: Posterior, delta: float, expert) -> list[frozenset[int]]:
     """The ranking as blocks of practically tied neighbours, best first (rank stability compares
     these: the order inside a tie may flip with every answer without the ranking changing)."""
-    status = neighbour_status(posterior, delta=delta, expert=expert)
+    status = neighbour_status(posterior, IndifferenceZone(delta), expert)
     order = [int(c) for c in status.order]
     blocks: list[set[int]] = [{order[0]}] if order else []
     for r in range(len(order) - 1):
@@ -81,7 +81,7 @@ def stop_decision(posterior: Posterior, stopping, expert) -> IndifferenceDecisio
             return IndifferenceDecision(True, legacy.reason, [], legacy.max_adjacent_reorder, legacy.entropy)
     if s.rule == "budget":
         return IndifferenceDecision(False, "")
-    return indifference_stop(posterior, delta=s.tie_delta, max_error=s.max_error, min_gain=s.min_gain, top_k=s.top_k, expert=expert)
+    return indifference_stop(posterior, IndifferenceZone.of(s), expert)
 
 
 class PoEPlanner:
@@ -89,9 +89,7 @@ class PoEPlanner:
     one absolute score for every judge during the warm start; in cost-aware rounds (a panel, or
     ``selection.kinds = "mixed"``, :mod:`.panel`) one comparison or absolute score for one judge."""
 
-    kind: ClassVar[str] = "poe"
-    role: ClassVar[str] = "pairwise"
-    done: ClassVar[str] = "every comparison has been asked"
+    kind, role, done = "poe", "pairwise", "every comparison has been asked"
 
     def __init__(self, ctx: PlanContext):
         config = ctx.config

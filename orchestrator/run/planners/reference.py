@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import ClassVar
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from ...raee.allocation import (
     slice_gains,
     stratified_order,
 )
-from ...records.config import RunConfig
+from ...records.config import ReferenceConfig, RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
 from ..requests import DATASET_ANCHOR, PlanContext, seeded_hash
@@ -73,14 +72,12 @@ def reference_items(dataset: Dataset, anchor: str, seed: int) -> tuple[str, list
 class ReferencePlanner(PlannerBase):
     """A unit is one (prompt, candidate) for every judge, repeat and (with ``both_orders``) order."""
 
-    kind: ClassVar[str] = "reference"
-    role: ClassVar[str] = "reference"
-    done: ClassVar[str] = "every candidate has been judged on every prompt"
+    kind, role, done = "reference", "reference", "every candidate has been judged on every prompt"
+
+    section: ReferenceConfig
 
     def __init__(self, ctx: PlanContext):
-        assert ctx.config.reference is not None
-        self.ctx = ctx
-        self.section = ctx.config.reference
+        super().__init__(ctx)
         self.anchor, self.candidates, self.order, self.prompts = reference_items(ctx.dataset, self.section.anchor, ctx.seed)
         self._values: list[tuple[int, str, str, float]] = []
         self._slices: tuple[dict[str, int], np.ndarray, np.ndarray] | None = None  # prompt → category index, per column, per candidate
@@ -91,11 +88,6 @@ class ReferencePlanner(PlannerBase):
             if kept is not None and self.section.allocation == "adaptive"
             else None
         )
-
-    @staticmethod
-    def roles(config: RunConfig) -> dict[str, str]:
-        assert config.reference is not None
-        return {"reference": config.reference.template}
 
     @staticmethod
     def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:
