@@ -100,4 +100,14 @@ JUDGE_GOALS: list[Goal] = [
         readers_verdicts.verdict_cost_figure,
         readers_verdicts.verdict_cost_verdict,
     ),
+    Goal(
+        "verdict-cost-oracle",
+        "#62",
+        "how much any allocation of verdicts can gain over a fixed k per call: an oracle that knows every judgment's probability and the scores, adaptive against fixed k, to the oracle log-probability judge's Spearman at 100 and 200 calls (the bound of the 0.6× goal)",
+        "selection.verdict_oracle",
+        "",
+        "",
+        readers_verdicts.oracle_figure,
+        readers_verdicts.oracle_verdict,
+    ),
 ]

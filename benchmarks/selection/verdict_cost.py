@@ -21,7 +21,8 @@ it (the precision model ``k/(kτ² + v)`` of a judgment of ``k`` verdicts, ``τ�
 scatter about the scores, gives ``k ∝ √v`` at the optimum). The selection still chooses the
 pairs; each judgment pays its ``k``. Measured (2026-11-27), they do no better than fixed k: knowing
 each judgment's probability does not tell which judgments the ranking needs, so they are a bound on
-nothing; the goal's 0.6× is reported as not reached, not as beyond every method.
+nothing. The bound is `verdict_oracle.py`: an oracle that also knows the scores and chooses both the
+judgments and their verdicts gains nothing over its own best fixed k on this judge (1.00×, 0.99×).
 
     python -m benchmarks.selection.verdict_cost [--seeds 5] [--ks 1,2,3,4,5] [--ceiling 8] [--oracle-c 2,4,6,8]
 """
