@@ -42,6 +42,18 @@ PROVIDER = textwrap.dedent(
     class NotAJudge:
         def __init__(self, profile):
             pass
+
+
+    from orchestrator.run.planners import PlannerBase
+
+
+    class NoRoles(PlannerBase):
+        """A campaign kind that forgot to say which templates it asks with."""
+
+        kind, role, done = "no-roles", "pairwise", "never"
+
+        def next_round(self, round_no, cutoff):
+            return self.done
     '''
 )
 
@@ -131,7 +143,12 @@ def test_a_campaign_kind_from_the_recipe_runs_from_the_config(tmp_path, provider
 
 @pytest.mark.parametrize(
     "spec, said",
-    [("nowhere_module:Planner", "does not import"), ("my_judges:Missing", "has no class 'Missing'"), ("my_judges:QualityReader", "lacks")],
+    [
+        ("nowhere_module:Planner", "does not import"),
+        ("my_judges:Missing", "has no class 'Missing'"),
+        ("my_judges:QualityReader", "lacks"),
+        ("my_judges:NoRoles", "has no [no-roles] section naming a template: write its roles(config)"),
+    ],
 )
 def test_a_planner_that_cannot_plan_is_one_line_before_anything_is_written(tmp_path, provider, capsys, spec, said):
     _profile(provider, "mine", "my_judges:QualityReader")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from ...errors import OrchestratorError
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 from ...store import JudgmentRecord, PlannedRequest
@@ -129,7 +130,10 @@ class PlannerBase:
         """The template the campaign's own section names (``config.<kind>.template``), in its ``role``."""
         section = getattr(config, cls.kind, None)
         if section is None or not getattr(section, "template", None):
-            raise NotImplementedError(f"{cls.__name__} names no template: write its roles(config)")
+            raise OrchestratorError(
+                f"selection.planner: {cls.__name__} (kind {cls.kind!r}) has no [{cls.kind}] section naming a template: "
+                "write its roles(config) (docs/extending.md)"
+            )
         return {cls.role: section.template}
 
     @staticmethod
