@@ -141,7 +141,11 @@ def main() -> None:
         budget, lambda n: judge.worth(n + 1) - judge.worth(n), 1, lambda n: n < args.ceiling
     )
     print()
-    print("| allocation | " + " | ".join(f"completions to Spearman {rho:.3f} ({calls} log-prob calls)" for calls, rho in targets.items()) + " |")
+    print(
+        "| allocation | "
+        + " | ".join(f"completions to Spearman {rho:.3f} ({calls} log-prob calls)" for calls, rho in targets.items())
+        + " |"
+    )
     print("|---|" + "---|" * len(targets))
     for name, curve in rows.items():
         cells = [str(first(curve, rho) or f"> {max(curve)}") for rho in targets.values()]
