@@ -61,21 +61,8 @@ def run_cmd(
             failed = [row for row in smoke if "answer" not in row]
             if failed:
                 first = failed[0]
-                advice = ""
-                error = str(first["error"])
-                if "thinking block never closed" in error:
-                    advice = (
-                        f"; the thinking ran out of tokens: raise thinking_budget in judges/{first['judge']}.toml "
-                        "(it is added to the template's max_tokens) or ask for shorter thinking"
-                    )
-                elif "after the thinking" in error:
-                    advice = "; the template's verdict line did not follow the thinking: check the template's markers against the answer"
-                elif "no answer option" in error or "unparsed" in error:
-                    advice = (
-                        f"; its first words are not one of the template's options: give it a template that asks for the bare letter "
-                        f"({first['template']}-noprefill where one exists, e.g. generic-pairwise-noprefill, in judging.pairwise_template "
-                        "or reference.template; docs/own-data.md, 'A judge without a prefill')"
-                    )
+                said = api.failure_advice(str(first["error"]), first["judge"], first["template"])
+                advice = f"; {said}" if said else ""
                 raise OrchestratorError(f"judge {first['judge']!r} did not answer template {first['template']!r}: {first['error']}{advice}")
         return
     cached = _cache_setting(cache, no_cache)

@@ -59,6 +59,28 @@ def after_thinking(text: str) -> tuple[str, int, str | None]:
     return text, 0, None
 
 
+def failure_advice(error: str, judge: str, template: str) -> str:
+    """What to change when a judge's answers fail the same way (``""``: nothing to say): the words
+    a dry run's smoke call and a run's closing paragraph add after the failure."""
+    if "thinking block never closed" in error:
+        return (
+            f"the thinking ran out of tokens: raise thinking_budget in judges/{judge}.toml "
+            "(it is added to the template's max_tokens) or ask for shorter thinking"
+        )
+    if "after the thinking" in error:
+        return (
+            "the judge wrote no verdict line after its thinking: read a failed answer (the report's judgments) against "
+            "the template's markers; a small model may not follow the template at all"
+        )
+    if "no answer option" in error or "unparsed" in error:
+        return (
+            "its first words are not one of the template's options: give it a template that asks for the bare letter "
+            f"({template}-noprefill where one exists, e.g. generic-pairwise-noprefill, in judging.pairwise_template "
+            "or reference.template; docs/own-data.md, 'A judge without a prefill')"
+        )
+    return ""
+
+
 @dataclass(frozen=True)
 class OptionReading:
     """Option probabilities at one read position."""

@@ -4,6 +4,9 @@ words first; a judge without information named as such, and no leader named from
 
 from __future__ import annotations
 
+from collections import Counter
+
+from ..judging.extract import failure_advice
 from .data import ReportData
 
 __all__ = ["summary_text"]
@@ -14,19 +17,40 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+def _reason(error: str | None, error_type: str | None) -> str:
+    """A failure's reason in a few words: its message up to the first detail (`` (``, ``: ``)."""
+    text = (error or error_type or "no reason recorded").strip()
+    cuts = [i for i in (text.find(" ("), text.find(": ")) if i > 0]
+    return text[: min(cuts)] if cuts else text[:80]
+
+
+def failures_said(judgments) -> str:
+    """``"; 9 failed: 5 the thinking block never closed, 4 no verdict after the thinking — the
+    thinking ran out of tokens: …"``, the commonest reasons first (three at most) and what to change
+    for the commonest one, or ``""`` when nothing failed."""
+    failed = [r for r in judgments if r.status != "ok"]
+    if not failed:
+        return ""
+    reasons = Counter(_reason(r.error, r.error_type) for r in failed)
+    said = ", ".join(f"{n} {why}" for why, n in reasons.most_common(3)) + (", …" if len(reasons) > 3 else "")
+    commonest = next(r for r in failed if _reason(r.error, r.error_type) == reasons.most_common(1)[0][0])
+    advice = failure_advice(commonest.error or "", commonest.judge, commonest.template)
+    return f"; {len(failed)} failed: {said}" + (f" — {advice}" if advice else "")
+
+
 def summary_text(data: ReportData) -> str:
     """One paragraph (plain text): what the run found, what is still uncertain, what it spent."""
     groups = [g for g in data.ranking.get("groups", []) if g.get("ranking")]
     calls = len(data.judgments)
-    failed = sum(1 for r in data.judgments if r.status != "ok")
     usd = sum(r.cost_usd for r in data.judgments)
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in data.judgments)
     cached = sum(1 for r in data.judgments if getattr(r, "cached", False))
     spent = (
-        f"It spent {calls} judge calls ({failed} failed"
-        + (f"; {cached} answered from the judgment cache at no cost" if cached else "")
-        + f"), {tokens:,} tokens"
+        f"It spent {calls} judge calls"
+        + (f" ({cached} answered from the judgment cache at no cost)" if cached else "")
+        + f", {tokens:,} tokens"
         + (f" and ${usd:.4f}" if usd else "")
+        + failures_said(data.judgments)
         + "."
     )
     reason = data.run.get("stop_reason") or ""

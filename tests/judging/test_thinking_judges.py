@@ -120,6 +120,25 @@ def test_no_verdict_after_thinking_is_a_failed_judgment_with_its_tokens_paid(thi
     assert asked == len(rows) <= 4  # every paid call recorded once; none asked again
 
 
+def test_a_run_whose_thinking_judge_fails_says_why_and_what_to_change(thinking_judge):
+    """Some answers run out of thinking tokens, one has no verdict after its thinking: the run goes
+    on to its budget, and the closing paragraph counts each reason and names the setting to raise."""
+    answers = iter(["normal", "unclosed", "normal", "unclosed", "no verdict", "normal"] * 4)
+    behaviour = {name: _thinker(name) for name in ("normal", "unclosed", "no verdict")}
+    with FakeOpenAIServer(lambda body: behaviour[next(answers)](body)) as server:
+        path, _ = api.start(_write(thinking_judge, server.url, name="mixed", max_calls=12))
+    text, _ = api.summary(path)
+    db = sqlite3.connect(path)
+    failed = db.execute("select error from judgments where status = 'failed'").fetchall()
+    unclosed = sum("never closed" in e for (e,) in failed)
+    assert unclosed and len(failed) > unclosed  # both kinds happened
+    assert (
+        f"; {len(failed)} failed: {unclosed} the thinking block never closed, {len(failed) - unclosed} no verdict after the thinking"
+        in text
+    )
+    assert "raise thinking_budget in judges/think-openai.toml" in text
+
+
 def test_an_empty_reasoning_field_is_read_like_any_answer(thinking_judge):
     with FakeOpenAIServer(_thinker("field", reasoning_field="")) as server:
         path, _ = api.start(_write(thinking_judge, server.url, name="field"))
