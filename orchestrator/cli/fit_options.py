@@ -1,4 +1,4 @@
-"""The options of ``fit raee`` and ``fit simplex``, declared once as annotated types (each command's
+"""The options of ``fit raee`` and ``fit simplex`` (``--json`` and ``--family`` also ``replay``'s), declared once as annotated types (each command's
 signature then reads as a list of its settings)."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ RaeeControl = Annotated[
         "'self' (its preference for answers of its own model family; needs --family or the run's model.families).",
     ),
 ]
-RaeeFamily = Annotated[
+Family = Annotated[
     Optional[list[str]],
     typer.Option(
         "--family",

@@ -15,11 +15,11 @@ from ..errors import OrchestratorError
 from .common import _finite, app, err_console, out_console
 from .fit_options import (
     AsJson,
+    Family,
     Judge,
     Log,
     RaeeAbstainSd,
     RaeeControl,
-    RaeeFamily,
     RaeeFlagShift,
     RaeeHuman,
     RaeeIccThreshold,
@@ -78,7 +78,7 @@ def fit_raee_cmd(
     plot: RaeePlot = None,
     se_curve_png: RaeeSeCurvePng = None,
     control: RaeeControl = None,
-    family: RaeeFamily = None,
+    family: Family = None,
     responses: RaeeResponses = None,
     flag_shift: RaeeFlagShift = None,
     human: RaeeHuman = None,

@@ -96,11 +96,6 @@ ReplayControl = Annotated[
     ),
 ]
 
-ReplayFamily = Annotated[
-    Optional[list[str]],
-    typer.Option("--family", metavar="NAME=FAMILY", help="The model family of a judge or a candidate, for --control self (repeat)."),
-]
-
 ReplayHuman = Annotated[
     Optional[Path],
     typer.Option(
@@ -109,7 +104,5 @@ ReplayHuman = Annotated[
         callback=existing("file"),
     ),
 ]
-
-ReplayAsJson = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 ReplayPlot = Annotated[Optional[Path], typer.Option("--plot", help="Write the Spearman curve to this PNG.")]

@@ -13,14 +13,13 @@ from rich.text import Text
 from ..errors import OrchestratorError
 from .common import _check_range, _plot_curve, _progress, app, err_console, existing, out_console
 from .display import people_table
+from .fit_options import AsJson, Family
 from .options import (
-    ReplayAsJson,
     ReplayBatch,
     ReplayBudget,
     ReplayControl,
     ReplayDebias,
     ReplayExpert,
-    ReplayFamily,
     ReplayHuman,
     ReplayJudge,
     ReplayLog,
@@ -57,9 +56,9 @@ def replay(
     panel: ReplayPanel = "cost_aware",
     posterior: ReplayPosterior = "auto",
     control: ReplayControl = None,
-    family: ReplayFamily = None,
+    family: Family = None,
     human: ReplayHuman = None,
-    as_json: ReplayAsJson = False,
+    as_json: AsJson = False,
     plot: ReplayPlot = None,
 ) -> None:
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
