@@ -181,5 +181,7 @@ def fit_simplex(
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise OrchestratorError(f"fit_simplex: no option named {unknown[0]!r} (options: {', '.join(sorted(allowed))})")
+    if "levels" not in options:
+        raise OrchestratorError("fit_simplex: levels (the scale's size M: scores are 1..M) is required")
     source, is_log = _source(run, log)
     return run_simplex(source, log=is_log, settings=settings or SimplexSettings(), judges=judge or None, **options)

@@ -89,6 +89,8 @@ def test_fit_simplex_bad_input_is_a_clear_message(tmp_path, capsys):
         assert message in capsys.readouterr().err, args
     with pytest.raises(OrchestratorError, match="fit_simplex: no option named 'level_count'.*levels"):
         api.fit_simplex(log=LIKERT, level_count=5)
+    with pytest.raises(OrchestratorError, match="fit_simplex: levels .* is required"):
+        api.fit_simplex(log=LIKERT)
 
 
 @pytest.mark.slow
