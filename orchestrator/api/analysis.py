@@ -184,4 +184,6 @@ def fit_simplex(
     if "levels" not in options:
         raise OrchestratorError("fit_simplex: levels (the scale's size M: scores are 1..M) is required")
     source, is_log = _source(run, log)
-    return run_simplex(source, log=is_log, settings=settings or SimplexSettings(), judges=judge or None, **options)
+    return run_simplex(
+        source, log=is_log, settings=settings if settings is not None else SimplexSettings(), judges=judge or None, **options
+    )

@@ -109,8 +109,9 @@ class PlannerBase:
     """A planner with the protocol's defaults: a campaign that fits no posterior while it runs, has
     no stopping rule of its own and nothing to forecast, and keeps every committed judgment in
     ``self.rows``. A new campaign kind subclasses it and writes what is its own — ``kind``, ``role``,
-    ``done`` and :meth:`next_round` (and :meth:`roles` where its section names no template) (``docs/extending.md``, "A new campaign kind",
-    has a whole one in twenty lines, run by ``tests/house/test_extending.py``)."""
+    ``done``, :meth:`next_round`, and :meth:`roles` unless a ``[<kind>]`` section names its template
+    (``docs/extending.md``, "A new campaign kind", has a whole one in twenty lines, run by
+    ``tests/house/test_extending.py``)."""
 
     kind: ClassVar[str]
     role: ClassVar[str]
