@@ -17,7 +17,7 @@ from typing import Any
 from ..records.judgments import JudgeRequest, Judgment
 from ..records.templates import Template
 from .deployments import DeploymentRouter
-from .extract import OptionReading, after_thinking, continuation_mass, extract_options, split_prefix, stated_confidence
+from .extract import OptionReading, after_thinking, closing_verdict, continuation_mass, extract_options, split_prefix, stated_confidence
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
 from .protocol import Judge
 from .provider import classify_error, error_text, sane_cost, sane_usage
@@ -169,7 +169,8 @@ class LiteLLMJudge:
         dumps = [_dump(r) for r in responses]
         thinking_notes: list[str] = []
         if self.profile.thinking:
-            dumps, thinking_notes = _after_thinking(dumps)
+            options = sorted({o for group in template.option_sets() for o in group})
+            dumps, thinking_notes = _after_thinking(dumps, template.markers, options)
         usages = [sane_usage(d.get("usage")) for d in dumps]
         prompt_tokens = sum(u[0] for u in usages)
         completion_tokens = sum(u[1] for u in usages)
@@ -322,11 +323,14 @@ def _checked(judgment: Judgment) -> Judgment:
     return judgment
 
 
-def _after_thinking(dumps: list[dict]) -> tuple[list[dict], list[str]]:
+def _after_thinking(dumps: list[dict], markers: list[str], options: list[str]) -> tuple[list[dict], list[str]]:
     """Each completion with its message content cut to what follows the thinking
     (:func:`~orchestrator.judging.extract.after_thinking`): a block that never closed leaves no
-    content, so the extraction fails with that reason. Notes: the reasoning tokens the provider
-    counted (within ``completion_tokens``) and any unclosed block."""
+    content, so the extraction fails with that reason — unless the thinking's last line is the
+    template's verdict line (:func:`~orchestrator.judging.extract.closing_verdict`; also where the
+    content is empty and the provider's reasoning field holds all of the text). Notes: the
+    reasoning tokens the provider counted (within ``completion_tokens``), any unclosed block, and
+    a verdict read from the thinking's last line."""
     out, notes, reasoning, unclosed = [], [], 0, None
     for dump in dumps:
         usage = dump.get("usage") or {}
@@ -341,6 +345,13 @@ def _after_thinking(dumps: list[dict]) -> tuple[list[dict], list[str]]:
         message = dict(choices[0].get("message") or {})
         text = message.get("content") if isinstance(message.get("content"), str) else ""
         answer, _, error = after_thinking(text or "")
+        field = message.get("reasoning_content")
+        unread = text if error else field if not answer.strip() and isinstance(field, str) else None
+        last_line = closing_verdict(unread, markers, options) if unread else None
+        if last_line is not None:
+            answer, error = last_line, None
+            if "the verdict is the last line of a thinking block that never closed" not in notes:
+                notes.append("the verdict is the last line of a thinking block that never closed")
         if error:
             unclosed = error
         message["content"] = answer.strip() if not error else ""

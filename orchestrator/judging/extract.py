@@ -59,6 +59,21 @@ def after_thinking(text: str) -> tuple[str, int, str | None]:
     return text, 0, None
 
 
+def closing_verdict(thinking: str, markers: list[str], options: list[str]) -> str | None:
+    """The thinking's last non-empty line when it is exactly a verdict line (a template marker and
+    one option: ``Verdict: A``), else None. A judge whose thinking never closed, or whose server
+    returned all of its text as reasoning, but whose last words are the template's verdict line
+    has answered; a verdict line anywhere else in the thinking is thinking, not an answer."""
+    lines = [line.strip() for line in thinking.splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    for marker in markers:
+        if last.startswith(marker) and last[len(marker) :].strip().strip(".*").strip() in options:
+            return last
+    return None
+
+
 def failure_advice(error: str, judge: str, template: str) -> str:
     """What to change when a judge's answers fail the same way (``""``: nothing to say): the words
     a dry run's smoke call and a run's closing paragraph add after the failure."""

@@ -35,8 +35,13 @@ def _thinker(answer: str = "normal", *, reasoning_field: str | None = None, seen
             "unclosed": "<think>Let me weigh both summaries carefully, sentence by sentence, and",
             "no verdict": f"{thought}\nBoth are fine.",
             "field": f"Verdict: {pick}",
+            "unclosed verdict": f"<think>Both are short; A keeps the order of events.\nVerdict: {pick}",
+            "all reasoning": "",  # a server that returned all of the text as reasoning
+            "verdict inside": f"<think>Verdict: {pick} at first sight, but let me read both once more and",
         }[answer]
         body_out = completion(content)
+        if answer == "all reasoning":
+            body_out["choices"][0]["message"]["reasoning_content"] = f"Both are short.\nVerdict: {pick}\n"
         body_out["usage"] = {
             "prompt_tokens": 120,
             "completion_tokens": 90,
@@ -137,6 +142,30 @@ def test_a_run_whose_thinking_judge_fails_says_why_and_what_to_change(thinking_j
         in text
     )
     assert "raise thinking_budget in judges/think-openai.toml" in text
+
+
+@pytest.mark.parametrize("answer", ["unclosed verdict", "all reasoning"])
+def test_a_verdict_line_that_ends_an_unclosed_thinking_is_the_answer(thinking_judge, answer):
+    """A small model that forgets </think> but ends with the verdict line, or a server that returns
+    all of its text as reasoning: the last line is read as the verdict (and said so), the right one."""
+    with FakeOpenAIServer(_thinker(answer)) as server:
+        path, _ = api.start(_write(thinking_judge, server.url, name=answer.replace(" ", "-"), max_calls=8))
+    db = sqlite3.connect(path)
+    rows = db.execute("select status, method, note, p_first, candidates, prompt_id from judgments").fetchall()
+    assert rows and all(r[0] == "ok" and r[1] == "verdict" and "last line of a thinking block" in r[2] for r in rows)
+    answers = [json.loads(line) for line in (thinking_judge / f"data-{answer.replace(' ', '-')}" / "responses.jsonl").open()]
+    quality = {(a["prompt_id"], a["candidate"]): float(QUALITY.findall(a["text"])[0]) for a in answers}
+    for _, _, _, p_first, shown, prompt in rows:
+        first, second = json.loads(shown)
+        assert p_first == (1.0 if quality[(prompt, first)] >= quality[(prompt, second)] else 0.0)  # the line's verdict
+
+
+def test_a_verdict_line_inside_the_thinking_is_not_the_answer(thinking_judge):
+    with FakeOpenAIServer(_thinker("verdict inside")) as server:
+        with pytest.raises(Exception):
+            api.start(_write(thinking_judge, server.url, name="inside", max_calls=4))
+    rows = sqlite3.connect(thinking_judge / "runs" / "inside.sqlite").execute("select status, error from judgments").fetchall()
+    assert rows and all(r[0] == "failed" and "never closed" in r[1] for r in rows)
 
 
 def test_an_empty_reasoning_field_is_read_like_any_answer(thinking_judge):
