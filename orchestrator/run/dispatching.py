@@ -26,12 +26,12 @@ Commit = Callable[[PlannedRequest, Judgment, int, int], None]
 """``commit(row, judgment, attempts, round_no)``: store one finished request."""
 
 
-@dataclass
+@dataclass(eq=False)
 class RoundDispatcher:
     """Sends rounds of planned requests to the injected judges (``name → Judge``)."""
 
     store: RunStore
-    """The run file, written only through :attr:`commit`."""
+    """The run file: judgments go in through :attr:`commit`, the round's end here."""
     config: RunConfig
     judges: dict[str, Judge]
     """Profile name → the injected judge (litellm, a replayed log, the cache, a test server)."""
