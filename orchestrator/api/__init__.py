@@ -81,8 +81,8 @@ __all__ = [
 
 
 LAZY = {
-    "extend": "orchestrator.run.extension",
-    "failure_advice": "orchestrator.judging.extract",  # what to change when a judge's answers fail  # `orchestrator extend`: grow a run (the engine's imports, when asked for)
+    "extend": "orchestrator.run.extension",  # `orchestrator extend`: grow a run (the engine's imports, when asked for)
+    "failure_advice": "orchestrator.judging.extract",  # what to change when a judge's answers fail
     "SimplexSettings": "orchestrator.simplex.settings",
     "RaeeSettings": "orchestrator.raee.settings",
     "ReplaySettings": "orchestrator.offline.replay.settings",

@@ -31,9 +31,10 @@ def failures_said(judgments) -> str:
     failed = [r for r in judgments if r.status != "ok"]
     if not failed:
         return ""
-    reasons = Counter(_reason(r.error, r.error_type) for r in failed)
-    said = ", ".join(f"{n} {why}" for why, n in reasons.most_common(3)) + (", …" if len(reasons) > 3 else "")
-    commonest = next(r for r in failed if _reason(r.error, r.error_type) == reasons.most_common(1)[0][0])
+    why = [_reason(r.error, r.error_type) for r in failed]
+    reasons = Counter(why).most_common()
+    said = ", ".join(f"{n} {reason}" for reason, n in reasons[:3]) + (", …" if len(reasons) > 3 else "")
+    commonest = failed[why.index(reasons[0][0])]
     advice = failure_advice(commonest.error or "", commonest.judge, commonest.template)
     return f"; {len(failed)} failed: {said}" + (f" — {advice}" if advice else "")
 
