@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .common import _finite, app, err_console, out_console
+from .common import app, err_console, number_option, out_console
+from .fit_options import AsJson
 
 cache_app = typer.Typer(
     no_args_is_help=True,
@@ -21,7 +22,7 @@ _CACHE_OPTION = typer.Option(None, "--cache", help="Cache file (default: $ORCHES
 
 
 @cache_app.command("stats")
-def stats_cmd(cache: Optional[Path] = _CACHE_OPTION, as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+def stats_cmd(cache: Optional[Path] = _CACHE_OPTION, as_json: AsJson = False) -> None:
     """Entries, hits and what the cached judgments were paid (and saved), per model."""
     from .. import api
 
@@ -40,9 +41,7 @@ def stats_cmd(cache: Optional[Path] = _CACHE_OPTION, as_json: bool = typer.Optio
 @cache_app.command("prune")
 def prune_cmd(
     cache: Optional[Path] = _CACHE_OPTION,
-    older_than: Optional[float] = typer.Option(
-        None, "--older-than", parser=_finite("--older-than"), help="Remove entries not used for this many days."
-    ),
+    older_than: Optional[float] = number_option("--older-than", "Remove entries not used for this many days.", default=None),
     model: Optional[str] = typer.Option(None, "--model", help="Remove the entries of this model (litellm model string)."),
     everything: bool = typer.Option(False, "--all", help="Remove every entry."),
 ) -> None:

@@ -6,6 +6,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
@@ -113,6 +114,30 @@ def _finite(option: str):
         return number
 
     return parse
+
+
+_IN_ANNOTATED: Any = object()
+"""The default of an option declared inside ``Annotated[...]`` (typer takes it from the signature)."""
+
+
+def _option(default: Any, flag: str, **kwargs) -> Any:
+    return typer.Option(flag, **kwargs) if default is _IN_ANNOTATED else typer.Option(default, flag, **kwargs)
+
+
+def file_option(flag: str, help: str, *, what: str = "file", default: Any = _IN_ANNOTATED) -> Any:
+    """An option naming a file that must exist (:func:`existing`): flag and check said once."""
+    return _option(default, flag, help=help, callback=existing(what))
+
+
+def number_option(flag: str, help: str, *, default: Any = _IN_ANNOTATED) -> Any:
+    """A float option that refuses NaN and ±inf (:func:`_finite`, whose error names the flag)."""
+    return _option(default, flag, help=help, parser=_finite(flag))
+
+
+def run_argument(help: str = "Run file (runs/<name>.sqlite).") -> Any:
+    """A run file argument that must exist (checked while the arguments are parsed); required
+    unless the signature gives it a default (inside ``Annotated``)."""
+    return typer.Argument(..., help=help, callback=existing("run file"))
 
 
 def _check_range(value: int | float | None, name: str, low: float | None = None, high: float | None = None) -> None:

@@ -10,13 +10,14 @@ from typing import Optional
 import typer
 
 from ..outputs import check_output, open_output
-from .common import _check_range, app, err_console, existing, out_console
+from .common import _check_range, app, err_console, file_option, out_console
 from .display import run_display
+from .options import RunConfigPath, RunNoCache, RunRunsDir
 
 
 @app.command("compare")
 def compare_cmd(
-    config: Path = typer.Argument(..., help="Run config (TOML) with a [compare] section.", callback=existing("config file")),
+    config: RunConfigPath,
     margin: Optional[float] = typer.Option(
         None, "--margin", "--min-effect", help="Win-rate points the decision is about (default: the config's)."
     ),
@@ -25,13 +26,13 @@ def compare_cmd(
     require: str = typer.Option("better", "--require", help="better (exit 0 only when better) or not-worse (equivalent passes too)."),
     json_out: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Override the config's runs_dir."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
-    baseline: Optional[Path] = typer.Option(
-        None,
+    runs_dir: RunRunsDir = None,
+    no_cache: RunNoCache = False,
+    baseline: Optional[Path] = file_option(
         "--baseline",
-        help="An earlier reference run holding the baseline's judgments against the anchor: only the candidate is judged.",
-        callback=existing("run file"),
+        "An earlier reference run holding the baseline's judgments against the anchor: only the candidate is judged.",
+        what="run file",
+        default=None,
     ),
     from_log: Optional[Path] = typer.Option(
         None, "--from-log", help="Answer every request from this judgment log instead of the judges: the same gate on recorded judgments."

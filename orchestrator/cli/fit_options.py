@@ -8,29 +8,22 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import _finite, existing
+from .common import file_option, number_option, run_argument
 
-Run = Annotated[Optional[Path], typer.Argument(help="Run file (runs/<name>.sqlite); or give --log.", callback=existing("run file"))]
-Log = Annotated[
-    Optional[Path], typer.Option("--log", help="Fit a judgment-log JSONL (an export or a foreign log) instead.", callback=existing("file"))
-]
+Run = Annotated[Optional[Path], run_argument("Run file (runs/<name>.sqlite); or give --log.")]
+Log = Annotated[Optional[Path], file_option("--log", "Fit a judgment-log JSONL (an export or a foreign log) instead.")]
 Judge = Annotated[Optional[list[str]], typer.Option("--judge", help="Only this judge (repeatable).")]
 RaeeSoft = Annotated[bool, typer.Option("--soft", help="Soft outcomes P(win) + ½P(tie) from the logits (default: the argmax).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-RaeeLevel = Annotated[float, typer.Option("--level", help="Credible-interval level.", parser=_finite("--level"))]
+RaeeLevel = Annotated[float, number_option("--level", "Credible-interval level.")]
 RaeePopulation = Annotated[
     Optional[int],
     typer.Option(
         "--population", help="Prompt pool size M for the finite-population correction (a run: its prompts with an anchor; a log: none)."
     ),
 ]
-RaeeIccThreshold = Annotated[
-    float, typer.Option("--icc-threshold", help="Strong judges have ICC(3,k) at least this.", parser=_finite("--icc-threshold"))
-]
-RaeeAbstainSd = Annotated[
-    Optional[float],
-    typer.Option("--abstain-sd", help="Drop items whose outcome SD across runs exceeds this.", parser=_finite("--abstain-sd")),
-]
+RaeeIccThreshold = Annotated[float, number_option("--icc-threshold", "Strong judges have ICC(3,k) at least this.")]
+RaeeAbstainSd = Annotated[Optional[float], number_option("--abstain-sd", "Drop items whose outcome SD across runs exceeds this.")]
 RaeePoolAll = Annotated[
     bool,
     typer.Option("--pool-all", help="Pool every judge (ρ from between-judge correlation) when there are no repeated runs to screen them."),
@@ -58,26 +51,23 @@ Family = Annotated[
 ]
 RaeeResponses = Annotated[
     Optional[Path],
-    typer.Option(
+    file_option(
         "--responses",
-        help="The answers' texts ({prompt_id, candidate, text} rows, the anchor's included): flags constant, empty or copied answers; needed by --control.",
-        callback=existing("file"),
+        "The answers' texts ({prompt_id, candidate, text} rows, the anchor's included): flags constant, empty or copied answers; needed by --control.",
     ),
 ]
 RaeeFlagShift = Annotated[
     Optional[float],
-    typer.Option(
+    number_option(
         "--flag-shift",
-        help="Flag a candidate whose win rate moves more than this many points (or a quarter of the way to 0 or 100) under control (default 10).",
-        parser=_finite("--flag-shift"),
+        "Flag a candidate whose win rate moves more than this many points (or a quarter of the way to 0 or 100) under control (default 10).",
     ),
 ]
 RaeeHuman = Annotated[
     Optional[Path],
-    typer.Option(
+    file_option(
         "--human",
-        help="People's labels (JSONL, docs/human-labels.md): adds each candidate's people's win rate, the judge's outcomes rectified by them (PPI++).",
-        callback=existing("file"),
+        "People's labels (JSONL, docs/human-labels.md): adds each candidate's people's win rate, the judge's outcomes rectified by them (PPI++).",
     ),
 ]
 SimplexLevels = Annotated[int, typer.Option("--levels", help="Scale size M: scores are the integers 1..M.")]
@@ -139,10 +129,9 @@ SimplexSweep = Annotated[
 ]
 SimplexHuman = Annotated[
     Optional[Path],
-    typer.Option(
+    file_option(
         "--human",
-        help="Human labels JSONL (docs/human-labels.md): absolute scores on the 1..M scale, read as the true level of each labelled answer.",
-        callback=existing("file"),
+        "Human labels JSONL (docs/human-labels.md): absolute scores on the 1..M scale, read as the true level of each labelled answer.",
     ),
 ]
 SimplexFallback = Annotated[
@@ -163,7 +152,7 @@ SimplexResponses = Annotated[
     ),
 ]
 SimplexTruth = Annotated[Optional[str], typer.Option("--truth", help="Human score field in --responses.")]
-SimplexLevel = Annotated[float, typer.Option("--level", help="Credible level of the intervals.", parser=_finite("--level"))]
+SimplexLevel = Annotated[float, number_option("--level", "Credible level of the intervals.")]
 SimplexPlot = Annotated[Optional[Path], typer.Option("--plot", help="Write rank-interval, simplex (and sensitivity) PNGs here.")]
 SimplexCollapse = Annotated[
     Optional[str], typer.Option("--collapse", help="Map the M levels to 3 for the simplex plot, e.g. 1,1,2,2,3 (default for M = 5).")

@@ -272,7 +272,7 @@ def calibrate_cmd(
     log: Optional[Path] = typer.Option(None, "--log", help="A judgment-log JSONL instead (needs --responses and --truth)."),
     responses: Optional[Path] = typer.Option(None, "--responses", help="With --log: the responses JSONL holding the reference scores."),
     truth: Optional[str] = typer.Option(None, "--truth", help="The reference score field (default: the run's data.truth)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: AsJson = False,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the reliability diagrams to this PNG."),
 ) -> None:
     """Each judge's temperature against reference scores (PoE App. B), ECE before and after, reliability diagram."""

@@ -7,15 +7,13 @@ from typing import Optional
 
 import typer
 
-from .common import app, err_console, existing
+from .common import app, err_console, file_option
 
 
 @app.command("init")
 def init_cmd(
-    prompts: Path = typer.Option(..., "--prompts", help="prompts.jsonl ({id, text, reference?}).", callback=existing("file")),
-    responses: Path = typer.Option(
-        ..., "--responses", help="responses.jsonl ({prompt_id, candidate, text, human?}).", callback=existing("file")
-    ),
+    prompts: Path = file_option("--prompts", "prompts.jsonl ({id, text, reference?}).", default=...),
+    responses: Path = file_option("--responses", "responses.jsonl ({prompt_id, candidate, text, human?}).", default=...),
     out: Path = typer.Option(Path("orchestrator.toml"), "--out", help="Config file to write (never overwritten)."),
     judge: str = typer.Option("qwen1.5b", "--judge", help="Judge profile (judges/<name>.toml): qwen1.5b, local-openai, gpt-4o-mini, ..."),
     kind: str = typer.Option("pairwise", "--kind", help="pairwise (rank by comparisons) | reference (win rates against an anchor)."),

@@ -9,12 +9,12 @@ from typing import Optional
 import typer
 
 from ..errors import OrchestratorError
-from .common import app, err_console, existing, out_console
+from .common import app, err_console, file_option, out_console, run_argument
 
 
 @app.command("label")
 def label_cmd(
-    run: Path = typer.Argument(..., help="Run file whose judged items a person labels.", callback=existing("run file")),
+    run: Path = run_argument("Run file whose judged items a person labels."),
     annotator: str = typer.Option("human", "--annotator", help="Who labels (stored with every label)."),
     port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (0: any free port)."),
     order: str = typer.Option(
@@ -23,11 +23,10 @@ def label_cmd(
     export: Optional[Path] = typer.Option(
         None, "--export", help="Write the run file's labels as JSONL to this file ('-': stdout) and exit, serving nothing."
     ),
-    import_file: Optional[Path] = typer.Option(
-        None,
+    import_file: Optional[Path] = file_option(
         "--import",
-        help="Store people's labels from a JSONL or CSV file (docs/human-labels.md) in the run file and exit, serving nothing.",
-        callback=existing("file"),
+        "Store people's labels from a JSONL or CSV file (docs/human-labels.md) in the run file and exit, serving nothing.",
+        default=None,
     ),
 ) -> None:
     """Serve a labelling page on 127.0.0.1: the run's judged items one at a time, one verdict a key press."""

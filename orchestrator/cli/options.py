@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import existing
+from .common import existing, file_option
 
 RunConfigPath = Annotated[Path, typer.Argument(help="Run config (TOML).", callback=existing("config file"))]
 
@@ -28,7 +28,9 @@ RunFromLog = Annotated[
     ),
 ]
 
-RunReport = Annotated[bool, typer.Option("--report/--no-report", help="Write the HTML report runs/<name>.html at the end.")]
+RunReport = Annotated[
+    bool, typer.Option("--report/--no-report", help="Write the HTML report beside the run file (runs/<name>.html) at the end.")
+]
 
 RunCache = Annotated[
     Optional[Path],
@@ -98,11 +100,7 @@ ReplayControl = Annotated[
 
 ReplayHuman = Annotated[
     Optional[Path],
-    typer.Option(
-        "--human",
-        help="People's scores of some answers (JSONL, docs/human-labels.md): adds people's ranking beside the judges'.",
-        callback=existing("file"),
-    ),
+    file_option("--human", "People's scores of some answers (JSONL, docs/human-labels.md): adds people's ranking beside the judges'."),
 ]
 
 ReplayPlot = Annotated[Optional[Path], typer.Option("--plot", help="Write the Spearman curve to this PNG.")]

@@ -11,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import OrchestratorError
-from .common import _check_range, _finite, app, err_console, existing, out_console
+from .common import _check_range, app, err_console, number_option, out_console, run_argument
 from .display import print_ranking, run_display
+from .fit_options import AsJson
 from .options import RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
 from .status_view import print_status
 
@@ -79,15 +80,13 @@ def run_cmd(
 
 @app.command("resume")
 def resume_cmd(
-    run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite).", callback=existing("run file")),
+    run: Path = run_argument(),
     api_base: Optional[str] = typer.Option(
         None, "--api-base", help="The judges' address, when the run's dispatch.api_base carried credentials (they are not stored)."
     ),
-    report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
-    cache: Optional[Path] = typer.Option(
-        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory)."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+    report: RunReport = True,
+    cache: RunCache = None,
+    no_cache: RunNoCache = False,
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
     from .. import api
@@ -102,17 +101,15 @@ def resume_cmd(
 
 @app.command("extend")
 def extend_cmd(
-    run: Path = typer.Argument(..., help="Run file (runs/<name>.sqlite), finished or not.", callback=existing("run file")),
+    run: Path = run_argument("Run file (runs/<name>.sqlite), finished or not."),
     responses: Path = typer.Option(..., "--responses", help="responses.jsonl with the new candidates (and/or answers to new prompts)."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="prompts.jsonl with new prompts, if the responses answer any."),
     add_calls: Optional[int] = typer.Option(None, "--add-calls", help="Raise budget.max_calls by this many calls for the newcomers."),
-    add_usd: Optional[float] = typer.Option(None, "--add-usd", help="Raise budget.max_usd by this many USD.", parser=_finite("--add-usd")),
+    add_usd: Optional[float] = number_option("--add-usd", "Raise budget.max_usd by this many USD.", default=None),
     add_tokens: Optional[int] = typer.Option(None, "--add-tokens", help="Raise budget.max_tokens by this many tokens."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report beside the run file at the end."),
-    cache: Optional[Path] = typer.Option(
-        None, "--cache", help="Judgment cache file (default: $ORCHESTRATOR_JUDGMENT_CACHE or the user cache directory)."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask every request of the judges, neither reading nor filling the cache."),
+    report: RunReport = True,
+    cache: RunCache = None,
+    no_cache: RunNoCache = False,
 ) -> None:
     """Grow a leaderboard: add candidates or prompts to a run and pay only for the comparisons that place them."""
     from .. import api
@@ -171,7 +168,7 @@ def _summarise(run: Path, report: bool) -> None:
 
 @app.command("report")
 def report_cmd(
-    run: Path = typer.Argument(..., help="Run file.", callback=existing("run file")),
+    run: Path = run_argument("Run file."),
     out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: beside the run file, .html); - = stdout."),
 ) -> None:
     """Write one self-contained HTML report of a run: ranking, efficiency, spend, judges, every judgment."""
@@ -184,10 +181,7 @@ def report_cmd(
 
 
 @app.command("status")
-def status_cmd(
-    run: Path = typer.Argument(..., help="Run file.", callback=existing("run file")),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-) -> None:
+def status_cmd(run: Path = run_argument("Run file."), as_json: AsJson = False) -> None:
     """Budget spent, rounds, requests, failures, current ranking and its uncertainty."""
     from .. import api
 
@@ -200,10 +194,10 @@ def status_cmd(
 
 @app.command("rank")
 def rank_cmd(
-    run: Path = typer.Argument(..., help="Run file.", callback=existing("run file")),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    run: Path = run_argument("Run file."),
+    as_json: AsJson = False,
     show_all: bool = typer.Option(False, "--all", help="Every group (default: the first 5)."),
-    level: float = typer.Option(0.95, "--level", help="Rank interval level.", parser=_finite("--level")),
+    level: float = number_option("--level", "Rank interval level.", default=0.95),
     details: bool = typer.Option(
         False,
         "--details",
@@ -224,7 +218,7 @@ def rank_cmd(
 
 @app.command("export")
 def export_cmd(
-    run: Path = typer.Argument(..., help="Run file.", callback=existing("run file")),
+    run: Path = run_argument("Run file."),
     fmt: str = typer.Option("jsonl", "--format", help="jsonl (judgment log for replay) | csv | parquet"),
     out: Path = typer.Option(..., "--out", help="Output file; - writes to standard output (jsonl, csv)."),
     include_failed: bool = typer.Option(False, "--include-failed", help="csv/parquet: also the permanent failures."),

@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import OrchestratorError
-from .common import _check_range, _plot_curve, _progress, app, err_console, existing, out_console
+from .common import _check_range, _plot_curve, _progress, app, err_console, file_option, out_console
 from .display import people_table
-from .fit_options import AsJson, Family
+from .fit_options import AsJson, Family, Run
 from .options import (
     ReplayBatch,
     ReplayBudget,
@@ -236,19 +236,14 @@ def record_cmd(
 
 @app.command("judges")
 def judges_cmd(
-    run: Optional[Path] = typer.Argument(None, help="Run file; or give --log.", callback=existing("run file")),
-    log: Optional[Path] = typer.Option(None, "--log", help="A judgment-log JSONL instead of a run.", callback=existing("file")),
-    human: Optional[Path] = typer.Option(
-        None,
-        "--human",
-        help="People's labels (JSONL, docs/human-labels.md); default: a run file's own (orchestrator label).",
-        callback=existing("file"),
+    run: Run = None,
+    log: Optional[Path] = file_option("--log", "A judgment-log JSONL instead of a run.", default=None),
+    human: Optional[Path] = file_option(
+        "--human", "People's labels (JSONL, docs/human-labels.md); default: a run file's own (orchestrator label).", default=None
     ),
-    responses: Optional[Path] = typer.Option(
-        None, "--responses", help="The answers' texts, for the length column (a run has them).", callback=existing("file")
-    ),
+    responses: Optional[Path] = file_option("--responses", "The answers' texts, for the length column (a run has them).", default=None),
     margin: float = typer.Option(0.02, "--margin", help="Recommend the cheapest judge within this much agreement of the best."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: AsJson = False,
 ) -> None:
     """Judges against people: agreement, rank correlation, position and length effects, calibration, price."""
     from .. import api

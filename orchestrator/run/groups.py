@@ -191,7 +191,6 @@ def group_observations(
     judges: dict[str, int] | None = None,
     temperatures: dict[str, float] | None = None,
     controls: tuple[str, ...] = (),
-    features: dict[tuple[str, str], dict[str, float]] | None = None,
     families: dict[str, str] | None = None,
 ) -> GroupObservations:
     """Comparisons ``(first, second, P(first better), judge[, *covariates])``, absolutes
@@ -199,8 +198,8 @@ def group_observations(
     → five probabilities, :data:`~orchestrator.records.log.GRADES` order) of a group from committed
     judgment rows (store format), in the given order; ``judges`` maps judge names to parameter indices (None: every judge is judge 0,
     shared parameters). With ``controls`` each comparison carries its covariates: the normalised
-    differences of :func:`~orchestrator.poe.covariates.comparison_covariates` from ``features``
-    ((prompt, candidate) → text features) and, for ``self``, :func:`~orchestrator.poe.covariates.self_covariate`
+    differences of :func:`~orchestrator.poe.covariates.comparison_covariates` from the group's
+    ``features`` ((prompt, candidate) → text features) and, for ``self``, :func:`~orchestrator.poe.covariates.self_covariate`
     from ``families``; each absolute judgment its answer's covariates against the prompt's typical
     answer (:func:`~orchestrator.poe.covariates.answer_covariates`).
 
@@ -213,6 +212,7 @@ def group_observations(
     comparisons: list[tuple] = []
     absolutes: list[tuple] = []
     grades: dict[int, list[float]] = {}
+    features = group.features
     typical: dict[str, dict[str, float]] | None = None
     waiting: dict[tuple[str, str, str, str], float] = {}
     combined: dict[tuple[str, str, str, str], int] = {}
@@ -286,7 +286,6 @@ def fit_group(
         judges=judges,
         temperatures=temperatures,
         controls=controls,
-        features=group.features,
         families=config.families,
     )
     observations = Observations.from_lists(len(group.names), comparisons, absolutes, n_judges=max(len(names), 1), grades=grades)
