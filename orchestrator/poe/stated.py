@@ -142,6 +142,12 @@ def fit_calibration(stated: np.ndarray, agree: np.ndarray, weight: np.ndarray) -
     return StatedCalibration(a, b, len(stated), float(np.average(agree, weights=weight)), float(np.mean(stated)))
 
 
+def _replaced(row: Row, changes: dict) -> Row:
+    """``row`` with ``changes``: a pydantic record's copy (the store's), else a dataclass's."""
+    copy = getattr(row, "model_copy", None)
+    return copy(update=changes) if copy is not None else dataclasses.replace(row, **changes)  # type: ignore[type-var]
+
+
 def apply_calibration(rows: Sequence[Row], calibration: StatedCalibration) -> list[Row]:
     """Rows whose stated confidence is read through ``calibration``: probabilities ``{v: π(c), others:
     (1 − π(c)) / (n − 1)}``, ``method = "stated"``; rows without a stated confidence unchanged."""
@@ -157,7 +163,7 @@ def apply_calibration(rows: Sequence[Row], calibration: StatedCalibration) -> li
         changes: dict = {"probs": [probs], "method": "stated"}
         if hasattr(row, "p_first") and row.kind in ("pairwise", "reference"):
             changes["p_first"] = probs.get("A", 0.0) + 0.5 * probs.get("C", 0.0)
-        out.append(dataclasses.replace(row, **changes))  # type: ignore[type-var]
+        out.append(_replaced(row, changes))
     return out
 
 

@@ -46,9 +46,11 @@ class Judgment(BaseModel):
     status: Literal["ok", "failed"]
     probs: list[dict[str, float]] = Field(default_factory=list)
     """Option probabilities at each read position (one for single-verdict templates)."""
-    method: Literal["logprobs", "verdict", "samples", "log"] | None = None
+    method: Literal["logprobs", "verdict", "samples", "log", "stated"] | None = None
     """How :attr:`probs` were read: the judge's log-probabilities, one parsed ``verdict``, the
-    shares of :attr:`samples` sampled verdicts, or a judgment ``log``."""
+    shares of :attr:`samples` sampled verdicts, or a judgment ``log``; ``stated`` only in a fit,
+    never stored: a verdict read through its judge's calibrated stated confidence
+    (:mod:`orchestrator.poe.stated`)."""
     samples: int | None = None
     """How many verdicts a ``verdict`` (1) or ``samples`` judgment's shares come from."""
     completions: int | None = None

@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import json
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from pydantic import ConfigDict
+
+from ..records.judgments import Judgment
 from ..secrets import lazy_secrets, redact, redact_json
-
-if TYPE_CHECKING:
-    from ..records.judgments import Judgment
 
 __all__ = ["JudgmentRecord", "PlannedRequest", "judgment_row"]
 
@@ -33,63 +33,37 @@ def _load(value: Any, default: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-@dataclass(frozen=True)
-class JudgmentRecord:
-    """One finished request: a judgment (``status = "ok"``) or a permanent failure."""
+class JudgmentRecord(Judgment):
+    """One finished request as the run file keeps it: the judge's :class:`Judgment` (``status = "ok"``,
+    or a permanent failure) and where it stood in the run. Loaded without the bulky columns
+    (:meth:`RunStore.judgments` ``full``), ``top_logprobs``, ``capped``, ``unresolved`` are empty
+    and ``text`` is ``""``."""
 
-    key: str
-    """The request's idempotency key."""
-    judge: str
-    kind: str
-    """``pairwise``, ``absolute``, ``reference`` or ``multi``."""
-    prompt_id: str
-    candidates: list[str]
-    """Shown candidates in order (first = option A)."""
-    probs: list[dict[str, float]] = field(default_factory=list)
-    """Option probabilities at every read position."""
+    model_config = ConfigDict(frozen=True)
+
+    template: str = ""
+    """The template's id (none for a judgment read from a log)."""
+    status: Literal["ok", "failed"] = "ok"
     p_first: float | None = None
     """P(first-shown better) of a pairwise/reference judgment (a tie counts half)."""
     round: int = 0
     repeat: int = 0
-    status: str = "ok"
-    template: str = ""
-    method: str | None = None
-    samples: int | None = None
-    """How many verdicts a ``verdict``/``samples`` judgment's shares count (None: log-probabilities)."""
-    completions: int | None = None
-    """Paid completions behind it (``samples`` asked of a judge without log-probabilities; None: 1)."""
-    stated: float | None = None
-    """The confidence the judge stated in its verdict (0–1), read from its answer; a probability only
-    after calibration (:mod:`orchestrator.poe.stated`)."""
-    capped: Sequence[Any] = ()
-    unresolved: Sequence[Any] = ()
-    top_logprobs: Sequence[Any] = ()
-    """Per read position (empty when loaded without them: :meth:`RunStore.judgments` ``full``)."""
-    text: str | None = None
-    raw: Any = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    """Tokens the provider counted (reasoning tokens included in the completion's)."""
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
+    """Index of a repeated run of the same item."""
     attempts: int = 0
     """Tries it took (retries of transient failures included)."""
-    error: str | None = None
-    error_type: str | None = None
-    """A failed request's error and its kind (:attr:`Judgment.error_type`)."""
-    note: str | None = None
     created_at: float = 0.0
-    cached: bool = False
-    """Answered from the judgment cache: nothing paid (tokens and USD are 0)."""
 
     @classmethod
     def from_row(cls, row: dict) -> "JudgmentRecord":
         """From a ``judgments`` table row.
 
-        Built without the dataclass ``__init__``: a frozen dataclass sets each of its 28 fields
-        through ``object.__setattr__``, which made loading 100k judgments take 0.65 s of the 1.2 s
-        (``benchmarks/speed/rebuild.py``); filling ``__dict__`` directly is the same record, 3x faster."""
+        Built without validation (the row was validated when it was written): filling the
+        instance's ``__dict__`` directly made loading 100k judgments 3x faster than an
+        ``__init__`` that sets each of the 30 fields (``benchmarks/speed/rebuild.py``)."""
         record = object.__new__(cls)
+        object.__setattr__(record, "__pydantic_fields_set__", _ALL_SET)
+        object.__setattr__(record, "__pydantic_extra__", None)
+        object.__setattr__(record, "__pydantic_private__", None)
         record.__dict__.update(
             key=row["key"],
             judge=row["judge"],
@@ -106,10 +80,10 @@ class JudgmentRecord:
             samples=row.get("samples"),
             completions=row.get("completions"),
             stated=row.get("stated"),
-            capped=_load(row.get("capped"), ()),
-            unresolved=_load(row.get("unresolved"), ()),
-            top_logprobs=_load(row.get("top_logprobs"), ()),
-            text=row.get("text"),
+            capped=_load(row.get("capped"), None) or [],
+            unresolved=_load(row.get("unresolved"), None) or [],
+            top_logprobs=_load(row.get("top_logprobs"), None) or [],
+            text=row.get("text") or "",
             raw=_load(row.get("raw"), None),
             prompt_tokens=row.get("prompt_tokens") or 0,
             completion_tokens=row.get("completion_tokens") or 0,
@@ -121,8 +95,14 @@ class JudgmentRecord:
             note=row.get("note"),
             created_at=row.get("created_at") or 0.0,
             cached=bool(row.get("cached")),
+            retryable=False,
+            retry_after_s=None,
         )
         return record
+
+
+_ALL_SET = set(JudgmentRecord.model_fields)
+"""Every field counts as set in a loaded record (shared: a frozen record never changes it)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +160,7 @@ class PlannedRequest:
         )
 
 
-def judgment_row(judgment: "Judgment", attempts: int, round_no: int, repeat: int, first: float | None) -> dict[str, Any]:
+def judgment_row(judgment: Judgment, attempts: int, round_no: int, repeat: int, first: float | None) -> dict[str, Any]:
     """The ``judgments`` row of a finished request; secrets in the environment are redacted from
     every free-text field (read at most once per row)."""
     secrets = lazy_secrets()
