@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from ..records.judgments import Judgment
 from ..secrets import lazy_secrets, redact, redact_json
@@ -61,9 +61,10 @@ class JudgmentRecord(Judgment):
         instance's ``__dict__`` directly made loading 100k judgments 3x faster than an
         ``__init__`` that sets each of the 30 fields (``benchmarks/speed/rebuild.py``)."""
         record = object.__new__(cls)
-        object.__setattr__(record, "__pydantic_fields_set__", _ALL_SET)
-        object.__setattr__(record, "__pydantic_extra__", None)
-        object.__setattr__(record, "__pydantic_private__", None)
+        _set_fields_set(record, _ALL_SET)
+        _set_extra(record, None)
+        _set_private(record, None)
+        full = "top_logprobs" in row  # the bulky columns were read (RunStore.judgments' full)
         record.__dict__.update(
             key=row["key"],
             judge=row["judge"],
@@ -80,11 +81,11 @@ class JudgmentRecord(Judgment):
             samples=row.get("samples"),
             completions=row.get("completions"),
             stated=row.get("stated"),
-            capped=_load(row.get("capped"), None) or [],
-            unresolved=_load(row.get("unresolved"), None) or [],
-            top_logprobs=_load(row.get("top_logprobs"), None) or [],
-            text=row.get("text") or "",
-            raw=_load(row.get("raw"), None),
+            capped=(_load(row.get("capped"), None) or []) if full else [],
+            unresolved=(_load(row.get("unresolved"), None) or []) if full else [],
+            top_logprobs=(_load(row["top_logprobs"], None) or []) if full else [],
+            text=(row.get("text") or "") if full else "",
+            raw=_load(row.get("raw"), None) if full else None,
             prompt_tokens=row.get("prompt_tokens") or 0,
             completion_tokens=row.get("completion_tokens") or 0,
             cost_usd=row.get("cost_usd") or 0.0,
@@ -103,6 +104,10 @@ class JudgmentRecord(Judgment):
 
 _ALL_SET = set(JudgmentRecord.model_fields)
 """Every field counts as set in a loaded record (shared: a frozen record never changes it)."""
+# pydantic's three slots, set through their descriptors (faster than object.__setattr__)
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 @dataclass(frozen=True)
