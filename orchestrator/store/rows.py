@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from ..records.judgments import Judgment
 from ..secrets import lazy_secrets, redact, redact_json
 
-__all__ = ["JudgmentRecord", "PlannedRequest", "judgment_row"]
+__all__ = ["JudgmentRecord", "PlannedRequest", "judgment_row", "light_columns"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -55,50 +55,46 @@ class JudgmentRecord(Judgment):
 
     @classmethod
     def from_row(cls, row: dict) -> "JudgmentRecord":
-        """From a ``judgments`` table row.
+        """From a whole ``judgments`` row (a write's, or one read with every column): a NULL or
+        missing column reads as the field's default, the bulky JSON columns parsed."""
+        fields = {name: row.get(name) for name in STORED_FIELDS}
+        for name, default in STORED_DEFAULTS.items():
+            if fields[name] is None:
+                fields[name] = default
+        fields["capped"] = _load(row.get("capped"), None) or []
+        fields["unresolved"] = _load(row.get("unresolved"), None) or []
+        fields["top_logprobs"] = _load(row.get("top_logprobs"), None) or []
+        fields["text"] = row.get("text") or ""
+        fields["raw"] = _load(row.get("raw"), None)
+        return cls._built(fields)
 
-        Built without validation (the row was validated when it was written): filling the
-        instance's ``__dict__`` directly made loading 100k judgments 3x faster than an
-        ``__init__`` that sets each of the 30 fields (``benchmarks/speed/rebuild.py``)."""
+    @classmethod
+    def from_light(cls, fields: dict) -> "JudgmentRecord":
+        """From a row read by :func:`light_columns` (defaults filled in by SQLite, the bulky columns
+        left out: they read as empty), taken over as the record's own fields."""
+        fields["capped"] = []
+        fields["unresolved"] = []
+        fields["top_logprobs"] = []
+        fields["text"] = ""
+        fields["raw"] = None
+        return cls._built(fields)
+
+    @classmethod
+    def _built(cls, fields: dict) -> "JudgmentRecord":
+        """The record over ``fields``, built without validation (the row was validated when it was
+        written): the instance takes the dict as it is, where an ``__init__`` that sets each of the
+        30 fields made loading 100k judgments 3x slower (``benchmarks/speed/rebuild.py``)."""
+        candidates = fields["candidates"]
+        fields["candidates"] = list(shown(candidates)) if isinstance(candidates, str) else list(candidates)
+        fields["probs"] = _load(fields["probs"], None) or []
+        fields["cached"] = bool(fields["cached"])
+        fields["retryable"] = False
+        fields["retry_after_s"] = None
         record = object.__new__(cls)
         _set_fields_set(record, _ALL_SET)
         _set_extra(record, None)
         _set_private(record, None)
-        full = "top_logprobs" in row  # the bulky columns were read (RunStore.judgments' full)
-        record.__dict__.update(
-            key=row["key"],
-            judge=row["judge"],
-            kind=row["kind"],
-            prompt_id=row["prompt_id"],
-            candidates=list(shown(row["candidates"])) if isinstance(row["candidates"], str) else list(row["candidates"]),
-            probs=_load(row.get("probs"), []),
-            p_first=row.get("p_first"),
-            round=row.get("round") or 0,
-            repeat=row.get("repeat") or 0,
-            status=row.get("status") or "ok",
-            template=row.get("template") or "",
-            method=row.get("method"),
-            samples=row.get("samples"),
-            completions=row.get("completions"),
-            stated=row.get("stated"),
-            capped=(_load(row.get("capped"), None) or []) if full else [],
-            unresolved=(_load(row.get("unresolved"), None) or []) if full else [],
-            top_logprobs=(_load(row["top_logprobs"], None) or []) if full else [],
-            text=(row.get("text") or "") if full else "",
-            raw=_load(row.get("raw"), None) if full else None,
-            prompt_tokens=row.get("prompt_tokens") or 0,
-            completion_tokens=row.get("completion_tokens") or 0,
-            cost_usd=row.get("cost_usd") or 0.0,
-            latency_s=row.get("latency_s") or 0.0,
-            attempts=row.get("attempts") or 0,
-            error=row.get("error"),
-            error_type=row.get("error_type"),
-            note=row.get("note"),
-            created_at=row.get("created_at") or 0.0,
-            cached=bool(row.get("cached")),
-            retryable=False,
-            retry_after_s=None,
-        )
+        object.__setattr__(record, "__dict__", fields)
         return record
 
 
@@ -108,6 +104,45 @@ _ALL_SET = set(JudgmentRecord.model_fields)
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+BULKY_COLUMNS = ("capped", "unresolved", "top_logprobs", "text", "raw")
+"""The judgment columns no fit reads: left out of :func:`light_columns`."""
+STORED_FIELDS = [name for name in JudgmentRecord.model_fields if name not in ("retryable", "retry_after_s")]
+"""The record's fields a ``judgments`` row holds (a column each)."""
+STORED_DEFAULTS: dict[str, Any] = {
+    "round": 0,
+    "repeat": 0,
+    "status": "ok",
+    "template": "",
+    "prompt_tokens": 0,
+    "completion_tokens": 0,
+    "cost_usd": 0.0,
+    "latency_s": 0.0,
+    "attempts": 0,
+    "created_at": 0.0,
+    "cached": 0,
+}
+"""What a NULL stands for, and a column an older run file lacks (every other field: None)."""
+
+
+def light_columns(present: set[str]) -> str:
+    """The select list that reads a judgments row without its bulky columns, one column per
+    stored field in :data:`STORED_FIELDS` order, NULLs and columns an older file lacks filled in
+    with their defaults by SQLite: a row is then one ``dict(zip(...))`` from its record
+    (:meth:`JudgmentRecord.from_light`), no per-column work in Python."""
+    parts = []
+    for name in STORED_FIELDS:
+        if name in BULKY_COLUMNS:
+            continue
+        default = STORED_DEFAULTS.get(name)
+        literal = "NULL" if default is None else f"'{default}'" if isinstance(default, str) else repr(default)
+        if name not in present:
+            parts.append(f"{literal} as [{name}]")
+        elif default is None:
+            parts.append(f"[{name}]")
+        else:
+            parts.append(f"coalesce([{name}], {literal}) as [{name}]")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)

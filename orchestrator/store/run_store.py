@@ -26,9 +26,9 @@ from ..records.templates import Template
 from ..secrets import redact
 from .attachments import read_attachment
 from .locks import RunLock
-from .rows import JudgmentRecord, PlannedRequest, judgment_row, shown
+from .rows import JudgmentRecord, PlannedRequest, judgment_row, light_columns, shown
 
-__all__ = ["FREEZE_AFTER", "LIGHT_COLUMNS", "RunStore", "Spend", "connect", "p_first"]
+__all__ = ["FREEZE_AFTER", "RunStore", "Spend", "connect", "p_first"]
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,6 @@ def connect(path: Path, *, wal: bool = True, threads: bool = False) -> sqlite_ut
 
 FREEZE_AFTER = 20_000
 """Judgment loads at least this large are frozen out of the cyclic garbage collector."""
-
-LIGHT_COLUMNS = (
-    "key judge kind prompt_id candidates probs p_first round repeat status template method "
-    "prompt_tokens completion_tokens cost_usd latency_s attempts error error_type note created_at cached samples completions stated"
-).split()
-"""The judgment columns fits and the engine read (everything but the raw answer and top-k lists)."""
 
 
 def p_first(judgment: Judgment) -> float | None:
@@ -233,7 +227,7 @@ class RunStore:
             where.append("kind = ?")
             args.append(kind)
         clause = f"where {' and '.join(where)}" if where else ""
-        columns = "*" if full else ", ".join(c for c in LIGHT_COLUMNS if c in self._judgment_columns())
+        columns = "*" if full else light_columns(self._judgment_columns())
         # Loading 100k records allocates a million small objects, none of them cyclic; the cyclic
         # garbage collector would walk the growing heap again and again (2/3 of the load time).
         enabled = gc.isenabled()
@@ -242,7 +236,8 @@ class RunStore:
         try:
             cursor = self.db.conn.execute(f"select {columns} from judgments {clause} order by round, key", args)
             names = [d[0] for d in cursor.description]
-            records = [JudgmentRecord.from_row(dict(zip(names, values))) for values in cursor]
+            build = JudgmentRecord.from_row if full else JudgmentRecord.from_light
+            records = [build(dict(zip(names, values))) for values in cursor]
         finally:
             if enabled:
                 if len(records) >= FREEZE_AFTER:
