@@ -10,14 +10,14 @@ from typing import Optional
 import typer
 
 from ..outputs import check_output, open_output
-from .common import _check_range, app, err_console, file_option, out_console
+from .common import _check_range, app, err_console, existing, file_option, out_console
 from .display import run_display
-from .options import RunConfigPath, RunNoCache, RunRunsDir
+from .options import RunNoCache, RunRunsDir
 
 
 @app.command("compare")
 def compare_cmd(
-    config: RunConfigPath,
+    config: Path = typer.Argument(..., help="Run config (TOML) with a [compare] section.", callback=existing("config file")),
     margin: Optional[float] = typer.Option(
         None, "--margin", "--min-effect", help="Win-rate points the decision is about (default: the config's)."
     ),

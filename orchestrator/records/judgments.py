@@ -38,11 +38,14 @@ class Judgment(BaseModel):
     """What one judge call produced (stored whole in the run database)."""
 
     key: str
+    """The request's idempotency key (:func:`request_key`)."""
     judge: str
     template: str
     kind: str
+    """``pairwise``, ``absolute``, ``reference`` or ``multi``."""
     prompt_id: str = ""
     candidates: list[str] = Field(default_factory=list)
+    """Shown candidates in order (first = option A)."""
     status: Literal["ok", "failed"]
     probs: list[dict[str, float]] = Field(default_factory=list)
     """Option probabilities at each read position (one for single-verdict templates)."""

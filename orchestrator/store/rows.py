@@ -128,8 +128,8 @@ STORED_DEFAULTS: dict[str, Any] = {
 def light_columns(present: set[str]) -> str:
     """The select list that reads a judgments row without its bulky columns, one column per
     stored field in :data:`STORED_FIELDS` order, NULLs and columns an older file lacks filled in
-    with their defaults by SQLite: a row is then one ``dict(zip(...))`` from its record
-    (:meth:`JudgmentRecord.from_light`), no per-column work in Python."""
+    with their defaults by SQLite: a row's ``dict(zip(names, values))`` is then its record's
+    fields as they are (:meth:`JudgmentRecord.from_light`), no per-column work in Python."""
     parts = []
     for name in STORED_FIELDS:
         if name in BULKY_COLUMNS:
