@@ -323,6 +323,10 @@ def _checked(judgment: Judgment) -> Judgment:
     return judgment
 
 
+CLOSING_VERDICT_NOTE = "the verdict is the last line of a thinking block that never closed"
+"""A judgment's note when its verdict was read from the last line of unclosed thinking (said once)."""
+
+
 def _after_thinking(dumps: list[dict], markers: list[str], options: list[str]) -> tuple[list[dict], list[str]]:
     """Each completion with its message content cut to what follows the thinking
     (:func:`~orchestrator.judging.extract.after_thinking`): a block that never closed leaves no
@@ -350,8 +354,8 @@ def _after_thinking(dumps: list[dict], markers: list[str], options: list[str]) -
         last_line = closing_verdict(unread, markers, options) if unread else None
         if last_line is not None:
             answer, error = last_line, None
-            if "the verdict is the last line of a thinking block that never closed" not in notes:
-                notes.append("the verdict is the last line of a thinking block that never closed")
+            if CLOSING_VERDICT_NOTE not in notes:
+                notes.append(CLOSING_VERDICT_NOTE)
         if error:
             unclosed = error
         message["content"] = answer.strip() if not error else ""
