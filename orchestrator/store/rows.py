@@ -57,7 +57,7 @@ class JudgmentRecord(Judgment):
     def from_row(cls, row: dict) -> "JudgmentRecord":
         """From a whole ``judgments`` row (a write's, or one read with every column): a NULL or
         missing column reads as the field's default, the bulky JSON columns parsed."""
-        fields = {name: row.get(name) for name in STORED_FIELDS}
+        fields = {name: row.get(name) for name in STORED_FIELDS if name not in BULKY_COLUMNS}
         for name, default in STORED_DEFAULTS.items():
             if fields[name] is None:
                 fields[name] = default
