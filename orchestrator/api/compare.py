@@ -20,7 +20,7 @@ def compare(
     margin: float | None = None,
     alpha: float | None = None,
     max_calls: int | None = None,
-    require: str = "better",
+    require: str | None = None,
     progress: Callable | None = None,
     judges: dict | None = None,
     from_log: str | Path | None = None,
@@ -28,8 +28,8 @@ def compare(
     baseline_run: str | Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run the config's ``[compare]`` campaign until its decision (or the budget) and return ``(run
-    file, decision)`` (:func:`orchestrator.offline.runs.comparison.comparison`). ``margin``, ``alpha`` and
-    ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
+    file, decision)`` (:func:`orchestrator.offline.runs.comparison.comparison`). ``margin``, ``alpha``,
+    ``require`` and ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
     against the anchor come from that earlier run (the anchor, unless the config names one, is the run's).
 
     Raises:
@@ -37,7 +37,7 @@ def compare(
     from ..offline.runs.comparison import comparison
     from .lifecycle import load_config, start
 
-    if require not in REQUIRE:
+    if require is not None and require not in REQUIRE:
         raise OrchestratorError(f"--require must be one of {', '.join(REQUIRE)} (got {require!r})")
     cfg = load_config(config, runs_dir)
     if cfg.compare is None:
@@ -47,6 +47,8 @@ def compare(
         section["margin"] = margin
     if alpha is not None:
         section["alpha"] = alpha
+    if require is not None:
+        section["require"] = require
     if baseline_run is not None:
         section["baseline_run"] = Path(baseline_run)
         section["anchor"] = cfg.compare.anchor or _anchor_of(Path(baseline_run))
@@ -61,7 +63,7 @@ def compare(
         raise OrchestratorError(f"{option}: {first['msg']}") from None
     cfg = cfg.model_copy(update={"compare": checked, "budget": budget})
     path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache)
-    return path, comparison(path, require=require)
+    return path, comparison(path)
 
 
 def _anchor_of(run: Path) -> str:

@@ -13,6 +13,7 @@ from .common import app, err_console, number_option, out_console
 from .fit_options import AsJson
 
 cache_app = typer.Typer(
+    rich_markup_mode=None,  # help texts are plain: "[compare]" is a config section, not markup
     no_args_is_help=True,
     help="The judgment cache shared by runs: a request asked before (same judge, parameters, template, messages, repeat) is not paid again.",
 )

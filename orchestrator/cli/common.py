@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..errors import OrchestratorError
 
 app = typer.Typer(
+    rich_markup_mode=None,  # help texts are plain: "[compare]" is a config section, not markup
     add_completion=False,
     no_args_is_help=True,
     help="Active-learning orchestrator for LLM judges: rank outputs on a budget with honest uncertainty.",

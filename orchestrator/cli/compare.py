@@ -23,7 +23,9 @@ def compare_cmd(
     ),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Chance of any wrong decision at any look (default: the config's, 0.05)."),
     max_calls: Optional[int] = typer.Option(None, "--max-calls", help="Paid completions at most (default: the config's budget)."),
-    require: str = typer.Option("better", "--require", help="better (exit 0 only when better) or not-worse (equivalent passes too)."),
+    require: Optional[str] = typer.Option(
+        None, "--require", help="better (exit 0 only when better) or not-worse (equivalent passes too); default: the config's, better."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
     runs_dir: RunRunsDir = None,

@@ -54,7 +54,9 @@ from .fit_options import (
     SimplexWarmup,
 )
 
-fit_app = typer.Typer(no_args_is_help=True, help="Offline fits on an accumulated judgment log (a run file or a JSONL log).")
+fit_app = typer.Typer(
+    rich_markup_mode=None, no_args_is_help=True, help="Offline fits on an accumulated judgment log (a run file or a JSONL log)."
+)
 app.add_typer(fit_app, name="fit")
 
 

@@ -88,15 +88,30 @@ def resume_cmd(
     cache: RunCache = None,
     no_cache: RunNoCache = False,
 ) -> None:
-    """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again."""
+    """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again.
+
+    A comparison's run (orchestrator compare) prints its decision and exits with its code."""
     from .. import api
 
     cached = _cache_setting(cache, no_cache)
     reason = _live(run, lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached))
     if reason is None:
         err_console.print(f"{run}: the run has already finished ({api.status(run)['stop_reason']}); nothing to do")
+    else:
+        _finished(run, f"finished: {reason}", report)
+    _exit_with_comparison(api.ranking(run).get("comparison"), say=True)
+
+
+def _exit_with_comparison(comparison: dict | None, *, say: bool = False) -> None:
+    """A command that reports on a comparison's run file exits with the comparison's own code
+    (docs/compare.md), so a pipeline that looks again reads the same answer; ``say``: print the
+    decision first (a resume's output would otherwise not show it)."""
+    if comparison is None:
         return
-    _finished(run, f"finished: {reason}", report)
+    if say:
+        out_console.print(comparison["sentence"] + f" (α = {comparison['alpha']:g}; exit {comparison['exit_code']})", soft_wrap=True)
+    if comparison["exit_code"]:
+        raise typer.Exit(comparison["exit_code"])
 
 
 @app.command("extend")
@@ -182,14 +197,17 @@ def report_cmd(
 
 @app.command("status")
 def status_cmd(run: Path = run_argument("Run file."), as_json: AsJson = False) -> None:
-    """Budget spent, rounds, requests, failures, current ranking and its uncertainty."""
+    """Budget spent, rounds, requests, failures, current ranking and its uncertainty.
+
+    A comparison's run file (orchestrator compare) exits with the comparison's own code."""
     from .. import api
 
     summary = api.status(run)
     if as_json:
         print(json.dumps(summary))
-        return
-    print_status(summary)
+    else:
+        print_status(summary)
+    _exit_with_comparison(summary.get("comparison"))
 
 
 @app.command("rank")
@@ -204,7 +222,9 @@ def rank_cmd(
         help="The model's figures too: scores (log-strength), entropy, each judge's sharpness, precision, position bias.",
     ),
 ) -> None:
-    """The ranking with rank intervals (PoE posterior on every committed judgment)."""
+    """The ranking with rank intervals (PoE posterior on every committed judgment).
+
+    A comparison's run file (orchestrator compare) exits with the comparison's own code."""
     from .. import api
 
     if not 0 < level < 1:
@@ -212,8 +232,9 @@ def rank_cmd(
     report = api.ranking(run, level=level)
     if as_json:
         print(json.dumps(report))
-        return
-    print_ranking(report, limit_groups=None if show_all else 5, details=details)
+    else:
+        print_ranking(report, limit_groups=None if show_all else 5, details=details)
+    _exit_with_comparison(report.get("comparison"))
 
 
 @app.command("export")

@@ -167,7 +167,7 @@ def simulate(
     err_console.print(f"wrote {n_records} judgments to {out_log} and {n_rows} responses to {out_responses} (truth field: quality)")
 
 
-judge_app = typer.Typer(no_args_is_help=True, help="Judges: run the embedded local judge.")
+judge_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Judges: run the embedded local judge.")
 app.add_typer(judge_app, name="judge")
 
 

@@ -5,8 +5,8 @@ nothing (``cached = True``, tokens and USD 0, what it was paid the first time in
 goes to the wrapped judge and, when it succeeds, is cached. The engine sees an ordinary judge.
 
 What makes two requests the same (:func:`cache_key`): the judge's identity (:func:`judge_identity`:
-model, address — the embedded model's name rather than its port —, logprobs settings, samples,
-prefill, every extra sampling parameter), the template's digest, the rendered messages and the
+the provider class a profile names, model, address — the embedded model's name rather than its
+port —, logprobs settings, samples, prefill, every extra sampling parameter), the template's digest, the rendered messages and the
 repeat index. A judge sampled at temperature > 0 thus gives repeat 0 and repeat 1 separate samples,
 as without the cache, while a re-run asks neither again. The run's name, the judge's profile name,
 timeouts and prices are not part of it.
@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..errors import OrchestratorError
 from ..store.cache import JudgmentCache
+from .answers import check_answer
 from .client import Judge, JudgeProfile, JudgeRequest, Judgment
 
 __all__ = ["CachingJudge", "cache_key", "default_cache_path", "judge_identity", "open_cache"]
@@ -75,7 +76,10 @@ def judge_identity(profile: JudgeProfile, api_base: str | None) -> dict[str, Any
     # credentials in an address (https://user:pass@host) decide who pays, not what is answered:
     # they are no part of the identity, which runs store (a rotated password keeps the cache)
     address = _WITHOUT_CREDENTIALS.sub("://", address)
+    # a provider from outside the package is its own judge, whatever model it names (often none)
+    provider = {"provider": profile.provider} if profile.provider else {}
     return {
+        **provider,
         "model": profile.model,
         "address": address,
         "logprobs": profile.logprobs,
@@ -138,6 +142,11 @@ class CachingJudge:
         self.remember(request, judgment)
         return judgment
 
+    def quote(self, request: JudgeRequest) -> tuple[int, int, float] | None:
+        """The wrapped judge's quote for ``request`` (a cached answer costs less, never more)."""
+        quote = getattr(self.inner, "quote", None)
+        return quote(request) if quote is not None else None
+
     def lookup(self, request: JudgeRequest) -> Judgment | None:
         """The cached answer to ``request`` as a free judgment (``cached``), or None (a miss)."""
         if self.broken is not None:
@@ -175,8 +184,12 @@ class CachingJudge:
         )
 
     def remember(self, request: JudgeRequest, judgment: Judgment) -> None:
-        """Keep a successful, paid answer (secrets redacted as in the run file)."""
+        """Keep a successful, paid answer that passes the checks every stored answer passes
+        (:mod:`.answers`; secrets redacted as in the run file)."""
         if judgment.status != "ok" or judgment.cached or self.broken is not None:
+            return
+        judgment = check_answer(request, judgment)
+        if judgment.status != "ok":
             return
         from ..secrets import redact_json
 

@@ -348,8 +348,11 @@ def _after_thinking(dumps: list[dict], markers: list[str], options: list[str]) -
             continue
         message = dict(choices[0].get("message") or {})
         text = message.get("content") if isinstance(message.get("content"), str) else ""
-        answer, _, error = after_thinking(text or "")
         field = message.get("reasoning_content")
+        if isinstance(field, str) and field.strip():  # the thinking came in its own field: the content is the whole answer
+            answer, error = text or "", None
+        else:
+            answer, _, error = after_thinking(text or "")
         unread = text if error else field if not answer.strip() and isinstance(field, str) else None
         last_line = closing_verdict(unread, markers, options) if unread else None
         if last_line is not None:

@@ -318,21 +318,23 @@ def extract_options(
     return Extraction([], top, error=_join(f"no log-probabilities and no parsable verdict in {text[:120]!r}", invalid))
 
 
-_NUMBER = re.compile(r"\s*[:=]?\s*\**\s*(\d+(?:\.\d+)?)(?![\d.eE])\s*(%|/\s*100|/\s*10\b)?")
-"""A plain number (never the start of ``1e5`` or ``85.5.5``), with an optional ``%``, ``/100`` or ``/10``."""
+_NUMBER = re.compile(r"\s*[:=]?\s*\**\s*(\d+(?:[.,]\d+)?)(?![\d.,eE])\s*(%|/\s*100|/\s*10\b)?")
+"""A plain number, its decimal mark a point or a comma (``0,8``), never the start of ``1e5``,
+``85.5.5`` or ``0,8,1``, with an optional ``%``, ``/100`` or ``/10``."""
 
 
 def stated_confidence(text: str, marker: str) -> tuple[float | None, str | None]:
     """``(confidence in [0, 1], note)``: the number after the last ``marker`` in ``text`` — ``80``,
-    ``80%``, ``80/100`` and ``0.8`` are all 0.8, ``8/10`` too; ``None`` with a note when there is no
-    marker, no number after it, or a number outside 0–100."""
+    ``80%``, ``80/100``, ``0.8`` and ``0,8`` are all 0.8, ``8/10`` too; ``None`` with a note when
+    there is no marker, no number after it (a number it cannot read is no number, never 0), or a
+    number outside 0–100."""
     at = text.casefold().rfind(marker.casefold())
     if at < 0:
         return None, f"no stated confidence (no {marker!r} in the answer)"
     found = _NUMBER.match(text, at + len(marker))
     if not found:
         return None, f"no number after {marker!r}: stated confidence not read"
-    value, unit = float(found.group(1)), (found.group(2) or "").replace(" ", "")
+    value, unit = float(found.group(1).replace(",", ".")), (found.group(2) or "").replace(" ", "")
     if unit == "/10":
         value /= 10
     elif unit or value > 1:

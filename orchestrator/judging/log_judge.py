@@ -25,6 +25,9 @@ class LogJudge:
     """Answers a request with the logged judgment of the same judge, prompt, shown candidates (in
     order), kind and repeat; a request the log does not hold is a permanent ``not_in_log`` failure."""
 
+    answers_from_log = True
+    """Its answers are a log's records, checked against the log format (:func:`~.answers.answer_problem`)."""
+
     def __init__(self, name: str, records: list[LogRecord]):
         self.name = name
         self._answers: dict[tuple[str, tuple[str, ...], str, int], list[LogRecord]] = defaultdict(list)
@@ -42,6 +45,17 @@ class LogJudge:
     def holds(self, prompt_id: str, candidates: tuple[str, ...], kind: str, repeat: int = 0) -> bool:
         """Whether the log can answer this request (planners ask only what it can, in replay)."""
         return (prompt_id, tuple(candidates), kind, repeat) in self._answers
+
+    def quote(self, request: JudgeRequest) -> tuple[int, int, float] | None:
+        """What answering ``request`` will be counted as — ``(completions, tokens, USD)``, as the
+        logged judgment says it cost — known before it is asked, so the run reserves at least that
+        much of its budget (None: the log does not hold it; the failure costs nothing)."""
+        found = self._answers.get((request.prompt_id, tuple(request.candidates), request.template.kind, request.repeat))
+        if not found:
+            return None
+        record = found[0]
+        completions = record.samples if record.method == "samples" and record.samples else 1
+        return completions, record.prompt_tokens + record.completion_tokens, record.cost_usd
 
     async def judge(self, request: JudgeRequest) -> Judgment:
         kind = request.template.kind

@@ -5,6 +5,7 @@ the same prompts, judged head to head in both shown orders, with a decision vali
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +29,10 @@ class CompareConfig(BaseModel):
     within both (only with a margin above 0)."""
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     """The chance of any wrong decision, whenever it is looked at."""
+    require: Literal["better", "not-worse"] = "better"
+    """What passes the gate (exit 0): ``better`` only, or ``not-worse`` (better or equivalent).
+    Stored with the run, so every command that reports the comparison later (``resume``,
+    ``status``, ``rank``) exits with the same code."""
     template: str | None = None
     """A pairwise template (default: ``judging.pairwise_template``); through an ``anchor``, a
     reference template (default: the baseline run's, else ``raee-pairwise-summary``)."""

@@ -33,13 +33,45 @@ class JudgeRequest(BaseModel):
     """Completions to ask of a judge without log-probabilities (None: its profile's ``samples``);
     a PoE campaign asks one at a time and decides where the next goes (``sampling = "adaptive"``)."""
 
+    def answer(
+        self,
+        probs: dict[str, float] | list[dict[str, float]],
+        *,
+        method: Literal["logprobs", "verdict", "samples"] = "logprobs",
+        samples: int | None = None,
+        **fields: Any,
+    ) -> "Judgment":
+        """This request's successful judgment: ``probs`` (option → probability; a list of them for a
+        template that reads several positions) read by ``method`` — the judge's own probabilities
+        (``logprobs``), one parsed ``verdict``, or the shares of ``samples`` sampled verdicts.
+        Everything the request knows (key, template, kind, prompt, shown candidates) comes from it;
+        ``fields`` add the rest (``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``text``,
+        ``raw``, ``latency_s``, ``note``). The run checks it before storing it
+        (:mod:`orchestrator.judging.answers`)."""
+        vectors = [dict(probs)] if isinstance(probs, dict) else [dict(p) for p in probs]
+        extra: dict[str, Any] = {"samples": samples, "completions": samples} if method == "samples" else {}
+        if method == "verdict":
+            extra["samples"] = 1
+        return Judgment(**self._identity(), status="ok", probs=vectors, method=method, **{**extra, **fields})
+
+    def failure(self, error: str, *, error_type: str = "other", retryable: bool = False, **fields: Any) -> "Judgment":
+        """This request's failed judgment: ``error`` says why; ``retryable`` when asking again may
+        help (rate limits, timeouts: the run retries with backoff); ``fields`` as for :meth:`answer`."""
+        return Judgment(**self._identity(), status="failed", error=error, error_type=error_type, retryable=retryable, **fields)
+
+    def _identity(self) -> dict[str, Any]:
+        return dict(
+            key=self.key, template=self.template.name, kind=self.template.kind, prompt_id=self.prompt_id, candidates=list(self.candidates)
+        )
+
 
 class Judgment(BaseModel):
     """What one judge call produced (stored whole in the run database)."""
 
     key: str
     """The request's idempotency key (:func:`request_key`)."""
-    judge: str
+    judge: str = ""
+    """The judge's profile name (the run fills it in)."""
     template: str
     kind: str
     """``pairwise``, ``absolute``, ``reference`` or ``multi``."""

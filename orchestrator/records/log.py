@@ -36,6 +36,10 @@ M = TypeVar("M", bound=BaseModel)
 MAX_ID_CHARS = 512
 """Longest prompt id, candidate or judge name."""
 
+MAX_SAMPLES = 1000
+"""Most sampled verdicts one judgment may stand for (a judge profile asks at most 64): a larger
+count is a broken log, and it would weigh one judgment as thousands and its cost as many calls."""
+
 
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """Unicode's bidirectional formatting characters: in a name they reorder what is displayed around
@@ -89,12 +93,12 @@ class LogRecord(BaseModel):
     completion_tokens: int = Field(default=0, ge=0)
     cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """What the judgment cost (exports): a re-run from the log spends, and budgets, the same."""
-    method: str | None = None
+    method: Literal["logprobs", "verdict", "samples", "log"] | None = None
     """How the probabilities were read: ``logprobs`` (the judge's stated option probabilities),
     ``verdict`` (one parsed answer: one option 1, the rest 0), ``samples`` (the shares of
     ``samples`` sampled verdicts), ``log`` (answered from another log); None: not stated (read as
     log-probabilities). Verdicts and samples are fitted as counts (:mod:`orchestrator.poe.verdicts`)."""
-    samples: int | None = Field(default=None, ge=1)
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
     """How many sampled verdicts a ``samples`` (or ``verdict``: 1) judgment's shares come from."""
     stated: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     """The confidence the judge stated in its ``verdict`` (0–1); calibrated before use (:mod:`orchestrator.poe.stated`)."""

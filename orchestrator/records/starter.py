@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -170,8 +171,6 @@ def write_starter(options: StarterOptions) -> Path:
         ("--responses", str(options.responses)),
         ("--name", options.name),
         ("--judge", options.judge),
-        ("--task", options.task),
-        ("--criterion", options.criterion),
         ("--api-base", options.api_base or ""),
         ("--anchor", options.anchor or ""),
         ("--truth", options.truth or ""),
@@ -191,6 +190,15 @@ def write_starter(options: StarterOptions) -> Path:
     if not options.name:
         options = replace(options, name=re.sub(r"[^A-Za-z0-9_.-]", "-", out.stem)[:120] or "run")
     text = starter_config(dataset, options)
+    # the task and criterion are written as TOML strings, escaped (several lines included): refuse only
+    # what a TOML file cannot hold (a lone surrogate), by reading the written text back
+    try:
+        back = tomllib.loads(text.encode("utf-8").decode("utf-8"))["judging"]
+    except (tomllib.TOMLDecodeError, UnicodeError) as exc:
+        raise OrchestratorError(f"--task/--criterion: cannot be written as a TOML string ({exc})") from None
+    for option, value in (("--task", options.task), ("--criterion", options.criterion)):
+        if back.get(option[2:]) != value:
+            raise OrchestratorError(f"{option} {value!r} cannot be written as a TOML string; use plain text")
     with out.open("x", encoding="utf-8") as fh:  # "x": a file that appeared meanwhile is never overwritten
         fh.write(text)
     return out

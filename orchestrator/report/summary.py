@@ -39,21 +39,29 @@ def failures_said(judgments) -> str:
     return f"; {len(failed)} failed: {said}" + (f" — {advice}" if advice else "")
 
 
-def summary_text(data: ReportData) -> str:
-    """One paragraph (plain text): what the run found, what is still uncertain, what it spent."""
-    groups = [g for g in data.ranking.get("groups", []) if g.get("ranking")]
-    calls = len(data.judgments)
-    usd = sum(r.cost_usd for r in data.judgments)
-    tokens = sum(r.prompt_tokens + r.completion_tokens for r in data.judgments)
-    cached = sum(1 for r in data.judgments if getattr(r, "cached", False))
-    spent = (
+def spent_said(judgments: list) -> str:
+    """``It spent N judge calls, T tokens and $U``: what the budget counts — paid completions (k
+    sampled verdicts are k), not requests —, with what was answered free and what failed."""
+    calls = sum(r.completions or 1 for r in judgments)
+    requests = len(judgments)
+    usd = sum(r.cost_usd for r in judgments)
+    tokens = sum(r.prompt_tokens + r.completion_tokens for r in judgments)
+    cached = sum(1 for r in judgments if getattr(r, "cached", False))
+    return (
         f"It spent {calls} judge calls"
+        + (f" over {requests} requests" if requests != calls else "")
         + (f" ({cached} answered from the judgment cache at no cost)" if cached else "")
         + f", {tokens:,} tokens"
         + (f" and ${usd:.4f}" if usd else "")
-        + failures_said(data.judgments)
+        + failures_said(judgments)
         + "."
     )
+
+
+def summary_text(data: ReportData) -> str:
+    """One paragraph (plain text): what the run found, what is still uncertain, what it spent."""
+    groups = [g for g in data.ranking.get("groups", []) if g.get("ranking")]
+    spent = spent_said(data.judgments)
     reason = data.run.get("stop_reason") or ""
     status = f"The run is {data.run.get('status', '?')}" + (f" ({reason})" if reason else "") + "."
     comparison = data.ranking.get("comparison")

@@ -6,10 +6,12 @@ answer is handed to ``commit`` as it arrives; a drain (:mod:`.signals`) stops ne
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..judging.answers import check_answer
 from ..judging.batch import BatchClient
 from ..judging.cache import CachingJudge
 from ..judging.client import Judge, JudgeRequest, Judgment, LiteLLMJudge
@@ -61,6 +63,31 @@ class RoundDispatcher:
             samples=row.reserved_calls,
         )
 
+    def store_answer(self, row: PlannedRequest, judgment: Judgment, attempts: int, round_no: int) -> None:
+        """Commit one answer, from whatever judge, as the checks allow it (:func:`check_answer`)."""
+        outer = self.judges.get(row.judge)
+        from_log = getattr(outer.inner if isinstance(outer, CachingJudge) else outer, "answers_from_log", False)
+        self.commit(row, check_answer(self.request(row), judgment, judge=row.judge, from_log=from_log), attempts, round_no)
+
+    def quoted(self, unit: list[PlannedRequest]) -> list[PlannedRequest]:
+        """``unit`` with each request's reservation raised to what its judge says answering it will
+        cost, where the judge knows before it is asked (a judgment log: its ``quote``), so no answer
+        is counted past the budget."""
+        out = []
+        for row in unit:
+            quote = getattr(self.judges.get(row.judge), "quote", None)
+            said = quote(self.request(row)) if quote is not None else None
+            if said is not None:
+                calls, tokens, usd = said
+                row = dataclasses.replace(
+                    row,
+                    reserved_calls=max(row.reserved_calls, calls),
+                    reserved_tokens=max(row.reserved_tokens, tokens),
+                    reserved_usd=max(row.reserved_usd, usd),
+                )
+            out.append(row)
+        return out
+
     def batched(self, judge: str) -> LiteLLMJudge | None:
         """The litellm judge behind ``judge`` (behind the cache, if any) when its profile says
         ``batch = true``, else None."""
@@ -76,7 +103,7 @@ class RoundDispatcher:
             judge,
             BatchClient(inner),
             request=self.request,
-            commit=lambda row, judgment, attempts: self.commit(row, judgment, attempts, round_no),
+            commit=lambda row, judgment, attempts: self.store_answer(row, judgment, attempts, round_no),
             sleep=self.wait,
             draining=lambda: self.drain.draining,
             max_attempts=self.config.dispatch.max_attempts,
@@ -112,7 +139,7 @@ class RoundDispatcher:
                     self.in_flight_calls -= 1
             if self.drain.draining and judgment.status == "failed" and judgment.retryable:
                 return  # a retry would have followed: pending, sent again on resume
-            self.commit(row, judgment, attempts, round_no)
+            self.store_answer(row, judgment, attempts, round_no)
 
         async def batch(judge: str, judge_rows: list[PlannedRequest]) -> None:
             await self._batch_runner(judge, round_no).run(judge_rows, round_no)

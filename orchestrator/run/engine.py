@@ -324,7 +324,7 @@ class RunEngine:
         if not isinstance(plan, Plan):
             return StopReason(plan, "campaign"), round_no, None
         spend = self.store.planning_spend(cutoff)
-        kept, budget_reason = fit_budget(plan.units, spend, self.config.budget)
+        kept, budget_reason = fit_budget([self.dispatcher.quoted(unit) for unit in plan.units], spend, self.config.budget)
         if self.pilot is not None:  # a pilot pays for at most `pilot` calls, whatever the round's size
             room = self.pilot - spend.calls
             while kept and sum(r.reserved_calls for unit in kept for r in unit) > room:

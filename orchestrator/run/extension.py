@@ -49,6 +49,11 @@ def extend(
 
     with open_run(run) as store:
         config = RunConfig.from_stored(store.config)
+        if config.compare is not None:
+            raise OrchestratorError(
+                f"{run}: a comparison's run is not extended (it compares its two systems, and its decision is kept); "
+                "to compare on more prompts or with a larger budget, run `orchestrator compare` on a new run name"
+            )
         current = store.dataset()
         new_prompts: dict[str, PromptRow] = load_prompts(prompts) if prompts is not None else {}
         by_prompt: dict[str, dict[str, ResponseText]] = {}

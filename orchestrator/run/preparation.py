@@ -11,6 +11,7 @@ from ..judging.client import JudgeProfile, get_profile
 from ..judging.providers import load_provider
 from ..records.config import RunConfig
 from ..records.dataset import Dataset, load_dataset
+from ..records.named_classes import module_origin, modules_beside
 from ..records.templates import Template, get_template
 from ..store import refuse_existing
 from .budget import judge_price, judge_prices, typical_cost, worst_case
@@ -57,6 +58,7 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     # against the prompts' reference texts one response per prompt is a comparison: a campaign of one
     # candidate ("evaluate my model against the anchor") needs no second one
     alone = config.reference is not None and config.reference.anchor == "dataset"
+    modules_beside(config.config_dir)  # a config is code: the modules beside it can be named
     dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses, min_candidates=1 if alone else 2))
     if config.data.truth is not None:
         missing = [(p, c) for p, by in dataset.responses.items() for c, r in by.items() if r.human.get(config.data.truth) is None]
@@ -80,7 +82,13 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
     from .planners import planner_for  # after the data checks: the planners import torch
 
     planner = planner_for(config)
-    templates = {role: get_template(name) for role, name in planner.roles(config).items()}
+    strange = [table for table in config.planner_tables if table != planner.kind]
+    if strange:
+        raise OrchestratorError(
+            f"[{strange[0]}] is not a section of a run config, nor the [{planner.kind}] section of the campaign kind "
+            f"{config.selection.planner} reads"
+        )
+    templates = {role: get_template(name, config.beside("prompts")) for role, name in planner.roles(config).items()}
     planner.check(config, dataset, templates)
     attribute = config.judging.attribute
     for role, template in templates.items():
@@ -102,11 +110,16 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
                 f"judging.attribute: {attribute!r} is not an attribute of template {template.name!r} "
                 f"(choose one of {', '.join(template.attributes)})"
             )
-    profiles = {name: get_profile(name) for name in config.judging.judges}
+    profiles = {name: get_profile(name, config.beside("judges")) for name in config.judging.judges}
     for name, profile in profiles.items():  # a provider that does not load is one line now, before anything is written
         if profile.provider:
             load_provider(profile.provider, judge=name)
     check_judges(profiles, templates, api_base=config.dispatch.api_base, need_keys=need_keys)
+    if config.compare is not None and config.compare.baseline_run is not None:
+        from ..judging.cache import judge_identity
+        from .planners.compare_anchor import check_baseline_judges
+
+        check_baseline_judges(config, {name: judge_identity(p, config.dispatch.api_base) for name, p in profiles.items()})
     prepared = Prepared(config, dataset, templates, profiles, people_profile(config))
     check_budget_fits(prepared)
     return prepared
@@ -204,7 +217,7 @@ def people_profile(config: RunConfig) -> JudgeProfile | None:
     """
     if config.judging.people is None:
         return None
-    profile = get_profile(config.judging.people)
+    profile = get_profile(config.judging.people, config.beside("judges"))
     if profile.kind != "human":
         raise OrchestratorError(
             f'judging.people: profile {config.judging.people!r} is a model; people are a profile with kind = "human" (judges/human.toml)'
@@ -252,8 +265,13 @@ def dry_run(prepared: Prepared) -> dict:
         est_tokens = min(est_tokens, config.budget.max_tokens)
     if config.budget.max_usd is not None:
         est_usd = min(est_usd, config.budget.max_usd)
+    named = [config.selection.planner] if config.selection.planner else []
+    named += [p.provider for p in prepared.profiles.values() if p.provider]
     return {
         "run_file": str(config.run_path),
+        # a config is code: say what it imports, and from where
+        "imports": "; ".join(f"{spec.partition(':')[0]} from {module_origin(spec)}" for spec in dict.fromkeys(named))
+        or "nothing outside the package",
         "prompts": len(dataset.prompts),
         "responses": dataset.n_responses,
         "groups": len(groups),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ..judging.answers import check_answer
 from ..judging.client import Judge
 from ..records.judgments import JudgeRequest
 from ..records.templates import Template
@@ -34,16 +35,15 @@ async def repeat_check(store: RunStore, judges: dict[str, Judge], embedded: set[
     rows = []
     for judge, pairs in chosen.items():
         for request, record in pairs:
-            again = await judges[judge].judge(
-                JudgeRequest(
-                    key=f"{request.key}:repeat-check",
-                    template=by_name[request.template],
-                    messages=request.messages,
-                    prompt_id=request.prompt_id,
-                    candidates=request.candidates,
-                )
+            asked = JudgeRequest(
+                key=f"{request.key}:repeat-check",
+                template=by_name[request.template],
+                messages=request.messages,
+                prompt_id=request.prompt_id,
+                candidates=request.candidates,
             )
-            value = p_first(again) if again.error is None else None
+            again = check_answer(asked, await judges[judge].judge(asked))
+            value = p_first(again) if again.status == "ok" else None
             if value is not None:
                 rows.append((request.key, judge, float(record.p_first), float(value)))
     if rows:

@@ -12,6 +12,7 @@ from typing import Callable
 from ..errors import OrchestratorError, RunFailed
 from ..judging.client import Judge, JudgeProfile, get_profile
 from ..records.config import RunConfig, load_config
+from ..records.named_classes import modules_beside
 from ..records.templates import Template
 from ..secrets import redact_json
 from ..store import RunStore, create_run, open_run
@@ -195,6 +196,7 @@ def resume(
             raise OrchestratorError(
                 f"{path}: the run's dispatch.api_base carried credentials, which are not stored; give the address again with --api-base URL"
             )
-        profiles = {name: get_profile(name) for name in config.judging.judges}
+        modules_beside(config.config_dir)  # resuming runs the config again: what it names may be imported
+        profiles = {name: get_profile(name, config.beside("judges")) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
         return _execute(store, config, store.templates(), profiles, progress, judges, cache)

@@ -87,7 +87,7 @@ def test_no_text_cell_reaches_a_spreadsheet_as_a_formula():
 # --- names that reach generated files -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field", ["out", "name", "task", "criterion"])
+@pytest.mark.parametrize("field", ["out", "name"])
 def test_init_refuses_control_characters_in_what_it_writes(tmp_path, field):
     prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=2)
     options = dict(prompts=prompts, responses=responses, out=tmp_path / "starter.toml", name="starter")
@@ -99,6 +99,20 @@ def test_init_refuses_control_characters_in_what_it_writes(tmp_path, field):
     with pytest.raises(OrchestratorError, match="control character"):
         write_starter(StarterOptions(**options))
     assert not list(tmp_path.glob("*.toml"))
+
+
+@pytest.mark.parametrize("field", ["task", "criterion"])
+def test_init_writes_a_newline_in_the_task_escaped_never_as_a_config_key(tmp_path, field):
+    """A task or criterion is free text written as an escaped TOML string: several lines are kept
+    as they are and can never start a key of their own."""
+    prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=2)
+    out = write_starter(
+        StarterOptions(prompts=prompts, responses=responses, out=tmp_path / "starter.toml", name="starter", **{field: "x\ny = 1"})
+    )
+    import tomllib
+
+    judging = tomllib.loads(out.read_text())["judging"]
+    assert judging[field] == "x\ny = 1" and "y" not in judging
 
 
 # --- a one-candidate reference campaign's dry run -------------------------------------------------

@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import OrchestratorError
+from ...judging.answers import check_answer
 from ...judging.cache import cache_key, judge_identity
-from ...judging.client import JudgeProfile, get_profile
+from ...judging.client import JudgeProfile, JudgeRequest, Judgment, get_profile
 from ...records.dataset import load_dataset
 from ...records.log import LogRecord, read_jsonl
 from ...records.templates import Template, get_template
@@ -86,6 +87,19 @@ def import_run(cache: JudgmentCache, run: str | Path) -> ImportResult:
     return ImportResult(read, added, skipped)
 
 
+def _shown_texts(record: LogRecord, prompt: Any, dataset: Any, where: str, responses: str | Path) -> list[str]:
+    """The texts a log line's request showed, in order (the prompt's reference text for the anchor)."""
+    texts = []
+    for candidate in record.candidates:
+        if candidate == DATASET_ANCHOR and record.kind == "reference" and prompt.reference:
+            texts.append(prompt.reference)
+        elif candidate in dataset.responses.get(record.prompt_id, {}):
+            texts.append(dataset.responses[record.prompt_id][candidate].text)
+        else:
+            raise OrchestratorError(f"{where}: no response of {candidate!r} to prompt {record.prompt_id!r} in {responses}")
+    return texts
+
+
 def _profile(name: str, source: str | Path) -> JudgeProfile:
     try:
         return get_profile(name)
@@ -142,14 +156,7 @@ def import_log(
         prompt = dataset.prompts.get(record.prompt_id)
         if prompt is None:
             raise OrchestratorError(f"{where}: prompt {record.prompt_id!r} is not in {prompts}")
-        texts = []
-        for candidate in record.candidates:
-            if candidate == DATASET_ANCHOR and record.kind == "reference" and prompt.reference:
-                texts.append(prompt.reference)
-            elif candidate in dataset.responses.get(record.prompt_id, {}):
-                texts.append(dataset.responses[record.prompt_id][candidate].text)
-            else:
-                raise OrchestratorError(f"{where}: no response of {candidate!r} to prompt {record.prompt_id!r} in {responses}")
+        texts = _shown_texts(record, prompt, dataset, where, responses)
         messages = render_messages(tpl, prompt, texts, attribute=attribute or row.get("attribute"), prefill=profile.prefill)
         judgment = {
             "template": tpl.name,
@@ -158,7 +165,8 @@ def import_log(
             "candidates": record.candidates,
             "status": "ok",
             "probs": [record.probs],
-            "method": row.get("method") if row.get("method") in ("logprobs", "verdict", "samples", "log") else "log",
+            "method": record.method or "log",
+            "samples": record.samples,
             "text": row.get("text") or "",
             "top_logprobs": row.get("top_logprobs") or [],
             "prompt_tokens": record.prompt_tokens,
@@ -166,6 +174,11 @@ def import_log(
             "cost_usd": record.cost_usd,
             "note": f"imported from {Path(log).name}",
         }
+        # the checks every stored answer passes (the log's record may hold levels the template does not)
+        request = JudgeRequest(key="import", template=tpl, messages=messages, prompt_id=record.prompt_id, candidates=record.candidates)
+        checked = check_answer(request, Judgment.model_validate({**judgment, "key": "import"}))
+        if checked.status != "ok":
+            raise OrchestratorError(f"{where}: {checked.error}")
         read += 1
         key = cache_key(identity, tpl.digest, messages, record.repeat)
         added += cache.put(key, model=identity["model"], template_digest=tpl.digest, repeat=record.repeat, judgment=judgment)

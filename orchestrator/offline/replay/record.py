@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import OrchestratorError
+from ...judging.answers import check_answer
 from ...judging.client import Judge, JudgeRequest, Judgment
 from ...judging.dispatch import RetryPolicy, call_with_retries
 from ...outputs import check_output, open_output
@@ -143,6 +144,7 @@ async def record(
             nonlocal finished
             async with semaphore:
                 judgment, _ = await call_with_retries(judge, request, policy)
+            judgment = check_answer(request, judgment, judge=judge.name)
             if judgment.status == "ok":
                 fh.write(json.dumps(_log_line(judgment, kind, attribute)) + "\n")
                 fh.flush()

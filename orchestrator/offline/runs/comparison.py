@@ -38,17 +38,19 @@ def exit_code(decision: str, require: str = "better") -> int:
     return EXIT_CODES[decision]
 
 
-def comparison(path: str | Path, *, require: str = "better") -> dict[str, Any]:
-    """The decision of the compare run at ``path`` (read-only)."""
+def comparison(path: str | Path, *, require: str | None = None) -> dict[str, Any]:
+    """The decision of the compare run at ``path`` (read-only); ``require``: what passes (default:
+    the run's own ``compare.require``)."""
     with open_run(path, write=False) as store:
         return comparison_in(store, require=require)
 
 
-def comparison_in(store: RunStore, *, require: str = "better") -> dict[str, Any]:
+def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, Any]:
     """:func:`comparison` of an open run file."""
     config = RunConfig.from_stored(store.config)
     section = config.compare
     assert section is not None
+    require = require or section.require
     if section.anchor is not None:
         return _anchored(store, config, require)
     dataset = store.dataset()

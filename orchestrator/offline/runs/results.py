@@ -93,6 +93,10 @@ def _flags(dataset: Dataset) -> dict[str, list[str]]:
     return candidate_flags(answers)
 
 
+NOTHING_JUDGED = "No judgment has succeeded yet: nothing is ranked and no leader is named (the order shown is the data's)."
+"""The warning of a ranking read before any judgment succeeded."""
+
+
 def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[list, list] | None) -> dict:
     config = RunConfig.from_stored(store.config)
     dataset = store.dataset()
@@ -146,6 +150,8 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
         if row.p_first is not None and len(row.candidates) == 2
     )
     warnings, leader = information_warnings(tests)
+    if not any(entry["judged"] for entry in out):  # no claim from no data: nothing leads
+        warnings, leader = [NOTHING_JUDGED, *warnings], False
     return {
         "run": str(path),
         "scope": config.data.scope,
@@ -212,11 +218,14 @@ def _add_people(store: RunStore, scope: str, groups: list, posteriors: list, ent
 def _forecast(store, config: RunConfig, posteriors: list) -> dict | None:
     """Expected calls, tokens and USD to the stopping rule (PoE runs with a pilot; :mod:`orchestrator.run.forecast`)."""
     from ...run.forecast import forecast
-    from ...run.planners import planner_for
+    from ...run.planners import builtin_planner_for
 
+    planner = builtin_planner_for(config)
+    if planner is None:  # a campaign kind from outside the package: reading a run imports none of its code
+        return None
     dataset = store.dataset()
     n_judges = len(config.judging.judges)
-    possible = planner_for(config).possible_requests(config, dataset, n_judges)
+    possible = planner.possible_requests(config, dataset, n_judges)
     return forecast(store, config, posteriors, n_judges=n_judges, possible=possible)
 
 
@@ -254,7 +263,9 @@ def status(path: str | Path) -> dict:
         "mean_entropy": round(sum(g["entropy"] for g in groups) / len(groups), 4) if poe and groups else None,
         "max_adjacent_reorder": max(g["max_adjacent_reorder"] for g in groups) if poe and groups else None,
         # no leader where no judge carries information: the warnings say why
-        "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5]} if rank.get("leader", True) else {},
+        "top": {g["group"]: [r["candidate"] for r in g["ranking"][:3]] for g in groups[:5] if g.get("judged", True)}
+        if rank.get("leader", True)
+        else {},
         "warnings": rank.get("warnings", []),
         "forecast": forecast,
         "deployments": deployments,

@@ -28,6 +28,7 @@ __all__ = [
     "ComparePlanner",
     "AnchoredComparePlanner",
     "planner_for",
+    "builtin_planner_for",
     "reference_items",
 ]
 
@@ -49,11 +50,21 @@ def __getattr__(name: str) -> Any:
 
 
 def planner_for(config: RunConfig) -> Any:
-    """The planner class of a config's campaign (:attr:`RunConfig.campaign`)."""
+    """The planner class of a config's campaign (:attr:`RunConfig.campaign`): for a campaign kind
+    from outside the package, the class its ``selection.planner`` names, imported — only commands
+    that run a config call this; those that read a run file use :func:`builtin_planner_for`."""
     if config.selection.planner is not None:  # a campaign kind from outside the package
         from .doors import load_planner
 
         return load_planner(config.selection.planner)
+    return builtin_planner_for(config)
+
+
+def builtin_planner_for(config: RunConfig) -> Any:
+    """The planner class of a config's campaign when it is one of this package's, else None. Never
+    imports anything a config names: a run file is data, and reading it runs no code of its own."""
+    if config.selection.planner is not None:
+        return None
     name = PLANNERS[config.campaign]
     if name == "ComparePlanner" and config.compare is not None and config.compare.anchor is not None:
         return AnchoredComparePlanner  # the same campaign, through an anchor

@@ -105,6 +105,14 @@ class Planner(Protocol):
         display (``cutoff`` None: on everything, at the end of the run)."""
 
 
+def own_section(config: RunConfig, kind: str) -> Any:
+    """A campaign kind's own config section: this package's (``config.reference``…) or, for a kind
+    from outside the package, its ``[<kind>]`` table (``config.planner_tables``); None without one."""
+    if kind in type(config).model_fields:
+        return getattr(config, kind)
+    return config.planner_tables.get(kind)
+
+
 class PlannerBase:
     """A planner with the protocol's defaults: a campaign that fits no posterior while it runs, has
     no stopping rule of its own and nothing to forecast, and keeps every committed judgment in
@@ -119,23 +127,25 @@ class PlannerBase:
     largest_fit: int = 2
     """No posterior is fitted while the campaign runs (the engine's torch threads follow it)."""
     section: Any
-    """The campaign's own config section, ``config.<kind>`` (None for a kind without one)."""
+    """The campaign's own config section: ``config.<kind>`` for this package's kinds; for a kind
+    from outside the package, its ``[<kind>]`` table as a dict (None for a kind without one)."""
 
     def __init__(self, ctx: PlanContext) -> None:
         self.ctx = ctx
         self.rows: list[JudgmentRecord] = []
-        self.section = getattr(ctx.config, self.kind, None)
+        self.section = own_section(ctx.config, self.kind)
 
     @classmethod
     def roles(cls, config: RunConfig) -> dict[str, str]:
-        """The template the campaign's own section names (``config.<kind>.template``), in its ``role``."""
-        section = getattr(config, cls.kind, None)
-        if section is None or not getattr(section, "template", None):
+        """The template the campaign's own section names (``template`` in ``[<kind>]``), in its ``role``."""
+        section = own_section(config, cls.kind)
+        template = section.get("template") if isinstance(section, dict) else getattr(section, "template", None)
+        if not isinstance(template, str) or not template:
             raise OrchestratorError(
                 f"selection.planner: {cls.__name__} (kind {cls.kind!r}) has no [{cls.kind}] section naming a template: "
                 "write its roles(config) (docs/extending.md)"
             )
-        return {cls.role: section.template}
+        return {cls.role: template}
 
     @staticmethod
     def check(config: RunConfig, dataset: Dataset, templates: dict) -> None:

@@ -156,8 +156,17 @@ def decision_summary(decision: str, candidate: str, baseline: str) -> dict:
     return no_summary([candidate] if decision == "better" else [baseline] if decision == "worse" else [])
 
 
+NO_PROMPT_READ = (
+    "no prompt has been judged in both shown orders by every judge yet (a prompt counts once both orders are answered; "
+    "a log that holds one shown order per prompt cannot decide)"
+)
+"""What a comparison says before any prompt can be read."""
+
+
 def describe(found: Decision, margin: float, baseline: str) -> str:
     """``better than BASELINE by at least M points (…)``: the decision in words, with its interval."""
+    if found.at == 0:  # no prompt read yet: no win rate to state
+        return f"not yet known against {baseline}: {NO_PROMPT_READ}"
     span = f"win rate over {baseline} {50 + found.difference:.1f}% (anytime-valid interval {50 + found.low:.1f}–{50 + found.high:.1f}%)"
     if found.decision == "better":
         return f"better than {baseline}" + (f" by at least {margin:g} points" if margin else "") + f": {span}"

@@ -12,6 +12,7 @@ orders the baseline was, by the same judges, so a judge's position bias enters b
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
@@ -86,6 +87,8 @@ def anchored_decision(outcomes: np.ndarray, margin: float, alpha: float) -> Deci
 
 def describe_anchored(found: Decision, margin: float, baseline: str, anchor: str) -> str:
     """The decision in words, with its interval."""
+    if found.at == 0:  # no prompt read yet: no difference to state
+        return f"not yet known against {baseline}: no prompt has both systems judged against {anchor} yet"
     span = (
         f"{found.difference:+.1f} points of win rate against {anchor} compared with {baseline} "
         f"(anytime-valid interval {found.low:+.1f} to {found.high:+.1f} points)"
@@ -123,6 +126,44 @@ def baseline_snapshot(path: Path, baseline: str, anchor: str) -> dict:
         "digest": file_sha256(Path(path)),
         "payload": {"baseline": baseline, "anchor": anchor, "judgments": judgments},
     }
+
+
+ANSWERING = ("provider", "model", "logprobs", "top_logprobs", "samples", "prefill", "params")
+"""What about a judge decides its answers (:func:`orchestrator.judging.cache.judge_identity`
+without the address, which may move between machines)."""
+
+
+def check_baseline_judges(config: RunConfig, identities: dict[str, dict | None]) -> None:
+    """Refuse a ``baseline_run`` whose judges answered as another model than the profiles of the
+    same names would now (an edited profile): the candidate would be judged by a different judge
+    than the baseline was. ``identities``: each of this run's judges' identity now; the baseline
+    run's are those it recorded (a run answered from a log, or made before identities were
+    recorded, has none to compare).
+
+    Raises:
+        OrchestratorError: one line naming the judge and what changed."""
+    from ...secrets import redact_json
+    from ...store import open_run
+    from ...store.identities import read_identities
+
+    section = config.compare
+    if section is None or section.baseline_run is None or not Path(section.baseline_run).is_file():
+        return
+    with open_run(section.baseline_run, write=False) as store:
+        history = read_identities(store)
+    for judge, current in identities.items():
+        then = history.at(judge, float("inf")) if history else None
+        now = None if current is None else json.loads(json.dumps(redact_json(current), sort_keys=True, default=str))  # as stored
+        if then is None or now is None:
+            continue
+        changed = [field for field in ANSWERING if then.get(field) != now.get(field)]
+        if changed:
+            field = changed[0]
+            raise OrchestratorError(
+                f"compare.baseline_run: judge {judge!r} answered the baseline in {section.baseline_run} with {field} = "
+                f"{then.get(field)!r}; its profile now says {now.get(field)!r}: the candidate would be judged by another judge "
+                "than the baseline was. Restore the profile, or judge the baseline again in this run (drop baseline_run)"
+            )
 
 
 class AnchoredComparePlanner(PlannerBase):
