@@ -216,6 +216,23 @@ GOALS: list[Goal] = [
         ),
     ),
     Goal(
+        "reliability-6",
+        "#69",
+        "the sixth reliability campaign: judge answers checked from every source, code named by data never imported by a reader, the gate's exits, budgets, logs, thinking and words; ≥ 40 new cases with property tests",
+        "reliability.suite",
+        "tests/reliability/test_judge_answers.py tests/reliability/test_provider_kills.py tests/reliability/test_code_and_data.py tests/reliability/test_gate_exits.py tests/reliability/test_logs_words_budgets.py",
+        "tests/reliability/test_judge_answers.py tests/reliability/test_provider_kills.py tests/reliability/test_code_and_data.py tests/reliability/test_gate_exits.py tests/reliability/test_logs_words_budgets.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests(
+            "tests/reliability/test_judge_answers.py",
+            "tests/reliability/test_provider_kills.py",
+            "tests/reliability/test_code_and_data.py",
+            "tests/reliability/test_gate_exits.py",
+            "tests/reliability/test_logs_words_budgets.py",
+        ),
+    ),
+    Goal(
         "suite-time",
         "#32",
         "the whole suite ≤ 15 min on 2 cores",

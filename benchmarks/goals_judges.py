@@ -38,6 +38,16 @@ JUDGE_GOALS: list[Goal] = [
         readers.gate_power_verdict,
     ),
     Goal(
+        "compare-cost",
+        "#70",
+        "is mine better at the cost the question needs: false decisions ≤ α (≥ 1,000 comparisons on AlpacaEval through the anchor, both designs, the new stops); a 3-point difference at power ≥ 0.8 — planned ≤ 1.1× a fixed test's prompts at most, ≤ 0.85× on average; anytime ≤ 1.5× and ≤ 1.0×; 10 points ≤ 1.2×; no-op changes ≥ 80% stopped early with not better or equivalent, none better or worse",
+        "validity.compare_cost",
+        "--runs 200 --seeds 3",
+        "--quick",
+        readers_compare.compare_cost_figure,
+        readers_compare.compare_cost_verdict,
+    ),
+    Goal(
         "board-claims",
         "#60",
         'a one-candidate reference campaign placed on a board with `allocation = "adaptive"` spends its budget or stops with a true claim about the board\'s models (AlpacaEval: every model in turn the newcomer on the other 36, through `orchestrator run`)',

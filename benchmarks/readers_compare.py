@@ -49,3 +49,56 @@ def rows_monotone_verdict(r: Record) -> str:
     if any("rows_monotone" not in x for x in rows):
         return "not measured"
     return "met" if all(x["rows_monotone"] for x in rows) else "not met"
+
+
+def _cost_rows(r: Record) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """The four tables of ``validity.compare_cost``: false decisions, 3-point, 10-point, no-op changes."""
+    tables = r["figures"]["tables"]
+    return tables[0], tables[1], tables[2], tables[3]
+
+
+def compare_cost_figure(r: Record) -> str:
+    errors, three, ten, noop = _cost_rows(r)
+    worst = max(float(row["share"]) for row in errors)
+    total = sum(int(row["comparisons (A/A)"].split()[0]) for row in errors)
+    said = [f"false decisions at most {worst:.3f} over {total} comparisons (both designs, margins 0 and 2, probabilities and verdicts)"]
+    for name, rows in (("3 points", three), ("10 points", ten)):
+        for row in rows:
+            said.append(
+                f"{name}, {row['design']}: power {row['power (min–max over pairs)']}, mean {row['mean prompts (× fixed), mean over pairs']}, "
+                f"most {row['most prompts (× fixed)']}"
+            )
+    for row in noop:
+        said.append(
+            f"no-op, {row['design']}: {row['with not better or equivalent']} stopped early (not better/equivalent), {row['better or worse']} better/worse"
+        )
+    return "; ".join(said)
+
+
+def _ratio(text: str) -> float:
+    return float(text.split("×")[0])
+
+
+def compare_cost_verdict(r: Record) -> str:
+    """The issue's targets: false decisions ≤ α; 3 points at power ≥ 0.8 — planned ≤ 1.1× at most and
+    ≤ 0.85× on average, anytime ≤ 1.5× and ≤ 1.0×; 10 points ≤ 1.2× on average (the default design);
+    no-op changes ≥ 80% stopped early with not better or equivalent, none better or worse (default)."""
+    errors, three, ten, noop = _cost_rows(r)
+    by = {row["design"]: row for row in three}
+    ten_by = {row["design"]: row for row in ten}
+    noop_by = {row["design"]: row for row in noop}
+    power = {d: float(row["power (min–max over pairs)"].split()[0]) for d, row in by.items()}
+    met = {
+        "errors": max(float(row["share"]) for row in errors) <= 0.05,
+        "planned": power["planned"] >= 0.8
+        and _ratio(by["planned"]["most prompts (× fixed)"]) <= 1.1
+        and _ratio(by["planned"]["mean prompts (× fixed), mean over pairs"]) <= 0.85,
+        "anytime": power["anytime"] >= 0.8
+        and _ratio(by["anytime"]["most prompts (× fixed)"]) <= 1.5
+        and _ratio(by["anytime"]["mean prompts (× fixed), mean over pairs"]) <= 1.0,
+        "ten": _ratio(ten_by["planned"]["mean prompts (× fixed), mean over pairs"]) <= 1.2,
+        "noop": float(noop_by["planned"]["with not better or equivalent"]) >= 0.8 and int(noop_by["planned"]["better or worse"]) == 0,
+    }
+    if all(met.values()):
+        return "met"
+    return "not met: " + ", ".join(k for k, ok in met.items() if not ok)

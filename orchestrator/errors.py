@@ -11,7 +11,12 @@ class OrchestratorError(Exception):
 
 class RunFailed(OrchestratorError):
     """A run that could not do what it was asked (every judge call failed, no judgment fitted in
-    the budget): the run file is kept, marked ``failed``, and the command exits non-zero."""
+    the budget): the run file is kept, marked ``failed``, and the command exits non-zero.
+    ``reason``: why, without the advice about the run file (a replay's run file is temporary)."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class OrchestratorWarning(UserWarning):

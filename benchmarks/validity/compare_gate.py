@@ -34,6 +34,7 @@ from scipy.stats import norm
 
 from benchmarks import harness
 from benchmarks.leaderboards.common import load
+from orchestrator.raee.gate import gate_decision
 from orchestrator.raee.sequence import confidence_sequence, decide
 
 
@@ -103,7 +104,7 @@ def simulated_power(delta_points: float, runs: int, alpha: float, tie: float = 0
     for _ in range(runs):
         picks = rng.choice(3, size=cap, p=probs)
         x = values[picks]
-        found = decide(confidence_sequence(x, alpha), 0.0)
+        found = decide(confidence_sequence(x, alpha, horizon=cap), 0.0)  # its stakes sized for the cap, as a run's are
         used.append(found.at if found.decision != "not yet known" else cap)
         right += found.decision == "better"
         z = (x[:n_fixed].mean() - 0.5) / (x[:n_fixed].std(ddof=1) / math.sqrt(n_fixed))
@@ -186,8 +187,16 @@ def through_product(runs: int, prompts: int, delta: float, alpha: float, seed: i
                 env={**__import__("os").environ, "ORCHESTRATOR_JUDGES": str(folder)},
             )
             result = json.loads(done.stdout)
-            x = [0.5 * (win[int(p[1:])] + 1 - (1 - win[int(p[1:])])) for p in _order(result["run"])]
-            expected = decide(confidence_sequence(np.array(x[: result["prompts_judged"]]), alpha))
+            order, looks = _order(result["run"])
+            x = [0.5 * (win[int(p[1:])] + 1 - (1 - win[int(p[1:])])) for p in order]
+            expected = gate_decision(
+                np.array(x[: result["prompts_judged"]]),
+                margin=0.0,
+                alpha=alpha,
+                design=result["design"],
+                max_prompts=result["max_prompts"],
+                looks=looks,
+            )
             out["same_decision"] += expected.decision == result["decision"] and done.returncode == result["exit_code"]
             out["wrong"] += wrong(result["decision"], delta, 0.0)
             out["decided"] += result["decision"] != "not yet known"
@@ -196,16 +205,23 @@ def through_product(runs: int, prompts: int, delta: float, alpha: float, seed: i
     return out
 
 
-def _order(run: str) -> list[str]:
-    """The prompts a compare run judged, in the order it read them."""
+def _order(run: str) -> tuple[list[str], list[int]]:
+    """The prompts a compare run judged, in the order it read them, and its looks (the prompts read
+    by the end of each round: where a planned design decides)."""
     from orchestrator.records.config import RunConfig
     from orchestrator.run.planners.compare import comparison_order
     from orchestrator.store import open_run
 
     with open_run(run, write=False) as store:
         config = RunConfig.from_stored(store.config)
-        asked = {row.prompt_id for row in store.judgments()}
-        return [p for p in comparison_order(store.dataset(), "mine", "shipped", config.seed) if p in asked]
+        rows = list(store.judgments())
+        asked = {row.prompt_id for row in rows}
+        order = [p for p in comparison_order(store.dataset(), "mine", "shipped", config.seed) if p in asked]
+    last = {}
+    for row in rows:
+        last[row.prompt_id] = max(last.get(row.prompt_id, -1), row.round)
+    rounds = sorted(set(last.values()))
+    return order, [sum(1 for p in order if last[p] <= r) for r in rounds]
 
 
 def main() -> None:
@@ -243,7 +259,10 @@ def main() -> None:
             f"{s['cap']} ({s['max_ratio']:.2f}×) | {s['sprt_power']:.2f}, {s['sprt_ratio']:.2f}× |"
         )
     product = args.product_runs if not args.quick else 4
-    print("\nThrough the command a user runs (`orchestrator compare CONFIG --from-log LOG --json`, a simulated judge, 300 prompts):\n")
+    print(
+        "\nThrough the command a user runs (`orchestrator compare CONFIG --from-log LOG --json`, a simulated judge, 300 prompts, "
+        "the default design):\n"
+    )
     print("| true difference (points) | runs | same decision and exit code as the function | false decisions | decided | mean prompts |")
     print("|---|---|---|---|---|---|")
     for delta in (0.0, 10.0):

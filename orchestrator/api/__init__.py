@@ -11,7 +11,7 @@ for a person) on bad input, and nothing else on user error.
 from __future__ import annotations
 
 from .analysis import calibrate, fit_raee, fit_simplex, judges, replay
-from .compare import compare, junit_xml
+from .compare import compare, compare_plan, junit_xml
 from .labels import export_labels, import_labels, label_server
 from .lifecycle import dry_run, export, load_config, ranking, report, resume, start, status, summary
 from .presentation import (
@@ -37,6 +37,7 @@ __all__ = [
     "ReplaySettings",
     "SimplexSettings",
     "compare",
+    "compare_plan",
     "junit_xml",
     "start",
     "dry_run",

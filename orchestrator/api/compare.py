@@ -8,9 +8,10 @@ from typing import Any, Callable
 
 from ..errors import OrchestratorError
 
-__all__ = ["REQUIRE", "compare", "junit_xml"]
+__all__ = ["REQUIRE", "compare", "compare_plan", "junit_xml"]
 
 REQUIRE = ("better", "not-worse")
+DESIGNS = ("anytime", "planned")
 
 
 def compare(
@@ -21,6 +22,7 @@ def compare(
     alpha: float | None = None,
     max_calls: int | None = None,
     require: str | None = None,
+    design: str | None = None,
     progress: Callable | None = None,
     judges: dict | None = None,
     from_log: str | Path | None = None,
@@ -29,26 +31,82 @@ def compare(
 ) -> tuple[Path, dict[str, Any]]:
     """Run the config's ``[compare]`` campaign until its decision (or the budget) and return ``(run
     file, decision)`` (:func:`orchestrator.offline.runs.comparison.comparison`). ``margin``, ``alpha``,
-    ``require`` and ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
+    ``require``, ``design`` and ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
     against the anchor come from that earlier run (the anchor, unless the config names one, is the run's).
 
     Raises:
         OrchestratorError: no ``[compare]`` section, a bad option, or any problem ``start`` refuses."""
     from ..offline.runs.comparison import comparison
-    from .lifecycle import load_config, start
+    from .lifecycle import start
+
+    cfg = _with_options(config, runs_dir, margin, alpha, max_calls, require, design, baseline_run)
+    path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache)
+    return path, comparison(path)
+
+
+def compare_plan(
+    config: str | Path | Any,
+    *,
+    runs_dir: str | Path | None = None,
+    margin: float | None = None,
+    alpha: float | None = None,
+    max_calls: int | None = None,
+    require: str | None = None,
+    design: str | None = None,
+    baseline_run: str | Path | None = None,
+    effect: float = 3.0,
+    spread: float | None = None,
+    spread_from: str | Path | None = None,
+) -> dict[str, Any]:
+    """What a comparison needs before anything is paid (``compare --plan``): the prompts a fixed-size
+    paired test needs for a power of 0.8 at a true difference of ``effect`` points beyond the margin,
+    what each design needs at most for the same power, the most prompts this config's budget and
+    data allow, and the decisions within reach of it. The outcomes' spread is ``spread``, measured
+    on an earlier comparison's run file (``spread_from``: a pilot), or assumed (and said so).
+
+    Raises:
+        OrchestratorError: as :func:`compare`, a spread that is not a number in (0, 0.5], or an
+            effect that is not above 0."""
+    import math
+
+    from ..offline.runs.comparison import outcome_spread
+    from ..run.planners.compare_plan import gate_plan_report
+    from ..run.preparation import prepare
+
+    if not (math.isfinite(effect) and effect > 0):
+        raise OrchestratorError(f"--effect must be a number of points above 0 (got {effect})")
+    if spread is not None and not (math.isfinite(spread) and 0 < spread <= 0.5):
+        raise OrchestratorError(f"--spread must be in (0, 0.5]: outcomes lie in [0, 1] (got {spread})")
+    if spread is not None and spread_from is not None:
+        raise OrchestratorError("--spread and --spread-from exclude each other")
+    cfg = _with_options(config, runs_dir, margin, alpha, max_calls, require, design, baseline_run)
+    source, measured_on = ("assumed", 0)
+    if spread_from is not None:
+        spread, measured_on = outcome_spread(spread_from)
+        source = f"measured on {measured_on} prompts of {spread_from}"
+    elif spread is not None:
+        source = "given"
+    prepared = prepare(cfg, need_keys=False, plan_only=True)
+    return gate_plan_report(prepared.config, effect=effect, spread=spread, spread_from=source)
+
+
+def _with_options(config, runs_dir, margin, alpha, max_calls, require, design, baseline_run) -> Any:
+    """The config with the command's options in its ``[compare]`` section and budget, checked.
+
+    Raises:
+        OrchestratorError: no ``[compare]`` section, or an option out of range (one line naming it)."""
+    from .lifecycle import load_config
 
     if require is not None and require not in REQUIRE:
         raise OrchestratorError(f"--require must be one of {', '.join(REQUIRE)} (got {require!r})")
+    if design is not None and design not in DESIGNS:
+        raise OrchestratorError(f"--design must be one of {', '.join(DESIGNS)} (got {design!r})")
     cfg = load_config(config, runs_dir)
     if cfg.compare is None:
         raise OrchestratorError("this config has no [compare] section: give compare.candidate and compare.baseline (docs/compare.md)")
-    section: dict[str, Any] = {}
-    if margin is not None:
-        section["margin"] = margin
-    if alpha is not None:
-        section["alpha"] = alpha
-    if require is not None:
-        section["require"] = require
+    section: dict[str, Any] = {
+        k: v for k, v in (("margin", margin), ("alpha", alpha), ("require", require), ("design", design)) if v is not None
+    }
     if baseline_run is not None:
         section["baseline_run"] = Path(baseline_run)
         section["anchor"] = cfg.compare.anchor or _anchor_of(Path(baseline_run))
@@ -61,9 +119,7 @@ def compare(
             str(first["loc"][0]), str(first["loc"][0])
         )
         raise OrchestratorError(f"{option}: {first['msg']}") from None
-    cfg = cfg.model_copy(update={"compare": checked, "budget": budget})
-    path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache)
-    return path, comparison(path)
+    return cfg.model_copy(update={"compare": checked, "budget": budget})
 
 
 def _anchor_of(run: Path) -> str:

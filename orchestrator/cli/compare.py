@@ -9,8 +9,9 @@ from typing import Optional
 
 import typer
 
+from ..errors import OrchestratorError
 from ..outputs import check_output, open_output
-from .common import _check_range, app, err_console, existing, file_option, out_console
+from .common import _check_range, app, err_console, existing, file_option, number_option, out_console
 from .display import run_display
 from .options import RunNoCache, RunRunsDir
 
@@ -21,10 +22,29 @@ def compare_cmd(
     margin: Optional[float] = typer.Option(
         None, "--margin", "--min-effect", help="Win-rate points the decision is about (default: the config's)."
     ),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="Chance of any wrong decision at any look (default: the config's, 0.05)."),
+    alpha: Optional[float] = typer.Option(
+        None, "--alpha", help="Chance of any wrong decision at the looks the design decides at (default: the config's, 0.05)."
+    ),
     max_calls: Optional[int] = typer.Option(None, "--max-calls", help="Paid completions at most (default: the config's budget)."),
     require: Optional[str] = typer.Option(
-        None, "--require", help="better (exit 0 only when better) or not-worse (equivalent passes too); default: the config's, better."
+        None,
+        "--require",
+        help="better (exit 0 only when better) or not-worse (equivalent and not worse pass too); default: the config's, better.",
+    ),
+    design: Optional[str] = typer.Option(
+        None,
+        "--design",
+        help="anytime (valid at every look) or planned (valid at the ends of rounds, fewer prompts); default: the config's.",
+    ),
+    plan: bool = typer.Option(
+        False, "--plan", help="Pay nothing: print the prompts needed for a power of 0.8 and what this budget reaches."
+    ),
+    effect: float = number_option("--effect", "With --plan: the true difference beyond the margin the power is for (points).", default=3.0),
+    spread: Optional[float] = number_option(
+        "--spread", "With --plan: the outcomes' standard deviation (default: assumed 0.3).", default=None
+    ),
+    spread_from: Optional[Path] = file_option(
+        "--spread-from", "With --plan: measure the spread on an earlier comparison's run file (a pilot).", what="run file", default=None
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
@@ -42,11 +62,17 @@ def compare_cmd(
 ) -> None:
     """Is the candidate better than the baseline? Judge both head to head until the decision is known.
 
-    Exit codes: 0 better (with --require not-worse: or equivalent), 10 worse, 11 equivalent within the
-    margin, 12 not known within the budget; 2 bad input or a run whose judge calls all failed."""
+    Exit codes: 0 better (with --require not-worse: also equivalent or not worse), 10 worse, 11
+    equivalent within the margin, 12 not known within the budget, 13 not better by the margin; 2 bad
+    input or a run whose judge calls all failed."""
     from .. import api
 
     _check_range(max_calls, "--max-calls", 1)
+    if not plan and (effect != 3.0 or spread is not None or spread_from is not None):
+        raise OrchestratorError("--effect, --spread and --spread-from go with --plan (they size a plan; a run reads its own outcomes)")
+    if plan:
+        _print_plan(config, runs_dir, margin, alpha, max_calls, require, design, baseline, effect, spread, spread_from, json_out)
+        return
     cfg = api.load_config(config, runs_dir)
     if junit is not None:  # before anything is paid: never onto the config, the data or the run file
         check_output(junit, option="--junit", inputs=[config, cfg.data.prompts, cfg.data.responses, cfg.run_path, from_log, baseline])
@@ -58,6 +84,7 @@ def compare_cmd(
             alpha=alpha,
             max_calls=max_calls,
             require=require,
+            design=design,
             progress=on_event,
             from_log=from_log,
             cache=False if no_cache else None,
@@ -72,3 +99,26 @@ def compare_cmd(
         out_console.print(result["sentence"] + f" (α = {result['alpha']:g}; exit {result['exit_code']})", soft_wrap=True)
         err_console.print(f"run file: {path}; the interval holds at every look ({result['construction'].split(' (')[0]})", soft_wrap=True)
     raise typer.Exit(result["exit_code"])
+
+
+def _print_plan(config, runs_dir, margin, alpha, max_calls, require, design, baseline, effect, spread, spread_from, json_out) -> None:
+    """``compare --plan``: what the comparison needs, nothing paid."""
+    from .. import api
+
+    said = api.compare_plan(
+        config,
+        runs_dir=runs_dir,
+        margin=margin,
+        alpha=alpha,
+        max_calls=max_calls,
+        require=require,
+        design=design,
+        baseline_run=baseline,
+        effect=effect,
+        spread=spread,
+        spread_from=spread_from,
+    )
+    if json_out:
+        out_console.print_json(json.dumps(said))
+    else:
+        out_console.print(said["sentence"], soft_wrap=True)

@@ -56,7 +56,7 @@ def _identity_problem(request: JudgeRequest, judgment: Judgment) -> str | None:
     return None
 
 
-def _vector_problem(vector: Any, allowed: list[str], where: str) -> str | None:
+def _vector_problem(vector: Any, allowed: list[str], where: str, *, normalised: bool = True) -> str | None:
     if not isinstance(vector, dict) or not vector:
         return f"{where} is {vector!r}, not a mapping of options to probabilities"
     unknown = [option for option in vector if option not in allowed]
@@ -70,6 +70,8 @@ def _vector_problem(vector: Any, allowed: list[str], where: str) -> str | None:
         if not -PROBABILITY_TOLERANCE <= float(value) <= 1 + PROBABILITY_TOLERANCE:
             return f"{where}[{option!r}] = {value} is not a probability (outside [0, 1])"
     total = math.fsum(float(v) for v in vector.values())
+    if not normalised:  # a judgment log's probabilities are normalised when read (its format's rule)
+        return None if total > 0 else f"{where} sums to 0"
     if abs(total - 1.0) > PROBABILITY_TOLERANCE:
         return f"{where} sums to {total:.6g}, not 1 (probabilities over the options must be normalised)"
     return None
@@ -123,7 +125,7 @@ def answer_problem(request: JudgeRequest, judgment: Judgment, *, from_log: bool 
         if samples is not None and not 1 <= samples <= MAX_SAMPLES:
             return f"samples/completions = {samples}: at least 1 and at most {MAX_SAMPLES}"
     for position, (vector, allowed) in enumerate(zip(judgment.probs, sets)):
-        problem = _vector_problem(vector, allowed, f"probs[{position}]")
+        problem = _vector_problem(vector, allowed, f"probs[{position}]", normalised=not from_log)
         if problem is None:
             problem = method_problem(judgment.method, judgment.samples, {k: float(v) for k, v in vector.items()})
         if problem is not None:
@@ -141,6 +143,8 @@ def check_answer(request: JudgeRequest, judgment: Judgment, *, judge: str | None
     identity filled in (``judge``: the profile's name, when given), usage and cost within bounds, and
     an answer that fails a check turned into a failed judgment (``error_type = "invalid"``) that says
     why. ``from_log``: read from a judgment log (:func:`answer_problem`)."""
+    if not isinstance(judgment, Judgment):  # (a judge that broke its protocol: data, never a crash)
+        judgment = request.failure(f"the judge returned {type(judgment).__name__}, not a Judgment", error_type=INVALID)
     identity: dict[str, Any] = dict(
         key=request.key,
         template=request.template.name,
@@ -156,7 +160,7 @@ def check_answer(request: JudgeRequest, judgment: Judgment, *, judge: str | None
     cost, cost_note = sane_cost(judgment.cost_usd)
     latency = judgment.latency_s if isinstance(judgment.latency_s, Real) and math.isfinite(judgment.latency_s) else 0.0
     notes = [n for n in (judgment.note, usage_note, cost_note) if n]
-    bounded = dict(
+    bounded: dict[str, Any] = dict(
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=cost,
@@ -171,6 +175,8 @@ def check_answer(request: JudgeRequest, judgment: Judgment, *, judge: str | None
             update={**identity, **bounded, "error": judgment.error or "the judge failed without saying why", "probs": [], "stated": None}
         )
     if problem is None:
+        if from_log:  # the log format's probabilities, normalised as every reader of a log reads them
+            bounded["probs"] = [{k: float(v) / math.fsum(map(float, p.values())) for k, v in p.items()} for p in judgment.probs]
         return judgment.model_copy(update={**identity, **bounded})
     return judgment.model_copy(
         update={

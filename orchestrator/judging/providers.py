@@ -6,14 +6,16 @@ cache, within the budget, its judgments committed as they arrive (docs/extending
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
 from ..errors import OrchestratorError
+from ..records.judgments import JudgeRequest, Judgment
 from ..records.named_classes import CLASS_SPEC, named_class
 from .profiles import JudgeProfile
 
-__all__ = ["PROVIDER_PATTERN", "load_provider", "provider_judge"]
+__all__ = ["PROVIDER_PATTERN", "ProviderJudge", "load_provider", "provider_judge"]
 
 PROVIDER_PATTERN = CLASS_SPEC
 """``package.module:Class``."""
@@ -32,13 +34,48 @@ def load_provider(spec: str, *, judge: str = "?") -> type:
     return cls
 
 
-def provider_judge(profile: JudgeProfile) -> Any:
-    """``Class(profile)`` for a profile with a ``provider``; its ``name`` is the profile's."""
+def provider_judge(profile: JudgeProfile) -> "ProviderJudge":
+    """``Class(profile)`` for a profile with a ``provider``, its ``name`` the profile's, behind
+    :class:`ProviderJudge`.
+
+    Raises:
+        OrchestratorError: one line: the class cannot be loaded, or building it raised."""
     assert profile.provider is not None
-    judge = load_provider(profile.provider, judge=profile.name)(profile)
+    cls = load_provider(profile.provider, judge=profile.name)
+    try:
+        judge = cls(profile)
+    except Exception as exc:  # the provider's own constructor: its failure is one line, not a crash
+        raise OrchestratorError(
+            f"judge {profile.name!r}: provider {profile.provider!r} could not be built ({type(exc).__name__}: {exc})"
+        ) from None
     if getattr(judge, "name", None) != profile.name:
         try:
             judge.name = profile.name
         except AttributeError:
             raise OrchestratorError(f"judge {profile.name!r}: provider {profile.provider!r} must name itself {profile.name!r}") from None
-    return judge
+    return ProviderJudge(judge, profile.timeout_s)
+
+
+class ProviderJudge:
+    """A provider's judge as the run asks it: an answer that does not come within the profile's
+    ``timeout_s`` is a retryable ``timeout`` failure (a provider that hangs cannot hang the run), and
+    whatever it returns that is not a :class:`Judgment` is a failure that says what came back."""
+
+    def __init__(self, inner: Any, timeout_s: float):
+        self.inner = inner
+        self.name = inner.name
+        self.timeout_s = timeout_s
+
+    async def judge(self, request: JudgeRequest) -> Judgment:
+        try:
+            answer = await asyncio.wait_for(self.inner.judge(request), self.timeout_s)
+        except asyncio.TimeoutError:
+            return request.failure(
+                f"the provider did not answer within timeout_s = {self.timeout_s:g} s", error_type="timeout", retryable=True
+            )
+        if not isinstance(answer, Judgment):
+            return request.failure(
+                f"the provider returned {type(answer).__name__} ({str(answer)[:80]!r}), not a Judgment (write it with request.answer)",
+                error_type="invalid",
+            )
+        return answer

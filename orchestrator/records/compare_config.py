@@ -33,6 +33,16 @@ class CompareConfig(BaseModel):
     """What passes the gate (exit 0): ``better`` only, or ``not-worse`` (better or equivalent).
     Stored with the run, so every command that reports the comparison later (``resume``,
     ``status``, ``rank``) exits with the same code."""
+    design: Literal["anytime", "planned"] = "planned"
+    """``planned`` (the default: a gate's budget fixes its maximum, and this design needs the fewest
+    prompts for it): a group-sequential design over the rounds (O'Brien–Fleming alpha spending),
+    valid at the ends of rounds, with ``max_prompts`` fixed at the start; ``anytime``: a confidence
+    sequence looked at after every prompt, valid at every look and past its planned maximum (a person
+    may stop it whenever they like), for more prompts (docs/compare.md)."""
+    max_prompts: int | None = Field(default=None, ge=1)
+    """The most prompts the run can read — set when the run starts from the budget, the judges, the
+    shown orders and the prompts available (or given here, at most that) — and stored with the run:
+    the anytime sequence's stakes are sized for it, the planned design spends its error over it."""
     template: str | None = None
     """A pairwise template (default: ``judging.pairwise_template``); through an ``anchor``, a
     reference template (default: the baseline run's, else ``raee-pairwise-summary``)."""

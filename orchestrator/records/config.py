@@ -331,6 +331,8 @@ class RunConfig(_Section):
         data = {key: dict(value) if isinstance(value, dict) else value for key, value in stored.items()}
         data.setdefault("model", {}).setdefault("judge_reliability", False)
         data.setdefault("stopping", {}).setdefault("rule", "budget")
+        if isinstance(data.get("compare"), dict):  # a comparison made before designs: the anytime sequence it ran
+            data["compare"] = {"design": "anytime", **data["compare"]}
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["SCHEMA_VERSION", "Comparison", "Ranking", "Status", "json_schemas", "write_schemas"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bumped when a field is removed or changes meaning (adding an optional field is not a new version)."""
 
 
@@ -207,16 +207,26 @@ class Comparison(_Closed):
     """Head to head: ``win_rate`` − 50; through an anchor: the candidate's win rate minus the baseline's, points."""
     difference_low: float
     difference_high: float
-    decision: Literal["better", "worse", "equivalent", "not yet known"]
+    decision: Literal["better", "worse", "equivalent", "not better", "not worse", "not yet known"]
+    """``not better``: the data exclude a difference of the margin or more (a gate requiring
+    ``better``); ``not worse``: they exclude the candidate being worse by the margin (a gate
+    requiring ``not-worse``)."""
     decided_after: int | None
     """Prompts after which the decision was reached; None while not yet known."""
     require: Literal["better", "not-worse"]
     exit_code: int
-    """0 better (or, with ``--require not-worse``, equivalent), 10 worse, 11 equivalent, 12 not yet known."""
+    """0 better (with ``--require not-worse``: also equivalent and not worse), 10 worse, 11
+    equivalent, 12 not yet known, 13 not better."""
+    design: Literal["anytime", "planned"] = "planned"
+    """``anytime``: valid at every look; ``planned``: valid at the planned looks (the ends of rounds)."""
+    max_prompts: int | None = None
+    """The most prompts the run could read, fixed at its start (None: a run made before it was stored)."""
+    guarantee: str = ""
+    """Which guarantee the interval holds, in one sentence."""
     sentence: str
     """The decision in one sentence."""
     construction: str
-    """The confidence sequence's construction and its reference."""
+    """The interval's construction and its reference."""
 
 
 class Ranking(_Closed):

@@ -282,7 +282,8 @@ class RunEngine:
             raise RunFailed(
                 f"{self.store.path}: the run failed: {reason}. The run file keeps every failure "
                 f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
-                f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run"
+                f"`orchestrator resume {self.store.path}` (it asks new requests) or start a new run",
+                reason=str(reason),
             )
         if self.judge_stops and kind_of(reason) != "judges_stopped":
             reason = StopReason(reason, kind_of(reason)).extended("; " + "; ".join(self.judge_stops))

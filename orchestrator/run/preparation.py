@@ -52,9 +52,10 @@ def check_new_run(config: RunConfig) -> None:
 EXAMPLE_PARAMETERS = {"task": '"answer questions about cooking"', "criterion": '"correct, complete and concise"'}
 
 
-def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
+def prepare(config: RunConfig, *, need_keys: bool = True, plan_only: bool = False) -> Prepared:
     """Load and check everything a run needs before anything is written or sent (``run --dry-run``
-    runs exactly these checks and :func:`check_new_run`)."""
+    runs exactly these checks and :func:`check_new_run`); ``plan_only``: for a plan that pays nothing
+    (``compare --plan``), a comparison that can reach no decision is not refused."""
     # against the prompts' reference texts one response per prompt is a comparison: a campaign of one
     # candidate ("evaluate my model against the anchor") needs no second one
     alone = config.reference is not None and config.reference.anchor == "dataset"
@@ -120,6 +121,10 @@ def prepare(config: RunConfig, *, need_keys: bool = True) -> Prepared:
         from .planners.compare_anchor import check_baseline_judges
 
         check_baseline_judges(config, {name: judge_identity(p, config.dispatch.api_base) for name, p in profiles.items()})
+    if config.compare is not None:  # the horizon it is sized for, fixed and stored with the run
+        from .planners.compare_plan import fix_plan
+
+        config = fix_plan(config, dataset, profiles, planner.possible_requests(config, dataset, len(profiles)), check=not plan_only)
     prepared = Prepared(config, dataset, templates, profiles, people_profile(config))
     check_budget_fits(prepared)
     return prepared
@@ -265,6 +270,13 @@ def dry_run(prepared: Prepared) -> dict:
         est_tokens = min(est_tokens, config.budget.max_tokens)
     if config.budget.max_usd is not None:
         est_usd = min(est_usd, config.budget.max_usd)
+    compare = (
+        {
+            "comparison": f"{config.compare.design} design, at most {config.compare.max_prompts} prompts (`compare --plan`: the power they give)"
+        }
+        if config.compare is not None
+        else {}
+    )
     named = [config.selection.planner] if config.selection.planner else []
     named += [p.provider for p in prepared.profiles.values() if p.provider]
     return {
@@ -282,6 +294,7 @@ def dry_run(prepared: Prepared) -> dict:
         "max_usd": round(est_usd, 6),
         "expected_tokens": int(min(expected_tokens, est_tokens)),
         "expected_usd": round(min(expected_usd, est_usd), 6),
+        **compare,
         "worst_case_tokens_per_request": int(tokens),
         "expected_tokens_per_request": int(round(expected_tokens / max(calls, 1))),
         "note": (

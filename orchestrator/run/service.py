@@ -120,7 +120,10 @@ def start(
         config = load_config(config)
     if runs_dir is not None:
         config = config.model_copy(update={"runs_dir": runs_dir})
+    if from_log is not None:  # the log first: a line it cannot mean is named before the config's other checks
+        judges = log_judges(from_log, config.judging.judges)
     prepared = prepare(config, need_keys=from_log is None)
+    config = prepared.config  # with what the campaign fixed at its start (a comparison's horizon)
     if pilot is not None:
         from .planners import planner_for
 
@@ -131,8 +134,6 @@ def start(
                 f"({len(prepared.profiles)} judge(s){', both orders' if role == 'pairwise' and calls > len(prepared.profiles) else ''}); "
                 f"give --pilot {calls} or more"
             )
-    if from_log is not None:
-        judges = log_judges(from_log, config.judging.judges)
     # credentials in URLs (dispatch.api_base) are not stored: resume asks for them again
     store = create_run(
         config.run_path,

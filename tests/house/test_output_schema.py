@@ -19,7 +19,7 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
 def _validator(name: str) -> jsonschema.protocols.Validator:
-    schema = json.loads((SCHEMAS / f"{name}-v1.schema.json").read_text())
+    schema = json.loads((SCHEMAS / f"{name}-v2.schema.json").read_text())
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
@@ -47,9 +47,10 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         )
         assert run_cli(["run", str(config), "--no-cache"]) == 0
         out["absolute"] = tmp / "runs" / "absolute.sqlite"
-        config = write_config(tmp, server.url, name="compare", prompts=prompts, responses=responses, max_calls=30)
+        many = write_dataset(tmp / "d3", prompts=30, candidates=2, seed=1)  # enough prompts that a decision is within reach
+        config = write_config(tmp, server.url, name="compare", prompts=many[0], responses=many[1], max_calls=60)
         config.write_text(config.read_text() + '\n[compare]\ncandidate = "M1"\nbaseline = "M0"\n')
-        assert run_cli(["compare", str(config), "--no-cache"]) in (0, 10, 11, 12)
+        assert run_cli(["compare", str(config), "--no-cache"]) in (0, 10, 11, 12, 13)
         out["compare"] = tmp / "runs" / "compare.sqlite"
     with FakeOpenAIServer(reference_behaviour()) as server:
         prompts, responses = write_dataset(tmp / "d2", prompts=6, candidates=4, seed=2, reference=0.5)

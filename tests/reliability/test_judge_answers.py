@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sqlite3
 import sys
 import textwrap
@@ -194,6 +193,31 @@ PROVIDERS = textwrap.dedent(
     class Verdict(Wrong): change = {"method": "verdict", "probs": [{"A": 0.7, "B": 0.3}]}
 
 
+    class ReturnsNone(Wrong):
+        async def judge(self, request):
+            return None
+
+
+    class ReturnsDict(Wrong):
+        async def judge(self, request):
+            return {"A": 0.5, "B": 0.5}
+
+
+    class Hangs(Wrong):
+        async def judge(self, request):
+            import asyncio
+
+            await asyncio.sleep(3600)
+
+
+    class CannotStart:
+        def __init__(self, profile):
+            raise RuntimeError("no API key for my model")
+
+        async def judge(self, request):
+            return None
+
+
     class Helper:
         """A provider written with the request's helper: nothing to get wrong."""
 
@@ -218,8 +242,8 @@ def providers(tmp_path, monkeypatch):
     sys.modules.pop(module, None)
 
 
-def _provider_profile(folder, name, spec, model=None):
-    extra = f'model = "{model}"\n' if model else ""
+def _provider_profile(folder, name, spec, model=None, timeout_s=None):
+    extra = (f'model = "{model}"\n' if model else "") + (f"timeout_s = {timeout_s}\n" if timeout_s else "")
     (folder / f"{name}.toml").write_text(
         f'name = "{name}"\nprovider = "{spec}"\n{extra}logprobs = true\nprefill = true\nprice_input_per_mtok = 0\nprice_output_per_mtok = 0\n'
     )
@@ -254,6 +278,38 @@ def test_a_provider_whose_answers_are_wrong_stores_failures_that_say_why_and_res
     assert "nan" not in json.dumps([r[3] for r in rows]).lower()
     assert run_cli(["resume", str(path), "--no-cache"]) in (0, 2)
     assert sqlite3.connect(path).execute("select count(*) from judgments").fetchone()[0] == 6  # nothing asked again
+
+
+@pytest.mark.parametrize(
+    "cls, said",
+    [("ReturnsNone", "returned NoneType"), ("ReturnsDict", "returned dict"), ("Hangs", "did not answer within timeout_s = 0.2 s")],
+)
+def test_a_provider_that_breaks_its_protocol_is_a_stored_failure_not_a_crash(tmp_path, providers, capsys, cls, said):
+    module, judges = providers
+    _provider_profile(judges, "broken", f"{module}:{cls}", timeout_s=0.2)
+    prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=3, seed=4)
+    config = write_config(tmp_path, None, name="broken", prompts=prompts, responses=responses, judges='["broken"]', max_calls=4)
+    config.write_text(config.read_text().replace("[dispatch]", "[dispatch]\nmax_attempts = 2"))
+    assert run_cli(["run", str(config), "--dry-run"]) == 2  # the smoke call says it first, in one line
+    err = capsys.readouterr().err
+    assert said in err and "internal error" not in err and len(err.strip().splitlines()) == 1, err
+    assert run_cli(["run", str(config), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "internal error" not in err, err
+    rows = sqlite3.connect(tmp_path / "runs" / "broken.sqlite").execute("select status, error from judgments").fetchall()
+    assert len(rows) == 4 and all(r[0] == "failed" and said in r[1] for r in rows)
+
+
+def test_a_provider_that_cannot_be_built_is_one_line_before_anything_is_written(tmp_path, providers, capsys):
+    module, judges = providers
+    _provider_profile(judges, "unbuilt", f"{module}:CannotStart")
+    prompts, responses = write_dataset(tmp_path / "data", prompts=2, candidates=3, seed=4)
+    config = write_config(tmp_path, None, name="unbuilt", prompts=prompts, responses=responses, judges='["unbuilt"]', max_calls=4)
+    for args in (["--dry-run"], ["--no-cache"]):
+        assert run_cli(["run", str(config), *args]) == 2
+        err = capsys.readouterr().err
+        assert "could not be built (RuntimeError: no API key for my model)" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "runs" / "unbuilt.sqlite").exists()
 
 
 def test_a_provider_written_with_the_helper_runs_a_campaign(tmp_path, providers):
@@ -298,80 +354,3 @@ def test_the_cache_keeps_no_answer_that_fails_the_checks(tmp_path, providers):
     config = write_config(tmp_path, None, name="c", prompts=prompts, responses=responses, judges='["bad"]', max_calls=6)
     run_cli(["run", str(config), "--cache", str(cache)])
     assert api.cache_stats(cache)["entries"] == 0
-
-
-# --- nothing paid twice across kill -9 and resume, whatever the provider answers ----------------------
-
-LOGGING_PROVIDER = textwrap.dedent(
-    '''
-    import hashlib
-    import math
-    import os
-    import time
-
-
-    class Erratic:
-        """Answers some requests well and others in every wrong way, by the key's hash; writes every
-        key it is asked (and when) to $ASKED_LOG, as a provider's bill would list it."""
-
-        def __init__(self, profile):
-            self.name = profile.name
-
-        async def judge(self, request):
-            with open(os.environ["ASKED_LOG"], "a") as fh:
-                fh.write(f"{request.key} {time.time()}\\n")
-            kind = int(hashlib.sha256(request.key.encode()).hexdigest(), 16) % 5
-            if kind == 0:
-                return request.answer({"A": 0.7, "B": 0.3})
-            if kind == 1:
-                return request.answer({"A": math.nan, "B": 0.3})
-            if kind == 2:
-                return request.answer({"A": 1.0, "B": 0.0}, method="verdict")
-            if kind == 3:
-                return request.answer({"A": 0.7, "B": 0.3}).model_copy(update={"prompt_id": "elsewhere"})
-            return request.failure("overloaded", error_type="server", retryable=False)
-    '''
-)
-
-
-@pytest.mark.slow
-def test_nothing_committed_is_asked_again_across_kills_whatever_the_provider_answers(tmp_path, monkeypatch):
-    import childkit
-
-    (tmp_path / "erratic_judges.py").write_text(LOGGING_PROVIDER)
-    judges = tmp_path / "judges"
-    judges.mkdir()
-    _provider_profile(judges, "erratic", "erratic_judges:Erratic")
-    prompts, responses = write_dataset(tmp_path / "data", prompts=6, candidates=4, seed=8)
-    config = write_config(
-        tmp_path, None, name="erratic", prompts=prompts, responses=responses, judges='["erratic"]', max_calls=48, batch=4, concurrency=2
-    )
-    config.write_text(config.read_text() + '\n[stopping]\nrule = "budget"\n')
-    asked_log = tmp_path / "asked.txt"
-    env = {**os.environ, "ASKED_LOG": str(asked_log), "ORCHESTRATOR_JUDGMENT_CACHE": "off"}
-    env.pop("ORCHESTRATOR_JUDGES", None)
-    run = tmp_path / "runs" / "erratic.sqlite"
-    command, kills = ["run", str(config)], 0
-    for failpoint in ("commit_judgment:5", "add_round:2", "commit_judgment:3", "refit:2"):
-        killed = childkit.run(command, env={**env, "ORCHESTRATOR_FAILPOINTS": failpoint}, capture_output=True, text=True, timeout=120)
-        assert killed.returncode in (-9, 0, 2), killed.stderr
-        kills += killed.returncode == -9
-        if run.exists():
-            command = ["resume", str(run)]
-    assert kills >= 3
-    final = childkit.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert final.returncode in (0, 2), final.stderr
-    db = sqlite3.connect(run)
-    committed = dict(db.execute("select key, created_at from judgments"))
-    asked = [line.split() for line in asked_log.read_text().splitlines()]
-    assert [k for k, t in asked if k in committed and float(t) > committed[k]] == []  # never asked after its commit
-    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    rows = db.execute("select status, error_type, probs, prompt_id, key in (select key from requests) from judgments").fetchall()
-    assert len(rows) == len(committed) > 0 and all(r[4] for r in rows)
-    for status, error_type, probs, prompt, _ in rows:
-        assert prompt != "elsewhere"
-        if status == "ok":
-            assert "nan" not in probs.lower()
-        else:
-            assert error_type in (INVALID, "server")
-    assert api.status(run)["spent"]["calls"] <= 48

@@ -264,3 +264,16 @@ def test_init_refuses_what_toml_cannot_hold_and_leaves_no_file(tmp_path, capsys)
     out = tmp_path / "mine.toml"
     assert run_cli(["init", "--prompts", str(prompts), "--responses", str(responses), "--out", str(out), "--task", "a\ud800b"]) == 2
     assert "TOML" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_log_whose_probabilities_were_rounded_is_read_as_the_log_format_reads_it(tmp_path, monkeypatch):
+    """A log's probabilities are normalised when read (its format's rule): three options rounded to
+    0.333 each replay as a tie, never as a refused answer."""
+    monkeypatch.setenv("ORCHESTRATOR_JUDGES", str(write_judge(tmp_path / "judges", "v")))
+    log, prompts, responses = _samples_log(tmp_path / "data", prompts=3, candidates=3)
+    rows = [
+        {**json.loads(line), "method": "logprobs", "samples": None, "probs": {"A": 0.333, "B": 0.333, "C": 0.333}}
+        for line in log.read_text().splitlines()
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli(["replay", str(log), "--responses", str(responses), "--scope", "global", "--json"]) == 0

@@ -21,9 +21,10 @@ from orchestrator.raee.sequence import confidence_sequence, decide
 @pytest.mark.parametrize("kind", ["coin", "soft", "ties"])
 def test_a_system_against_itself_is_never_declared_different_more_than_alpha(kind):
     """A/A: the true win rate is exactly ½; looking after every prompt, the share of runs that ever
-    declare better or worse stays under α (here 0.05, 200 runs of 400 prompts)."""
+    declare better or worse stays at α (here 0.05, 400 runs of 400 prompts, within two binomial
+    standard errors)."""
     wrong = 0
-    for seed in range(200):
+    for seed in range(400):
         rng = np.random.default_rng(seed)
         x = {
             "coin": (rng.random(400) < 0.5).astype(float),
@@ -31,7 +32,7 @@ def test_a_system_against_itself_is_never_declared_different_more_than_alpha(kin
             "ties": rng.choice([0.0, 0.5, 1.0], 400),
         }[kind]
         wrong += decide(confidence_sequence(x, 0.05)).decision in ("better", "worse")
-    assert wrong / 200 <= 0.05
+    assert wrong / 400 <= 0.05 + 2 * (0.05 * 0.95 / 400) ** 0.5
 
 
 def test_the_interval_holds_the_mean_at_every_look_and_never_widens():
@@ -93,13 +94,20 @@ def test_compare_stops_when_it_knows_and_exits_with_the_decision(tmp_path, capsy
     assert api.status(run)["comparison"]["exit_code"] == code
 
 
-def test_a_budget_too_small_to_know_exits_12_and_not_worse_passes_equivalence(tmp_path, capsys):
+def test_a_budget_too_small_for_any_decision_is_one_line_and_not_worse_passes(tmp_path, capsys):
     with FakeOpenAIServer(quality_behaviour) as server:
         config = _compare_config(tmp_path, server.url, name="small", candidate="M1", baseline="M2", max_calls=8)
+        asked = len(server.requests)
+        assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 2
+        err = capsys.readouterr().err
+        assert "no decision can be reached within 4 prompts" in err and len(err.strip().splitlines()) == 1
+        assert len(server.requests) == asked and not (tmp_path / "runs" / "small.sqlite").exists()
+        config = _compare_config(tmp_path, server.url, name="undecided", candidate="M1", baseline="M2", max_calls=40)
         assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 12
         assert json.loads(capsys.readouterr().out)["decision"] == "not yet known"
         config = _compare_config(tmp_path, server.url, name="noninferior", candidate="M1", baseline="M2", extra="margin = 30\n")
-        assert run_cli(["compare", str(config), "--require", "not-worse", "--no-cache"]) == 0
+        assert run_cli(["compare", str(config), "--require", "not-worse", "--json", "--no-cache"]) == 0
+        assert json.loads(capsys.readouterr().out)["decision"] in ("not worse", "equivalent")
 
 
 @pytest.mark.parametrize(
@@ -177,7 +185,7 @@ def test_a_judge_that_always_fails_is_one_line_exit_2_and_the_run_file_is_kept(t
         return 500, {}, {"error": {"message": "boom"}}
 
     with FakeOpenAIServer(fail) as server:
-        config = _compare_config(tmp_path, server.url, name="failing", candidate="M1", baseline="M0", max_calls=20)
+        config = _compare_config(tmp_path, server.url, name="failing", candidate="M1", baseline="M0", max_calls=60)
         assert run_cli(["compare", str(config), "--json"]) == 2
     err = capsys.readouterr().err
     assert "the run failed" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -218,20 +226,19 @@ def test_the_interval_ends_are_where_the_capital_crosses_one_over_alpha():
     reached 1/α at some look, and of a mean just above it never has (pure Python products)."""
     import math
 
-    from orchestrator.raee.sequence import GRID, STAKE_CAP
+    from orchestrator.raee.sequence import GRID, TRUNCATION
 
     rng = np.random.default_rng(11)
     x = np.clip(rng.normal(0.62, 0.2, 120), 0, 1)
-    bounds = confidence_sequence(x, 0.05)
     step = 1 / (GRID - 1)
 
-    def ever_rejected(m: float) -> bool:
+    def ever_rejected(m: float, horizon: int | None) -> bool:
         mean, var, up, down = 0.5, 0.25, 1.0, 1.0
         sum_x, sum_sq = 0.0, 0.0
         for t, value in enumerate(x, start=1):
-            stake = min(STAKE_CAP, math.sqrt(2 * math.log(2 / 0.05) / (var * t * math.log1p(t))))
-            up *= 1 + min(stake, STAKE_CAP / max(m, 1e-12)) * (value - m)
-            down *= 1 - min(stake, STAKE_CAP / max(1 - m, 1e-12)) * (value - m)
+            stake = math.sqrt(2 * math.log(2 / 0.05) / (var * (t * math.log1p(t) if horizon is None else horizon)))
+            up *= 1 + min(stake, TRUNCATION / max(m, 1e-12)) * (value - m)
+            down *= 1 - min(stake, TRUNCATION / max(1 - m, 1e-12)) * (value - m)
             if 0.5 * up + 0.5 * down >= 1 / 0.05:
                 return True
             sum_x += value
@@ -240,8 +247,9 @@ def test_the_interval_ends_are_where_the_capital_crosses_one_over_alpha():
             var = (0.25 + sum_sq) / (t + 1)
         return False
 
-    low = float(bounds.low[-1])
-    assert ever_rejected(low - 2 * step) and not ever_rejected(low + 2 * step)
+    for horizon in (None, 200):  # tight at every time, and sized for a horizon the run knows
+        low = float(confidence_sequence(x, 0.05, horizon=horizon).low[-1])
+        assert ever_rejected(low - 2 * step, horizon) and not ever_rejected(low + 2 * step, horizon)
 
 
 def test_compare_from_a_log_decides_as_the_function_does_on_what_it_read(tmp_path, capsys, monkeypatch):
@@ -270,7 +278,7 @@ def test_compare_from_a_log_decides_as_the_function_does_on_what_it_read(tmp_pat
     config.write_text(
         f'name = "gate"\nruns_dir = "{(tmp_path / "runs").as_posix()}"\n[data]\nprompts = "{(tmp_path / "prompts.jsonl").as_posix()}"\n'
         f'responses = "{(tmp_path / "responses.jsonl").as_posix()}"\nscope = "global"\n[judging]\njudges = ["sim"]\n'
-        'pairwise_template = "poe-pairwise-noprefill"\n[compare]\ncandidate = "mine"\nbaseline = "shipped"\n'
+        'pairwise_template = "poe-pairwise-noprefill"\n[compare]\ncandidate = "mine"\nbaseline = "shipped"\ndesign = "anytime"\n'
     )
     assert run_cli(["compare", str(config), "--from-log", str(tmp_path / "log.jsonl"), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -280,6 +288,7 @@ def test_compare_from_a_log_decides_as_the_function_does_on_what_it_read(tmp_pat
     with open_run(result["run"], write=False) as store:
         order = comparison_order(store.dataset(), "mine", "shipped", 0)
     x = np.array([win[int(p[1:])] for p in order[: result["prompts_judged"]]])
-    expected = decide(confidence_sequence(x))
+    expected = decide(confidence_sequence(x, horizon=result["max_prompts"]))
+    assert result["max_prompts"] == n and result["design"] == "anytime"
     assert (expected.decision, expected.at) == (result["decision"], result["decided_after"]) == ("better", result["decided_after"])
     assert result["prompts_judged"] < n

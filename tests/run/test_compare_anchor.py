@@ -49,7 +49,7 @@ def test_through_the_anchor_both_judged_decides_and_the_numbers_are_the_run_file
         assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["decision"] == "better" and result["anchor"] == "reference" and result["baseline_run"] is None
-    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "compare-v1.schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "compare-v2.schema.json").read_text())
     jsonschema.validate(result, schema)
     db = sqlite3.connect(result["run"])
     rows = db.execute("select kind, candidates, probs, judge, prompt_id from judgments where status = 'ok'").fetchall()
@@ -160,10 +160,12 @@ def test_the_anchored_decision_is_the_sequence_on_half_the_difference():
     rng = np.random.default_rng(0)
     wc, wb = rng.uniform(0.5, 1, 300), rng.uniform(0, 0.5, 300)
     x = (1 + wc - wb) / 2
+    from orchestrator.records.compare_config import CompareConfig
     from orchestrator.run.planners.compare_anchor import anchored_decision
 
-    found = anchored_decision(x, margin=10.0, alpha=0.05)
-    plain = decide(confidence_sequence(x, 0.05), 5.0)
+    section = CompareConfig(candidate="c", baseline="b", anchor="dataset", margin=10.0, alpha=0.05, max_prompts=300, design="anytime")
+    found = anchored_decision(x, section)
+    plain = decide(confidence_sequence(x, 0.05, horizon=300), 5.0)
     assert found.decision == plain.decision == "better"
     assert found.difference == pytest.approx(2 * plain.difference) and found.low == pytest.approx(2 * plain.low)
     assert found.difference == pytest.approx(100 * np.mean(wc[: found.at] - wb[: found.at]))

@@ -38,10 +38,15 @@ def test_the_github_actions_example_runs_as_written_with_the_embedded_judge(tmp_
     shutil.copytree(ROOT / "examples" / "compare", tmp_path / "examples" / "compare")
     shutil.copy(ROOT / "examples" / "compare.toml", tmp_path / "examples" / "compare.toml")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the README's plan of the same gate: nothing paid, what its budget reaches
+    plan = subprocess.run(
+        ["orchestrator", "compare", "examples/compare.toml", "--plan"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert plan.returncode == 0 and "This run can read at most 20 prompts" in plan.stdout, plan.stderr[-2000:]
     for command in _steps()[1:]:  # (the install step is the README's, run by .ci/run)
         done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3000)
-        assert done.returncode in (0, 10, 11, 12), done.stderr[-2000:]
+        assert done.returncode in (0, 10, 11, 12, 13), done.stderr[-2000:]
         assert "Traceback" not in done.stderr
         report = ET.parse(tmp_path / "compare-gate.xml").getroot().find("testsuite")
         assert report is not None and report.get("failures") == ("0" if done.returncode == 0 else "1")
-        assert "M22" in done.stdout and "anytime-valid interval" in done.stdout
+        assert "M22" in done.stdout and "interval valid at the planned looks" in done.stdout

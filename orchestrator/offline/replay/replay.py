@@ -156,7 +156,8 @@ def _replay_group(
         try:
             asyncio.run(engine.run())
         except RunFailed as exc:
-            raise OrchestratorError(f"replay of group {group.key!r}: {exc}") from None
+            # (the run file is this replay's temporary one: no advice about resuming it)
+            raise OrchestratorError(f"replay of group {group.key!r}: the log's judgments could not be used: {exc.reason}") from None
         posterior = engine.planner.posteriors[0]
         used = store.judgment_counts().get("ok", 0)
     for suffix in ("", "-wal", "-shm"):

@@ -7,21 +7,48 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ...errors import OrchestratorError
+from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
-from ...run.planners.compare import comparison_order, decision_of, describe, prompt_outcomes
-from ...run.planners.compare_anchor import anchor_name, anchored_decision, anchored_order, anchored_outcomes, describe_anchored, shares
+from ...run.planners.compare import comparison_order, completed_rounds, decision_of, describe, prompt_outcomes, round_looks
+from ...run.planners.compare_anchor import anchor_name, anchored_decision, anchored_order, anchored_outcomes, shares
 from ...store import RunStore, open_run
 
-__all__ = ["EXIT_CODES", "comparison", "comparison_in", "exit_code"]
+__all__ = ["EXIT_CODES", "comparison", "comparison_in", "exit_code", "outcome_spread"]
 
-EXIT_CODES = {"better": 0, "worse": 10, "equivalent": 11, "not yet known": 12}
+EXIT_CODES = {"better": 0, "worse": 10, "equivalent": 11, "not yet known": 12, "not better": 13, "not worse": 0}
 """``orchestrator compare``'s exit code per decision (``--require not-worse``: ``equivalent`` is 0
-too); 2 is bad input or a run whose judge calls all failed, as for every command."""
+too; ``not worse`` is its own pass); 2 is bad input or a run whose judge calls all failed, as for
+every command."""
 
-CONSTRUCTION = (
-    "anytime-valid confidence sequence for the mean of the per-prompt win shares (hedged betting capital, "
-    "Waudby-Smith & Ramdas 2024, JRSS-B, Theorem 3): it holds at every look with the stated level"
-)
+
+def construction(section: CompareConfig, anchor: str | None = None) -> str:
+    """How the interval is built, and its reference."""
+    of = (
+        "the difference of the two systems' win rates against the anchor (X = (1 + w_candidate − w_baseline)/2 per prompt, "
+        "each w a win share against the anchor, the difference 100 (2 X̄ − 1))"
+        if anchor is not None
+        else "the mean of the per-prompt win shares"
+    )
+    horizon = f", its stakes sized for {section.max_prompts} prompts" if section.max_prompts else ""
+    if section.design == "planned":
+        return (
+            f"repeated confidence intervals for {of} of a group-sequential design over {section.max_prompts} planned prompts, "
+            "O'Brien–Fleming-type alpha spending (Lan & DeMets 1983; Jennison & Turnbull 1989), read at the ends of rounds"
+        )
+    return f"anytime-valid confidence sequence for {of} (hedged betting capital, Waudby-Smith & Ramdas 2024, JRSS-B, Theorem 3{horizon})"
+
+
+def guarantee(section: CompareConfig) -> str:
+    """Which guarantee the interval holds, in one sentence."""
+    if section.design == "planned":
+        return (
+            f"the chance of any wrong decision is at most α = {section.alpha:g} at the planned looks (the ends of rounds) "
+            f"with at most {section.max_prompts} prompts; between looks the interval is shown, not decided on"
+        )
+    return f"the chance of any wrong decision is at most α = {section.alpha:g} at every look, whenever the run is looked at or stopped"
 
 
 def _after(found, prompts: list[str], order: list[str]) -> str:
@@ -32,7 +59,8 @@ def _after(found, prompts: list[str], order: list[str]) -> str:
 
 
 def exit_code(decision: str, require: str = "better") -> int:
-    """The exit code of a decision (:data:`EXIT_CODES`); ``require = "not-worse"`` passes equivalence."""
+    """The exit code of a decision (:data:`EXIT_CODES`); ``require = "not-worse"`` passes equivalence
+    (and ``not worse``, its own decision)."""
     if require == "not-worse" and decision == "equivalent":
         return 0
     return EXIT_CODES[decision]
@@ -51,12 +79,10 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
     section = config.compare
     assert section is not None
     require = require or section.require
-    if section.anchor is not None:
-        return _anchored(store, config, require)
-    dataset = store.dataset()
-    order = comparison_order(dataset, section.candidate, section.baseline, config.seed)
-    prompts, outcomes = prompt_outcomes(order, list(store.judgments()), section.candidate, section.baseline)
-    found = decision_of(outcomes, section.margin, section.alpha)
+    order, prompts, x, rows, anchored = _outcomes(store, config)
+    if anchored is not None:
+        return _anchored(config, require, order, prompts, x, rows, anchored)
+    found = decision_of(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows)))
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -65,15 +91,56 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
         "win_rate": round(50 + found.difference, 3) if prompts else None,
         "win_rate_low": round(50 + found.low, 3),
         "win_rate_high": round(50 + found.high, 3),
-        **_decided(found, prompts, order, require),
-        "sentence": f"{section.candidate} is {describe(found, section.margin, section.baseline)}, {_after(found, prompts, order)}",
-        "construction": CONSTRUCTION,
+        **_decided(found, prompts, order, require, section),
+        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}",
+        "construction": construction(section),
     }
 
 
-def _decided(found, prompts: list[str], order: list[str], require: str) -> dict[str, Any]:
+def _outcomes(store: RunStore, config: RunConfig) -> tuple[list[str], list[str], np.ndarray, list, tuple | None]:
+    """``(order, prompts read, outcomes, judgments, anchored)`` of a comparison's run file;
+    ``anchored``: through an anchor, ``(anchor, kept baseline run, w_candidate, w_baseline)``."""
+    section = config.compare
+    assert section is not None
+    rows = list(store.judgments())
+    if section.design == "planned":  # a planned design reads only its looks: rounds answered whole
+        pending = [r.round for r in store.pending_requests()]
+        if pending:
+            rows = [r for r in rows if r.round < min(pending)]
+    if section.anchor is None:
+        order = comparison_order(store.dataset(), section.candidate, section.baseline, config.seed)
+        prompts, x = prompt_outcomes(order, rows, section.candidate, section.baseline)
+        return order, prompts, x, rows, None
+    anchor = anchor_name(section.anchor)
+    kept = store.attachment("baseline")
+    baseline_rows = kept["payload"]["judgments"] if kept else rows
+    order = anchored_order(config, store.dataset(), kept["payload"]["judgments"] if kept else None)
+    prompts, x, wc, wb = anchored_outcomes(order, shares(rows, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor))
+    return order, prompts, x, rows, (anchor, kept, wc, wb)
+
+
+def outcome_spread(path: str | Path) -> tuple[float, int]:
+    """``(standard deviation, prompts)`` of the per-prompt outcomes of a comparison's run file — a
+    pilot or an earlier comparison of the same kind — for a plan (``compare --plan --spread-from RUN``).
+
+    Raises:
+        OrchestratorError: not a comparison's run file, or fewer than 2 prompts read."""
+    with open_run(path, write=False) as store:
+        config = RunConfig.from_stored(store.config)
+        if config.compare is None:
+            raise OrchestratorError(f"--spread-from {path}: not a comparison's run file (orchestrator compare writes one)")
+        _, prompts, x, _, _ = _outcomes(store, config)
+    if len(prompts) < 2:
+        raise OrchestratorError(f"--spread-from {path}: {len(prompts)} prompt(s) read; a spread needs 2 or more")
+    return float(np.std(x, ddof=1)), len(prompts)
+
+
+def _decided(found, prompts: list[str], order: list[str], require: str, section: CompareConfig) -> dict[str, Any]:
     """The fields every comparison reports of its decision."""
     return {
+        "design": section.design,
+        "max_prompts": section.max_prompts,
+        "guarantee": guarantee(section),
         "prompts_judged": len(prompts),
         "prompts_available": len(order),
         "difference": round(found.difference, 3) if prompts else None,
@@ -86,26 +153,16 @@ def _decided(found, prompts: list[str], order: list[str], require: str) -> dict[
     }
 
 
-CONSTRUCTION_ANCHORED = (
-    "anytime-valid confidence sequence for the difference of the two systems' win rates against the anchor (hedged "
-    "betting capital on X = (1 + w_candidate − w_baseline)/2 per prompt, each w a win share against the anchor, the "
-    "difference 100 (2 X̄ − 1); Waudby-Smith & Ramdas 2024, JRSS-B, Theorem 3): it holds at every look with the stated level"
-)
-
-
-def _anchored(store: RunStore, config: RunConfig, require: str) -> dict[str, Any]:
+def _anchored(
+    config: RunConfig, require: str, order: list[str], prompts: list[str], x: np.ndarray, rows: list, anchored: tuple
+) -> dict[str, Any]:
     """:func:`comparison_in` of a comparison through an anchor
     (:mod:`orchestrator.run.planners.compare_anchor`): the difference of the two win rates against it."""
     section = config.compare
-    assert section is not None and section.anchor is not None
-    anchor = anchor_name(section.anchor)
-    kept = store.attachment("baseline")
-    rows = list(store.judgments())
-    baseline_rows = kept["payload"]["judgments"] if kept else rows
-    order = anchored_order(config, store.dataset(), kept["payload"]["judgments"] if kept else None)
-    prompts, x, wc, wb = anchored_outcomes(order, shares(rows, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor))
-    found = anchored_decision(x, section.margin, section.alpha)
-    said = describe_anchored(found, section.margin, section.baseline, anchor)
+    assert section is not None
+    anchor, kept, wc, wb = anchored
+    found = anchored_decision(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows)))
+    said = describe(found, section, anchor)
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -119,7 +176,7 @@ def _anchored(store: RunStore, config: RunConfig, require: str) -> dict[str, Any
         # on the prompts the decision read (a round may judge a few more after it)
         "candidate_win_rate": round(100 * float(wc[: found.at].mean()), 3) if prompts else None,
         "baseline_win_rate": round(100 * float(wb[: found.at].mean()), 3) if prompts else None,
-        **_decided(found, prompts, order, require),
+        **_decided(found, prompts, order, require, section),
         "sentence": f"{section.candidate} is {said}, {_after(found, prompts, order)}",
-        "construction": CONSTRUCTION_ANCHORED,
+        "construction": construction(section, anchor),
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import OrchestratorError
-from ...raee.sequence import Decision, confidence_sequence, decide
+from ...raee.sequence import Decision
 from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
@@ -48,9 +48,38 @@ def prompt_outcomes(order: list[str], rows: list[JudgmentRecord], candidate: str
     return prompts, np.array([float(np.mean(by_prompt[p])) for p in prompts])
 
 
-def decision_of(outcomes: np.ndarray, margin: float, alpha: float) -> Decision:
-    """The decision the outcomes read so far support (:func:`orchestrator.raee.sequence.decide`)."""
-    return decide(confidence_sequence(outcomes, alpha), margin)
+def decision_of(outcomes: np.ndarray, section: CompareConfig, looks: list[int] | None = None, *, scale: float = 1.0) -> Decision:
+    """The decision the outcomes read so far support under the section's design, margin, α and
+    requirement (:func:`orchestrator.raee.gate.gate_decision`); ``looks``: the prompts read at the
+    end of each round (a planned design decides there only); ``scale``: points of the decision per
+    point of the outcomes' mean (2 through an anchor: a difference of two win rates)."""
+    from ...raee.gate import gate_decision  # (scipy's statistics only where a comparison is read)
+
+    found = gate_decision(
+        outcomes,
+        margin=section.margin / scale,
+        alpha=section.alpha,
+        require=section.require,
+        design=section.design,
+        max_prompts=section.max_prompts,
+        looks=looks,
+    )
+    return found if scale == 1 else Decision(found.decision, scale * found.difference, scale * found.low, scale * found.high, found.at)
+
+
+def round_looks(prompts: list[str], completed: dict[str, int]) -> list[int]:
+    """The looks of a run: after each round, how many of ``prompts`` (the outcomes' order) had been
+    read — ``completed`` gives the round in which each prompt's last judgment came."""
+    rounds = sorted({completed[p] for p in prompts if p in completed})
+    return [sum(1 for p in prompts if completed.get(p, 1 << 30) <= r) for r in rounds]
+
+
+def completed_rounds(rows: list[JudgmentRecord]) -> dict[str, int]:
+    """``prompt → the round of its last judgment`` (a prompt is read once every judgment is in)."""
+    out: dict[str, int] = {}
+    for row in rows:
+        out[row.prompt_id] = max(out.get(row.prompt_id, -1), row.round)
+    return out
 
 
 class ComparePlanner(PlannerBase):
@@ -108,16 +137,14 @@ class ComparePlanner(PlannerBase):
     def decision(self, cutoff: int | None = None) -> Decision:
         """The decision on the judgments of rounds ``<= cutoff`` (None: all)."""
         rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
-        _, outcomes = prompt_outcomes(self.order, rows, self.section.candidate, self.section.baseline)
-        return decision_of(outcomes, self.section.margin, self.section.alpha)
+        prompts, outcomes = prompt_outcomes(self.order, rows, self.section.candidate, self.section.baseline)
+        return decision_of(outcomes, self.section, round_looks(prompts, completed_rounds(rows)))
 
     def stop_before(self, cutoff: int) -> str:
         found = self.decision(cutoff)
         if found.decision == "not yet known":
             return ""
-        return (
-            f"decided after {found.at} prompts: {self.section.candidate} is {describe(found, self.section.margin, self.section.baseline)}"
-        )
+        return f"decided after {found.at} prompts: {self.section.candidate} is {describe(found, self.section)}"
 
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
         ctx = self.ctx
@@ -131,10 +158,16 @@ class ComparePlanner(PlannerBase):
                 if (j, prompt, shown) not in ctx.asked
             ]
 
-        return prompt_batch(self.order, unit, "pairwise", ctx.config.selection.batch, (c, b), self.done)
+        return prompt_batch(planned_order(self.order, self.section), unit, "pairwise", ctx.config.selection.batch, (c, b), self.done)
 
     def summary(self, cutoff: int | None) -> dict:
         return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
+
+
+def planned_order(order: list[str], section: CompareConfig) -> list[str]:
+    """The prompts a comparison may ask: a planned design stops at its planned maximum (its error is
+    spent there, whatever budget is left); the anytime sequence may read on."""
+    return order[: section.max_prompts] if section.design == "planned" and section.max_prompts else order
 
 
 def prompt_batch(order: list[str], unit_for, kind: str, batch: int, systems: tuple[str, str], done: str) -> Plan | str:
@@ -163,15 +196,29 @@ NO_PROMPT_READ = (
 """What a comparison says before any prompt can be read."""
 
 
-def describe(found: Decision, margin: float, baseline: str) -> str:
-    """``better than BASELINE by at least M points (…)``: the decision in words, with its interval."""
-    if found.at == 0:  # no prompt read yet: no win rate to state
-        return f"not yet known against {baseline}: {NO_PROMPT_READ}"
-    span = f"win rate over {baseline} {50 + found.difference:.1f}% (anytime-valid interval {50 + found.low:.1f}–{50 + found.high:.1f}%)"
-    if found.decision == "better":
-        return f"better than {baseline}" + (f" by at least {margin:g} points" if margin else "") + f": {span}"
-    if found.decision == "worse":
-        return f"worse than {baseline}" + (f" by at least {margin:g} points" if margin else "") + f": {span}"
-    if found.decision == "equivalent":
-        return f"equivalent to {baseline} within {margin:g} points: {span}"
-    return f"not yet known against {baseline}: {span}"
+def describe(found: Decision, section: CompareConfig, anchor: str | None = None) -> str:
+    """``better than BASELINE by at least M points: …``: the decision in words, with its interval and
+    the guarantee it holds (head to head: the win rate over the baseline; through an ``anchor``: the
+    difference of the two win rates against it)."""
+    baseline, margin = section.baseline, section.margin
+    if found.at == 0:  # no prompt read yet: nothing to state
+        return f"not yet known against {baseline}: " + (
+            NO_PROMPT_READ if anchor is None else f"no prompt has both systems judged against {anchor} yet"
+        )
+    kind = "anytime-valid interval" if section.design == "anytime" else "interval valid at the planned looks"
+    if anchor is None:
+        span = f"win rate over {baseline} {50 + found.difference:.1f}% ({kind} {50 + found.low:.1f}–{50 + found.high:.1f}%)"
+    else:
+        span = (
+            f"{found.difference:+.1f} points of win rate against {anchor} compared with {baseline} "
+            f"({kind} {found.low:+.1f} to {found.high:+.1f} points)"
+        )
+    by = f" by at least {margin:g} points" if margin else ""
+    words = {
+        "better": f"better than {baseline}{by}",
+        "worse": f"worse than {baseline}{by}",
+        "equivalent": f"equivalent to {baseline} within {margin:g} points",
+        "not better": f"not better than {baseline} by {margin:g} points or more",
+        "not worse": f"not worse than {baseline} by {margin:g} points or more",
+    }
+    return f"{words.get(found.decision, f'not yet known against {baseline}')}: {span}"

@@ -22,16 +22,16 @@ import numpy as np
 from ...errors import OrchestratorError
 from ...paths import file_sha256
 from ...raee.records import reference_wtl
-from ...raee.sequence import Decision, confidence_sequence, decide
+from ...raee.sequence import Decision
 from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, PlannerBase
-from .compare import decision_summary, prompt_batch
+from .compare import completed_rounds, decision_of, decision_summary, describe, planned_order, prompt_batch, round_looks
 
-__all__ = ["AnchoredComparePlanner", "anchored_outcomes", "anchored_decision", "baseline_snapshot", "describe_anchored", "shares"]
+__all__ = ["AnchoredComparePlanner", "anchored_outcomes", "anchored_decision", "baseline_snapshot", "shares"]
 
 DEFAULT_TEMPLATE = "raee-pairwise-summary"
 
@@ -78,29 +78,10 @@ def anchored_outcomes(
     return prompts, np.array(x), np.array(wc), np.array(wb)
 
 
-def anchored_decision(outcomes: np.ndarray, margin: float, alpha: float) -> Decision:
+def anchored_decision(outcomes: np.ndarray, section: CompareConfig, looks: list[int] | None = None) -> Decision:
     """The decision on the difference of win rates (points): the sequence of X̄ with the margin
     halved, its difference and ends doubled."""
-    found = decide(confidence_sequence(outcomes, alpha), margin / 2)
-    return Decision(found.decision, 2 * found.difference, 2 * found.low, 2 * found.high, found.at)
-
-
-def describe_anchored(found: Decision, margin: float, baseline: str, anchor: str) -> str:
-    """The decision in words, with its interval."""
-    if found.at == 0:  # no prompt read yet: no difference to state
-        return f"not yet known against {baseline}: no prompt has both systems judged against {anchor} yet"
-    span = (
-        f"{found.difference:+.1f} points of win rate against {anchor} compared with {baseline} "
-        f"(anytime-valid interval {found.low:+.1f} to {found.high:+.1f} points)"
-    )
-    by = f" by at least {margin:g} points" if margin else ""
-    if found.decision == "better":
-        return f"better than {baseline}{by}: {span}"
-    if found.decision == "worse":
-        return f"worse than {baseline}{by}: {span}"
-    if found.decision == "equivalent":
-        return f"equivalent to {baseline} within {margin:g} points: {span}"
-    return f"not yet known against {baseline}: {span}"
+    return decision_of(outcomes, section, looks, scale=2.0)
 
 
 def baseline_snapshot(path: Path, baseline: str, anchor: str) -> dict:
@@ -258,13 +239,15 @@ class AnchoredComparePlanner(PlannerBase):
         )
 
     def decision(self, cutoff: int | None = None) -> Decision:
-        return anchored_decision(self.outcomes(cutoff)[1], self.section.margin, self.section.alpha)
+        rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
+        prompts, x, _, _ = self.outcomes(cutoff)
+        return anchored_decision(x, self.section, round_looks(prompts, completed_rounds(rows)))
 
     def stop_before(self, cutoff: int) -> str:
         found = self.decision(cutoff)
         if found.decision == "not yet known":
             return ""
-        said = describe_anchored(found, self.section.margin, self.section.baseline, self.anchor)
+        said = describe(found, self.section, self.anchor)
         return f"decided after {found.at} prompts: {self.section.candidate} is {said}"
 
     def next_round(self, round_no: int, cutoff: int) -> Plan | str:
@@ -281,7 +264,7 @@ class AnchoredComparePlanner(PlannerBase):
                 out += [ctx.request(j, "reference", prompt, list(shown)) for shown in wanted if (j, prompt, shown) not in ctx.asked]
             return out
 
-        return prompt_batch(self.order, unit, "reference", ctx.config.selection.batch, (c, b), self.done)
+        return prompt_batch(planned_order(self.order, self.section), unit, "reference", ctx.config.selection.batch, (c, b), self.done)
 
     def summary(self, cutoff: int | None) -> dict:
         return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
