@@ -11,9 +11,9 @@ import typer
 
 from ..errors import OrchestratorError
 from ..outputs import check_output, open_output
-from .common import _check_range, app, err_console, existing, file_option, number_option, out_console
+from .common import _check_range, app, err_console, existing, file_option, out_console
 from .display import run_display
-from .options import RunNoCache, RunRunsDir
+from .options import CompareDesign, CompareEffect, ComparePlan, CompareRequire, CompareSpread, CompareSpreadFrom, RunNoCache, RunRunsDir
 
 
 @app.command("compare")
@@ -26,26 +26,12 @@ def compare_cmd(
         None, "--alpha", help="Chance of any wrong decision at the looks the design decides at (default: the config's, 0.05)."
     ),
     max_calls: Optional[int] = typer.Option(None, "--max-calls", help="Paid completions at most (default: the config's budget)."),
-    require: Optional[str] = typer.Option(
-        None,
-        "--require",
-        help="better (exit 0 only when better) or not-worse (equivalent and not worse pass too); default: the config's, better.",
-    ),
-    design: Optional[str] = typer.Option(
-        None,
-        "--design",
-        help="anytime (valid at every look) or planned (valid at the ends of rounds, fewer prompts); default: the config's.",
-    ),
-    plan: bool = typer.Option(
-        False, "--plan", help="Pay nothing: print the prompts needed for a power of 0.8 and what this budget reaches."
-    ),
-    effect: float = number_option("--effect", "With --plan: the true difference beyond the margin the power is for (points).", default=3.0),
-    spread: Optional[float] = number_option(
-        "--spread", "With --plan: the outcomes' standard deviation (default: assumed 0.3).", default=None
-    ),
-    spread_from: Optional[Path] = file_option(
-        "--spread-from", "With --plan: measure the spread on an earlier comparison's run file (a pilot).", what="run file", default=None
-    ),
+    require: CompareRequire = None,
+    design: CompareDesign = None,
+    plan: ComparePlan = False,
+    effect: CompareEffect = 3.0,
+    spread: CompareSpread = None,
+    spread_from: CompareSpreadFrom = None,
     json_out: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the decision as JUnit XML to this file."),
     runs_dir: RunRunsDir = None,

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import existing, file_option
+from .common import existing, file_option, number_option
 
 RunConfigPath = Annotated[Path, typer.Argument(help="Run config (TOML).", callback=existing("config file"))]
 
@@ -104,3 +104,35 @@ ReplayHuman = Annotated[
 ]
 
 ReplayPlot = Annotated[Optional[Path], typer.Option("--plot", help="Write the Spearman curve to this PNG.")]
+
+# --- the comparison gate's design and plan (``compare``) ---------------------------------------------
+
+CompareRequire = Annotated[
+    Optional[str],
+    typer.Option(
+        "--require",
+        help="better (exit 0 only when better) or not-worse (equivalent and not worse pass too); default: the config's, better.",
+    ),
+]
+
+CompareDesign = Annotated[
+    Optional[str],
+    typer.Option(
+        "--design", help="anytime (valid at every look) or planned (valid at the ends of rounds, fewer prompts); default: the config's."
+    ),
+]
+
+ComparePlan = Annotated[
+    bool, typer.Option("--plan", help="Pay nothing: print the prompts needed for a power of 0.8 and what this budget reaches.")
+]
+
+CompareEffect = Annotated[float, number_option("--effect", "With --plan: the true difference beyond the margin the power is for (points).")]
+
+CompareSpread = Annotated[
+    Optional[float], number_option("--spread", "With --plan: the outcomes' standard deviation (default: assumed 0.3).")
+]
+
+CompareSpreadFrom = Annotated[
+    Optional[Path],
+    file_option("--spread-from", "With --plan: measure the spread on an earlier comparison's run file (a pilot).", what="run file"),
+]

@@ -30,16 +30,12 @@ from a stated probability, and both are read from the data rather than assumed:
    (type-II maximum likelihood, the evidence approximation: MacKay 1992, *Bayesian
    interpolation*, Eq. 4.9), by the fixed point of :func:`fixed_point_scale`; a single estimate
    of ``τ`` is noisy when the data are thin (and a ``τ`` too large is exactly when the intervals
-   miss), so the posterior averages over it instead: a proper half-Cauchy hyperprior on ``τ``
-   (scale :data:`TAU_SCALE`, truncated to ``τ ≤ 1``; Gelman 2006's choice for a hierarchical
-   scale), each ``λ = τ⁻²`` of :data:`PRIOR_GRID` weighted by its Laplace evidence ``p(data | λ)``
-   (:func:`log_evidence`) times the prior's mass there (the grid is even in ``log τ``, so the mass
-   is ``p(τ) τ Δlog τ``), and the mixture of the Laplace posteriors moment-matched to one Gaussian
-   (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). The
-   evidence stays flat as ``τ → 0`` (a judge that says little cannot rule out scores that barely
-   differ); under a log-uniform hyperprior that flat end made the grid's lower bound decide the
-   intervals' width, while the half-Cauchy's mass vanishes there, so the bound no longer matters. A
-   sparse posterior (thousands of candidates) takes the fixed point alone.
+   miss), so the posterior averages over it instead: a log-uniform hyperprior on ``τ ∈ [0.01, 1]``
+   (λ on :data:`PRIOR_GRID`), each ``λ`` weighted by its Laplace evidence ``p(data | λ)``
+   (:func:`log_evidence`), and the mixture of the Laplace posteriors moment-matched to one Gaussian
+   (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). A
+   sparse posterior (thousands of candidates) takes the fixed point alone. The figures behind this
+   choice are in ``benchmarks/history/2026-11-27.md`` (session 10).
 
 Log-probability judges keep the fixed prior (their scores' scale is set by their probabilities).
 
@@ -47,8 +43,6 @@ References
 ----------
 [PoE] §3.1 (soft Bradley–Terry expert), §4.1 (Laplace), §4.2 (the unit Gaussian prior).
 MacKay, D. J. C. (1992). Bayesian interpolation. *Neural Computation* 4(3), 415–447.
-Gelman, A. (2006). Prior distributions for variance parameters in hierarchical models. *Bayesian
-Analysis* 1(3), 515–534.
 Davidson, R. R. (1970). On extending the Bradley–Terry model to accommodate ties in paired
 comparison experiments. *JASA* 65(329), 317–328.
 """
@@ -67,7 +61,6 @@ __all__ = [
     "VERDICT_METHODS",
     "PRIOR_GRID",
     "PRIOR_SCALE_ROUNDS",
-    "TAU_SCALE",
     "MIN_PRIOR_PRECISION",
     "MAX_PRIOR_PRECISION",
     "fit_prior_scale",
@@ -78,18 +71,15 @@ __all__ = [
 
 VERDICT_METHODS = ("verdict", "samples")
 """``Judgment.method`` values whose probabilities are counts of verdicts, not stated probabilities."""
-PRIOR_GRID = tuple(float(10 ** (k / 2)) for k in range(13))
-"""The prior precisions λ = 1, 10^½, …, 10⁶ (τ from 1 down to 0.001) the posterior averages over."""
-TAU_SCALE = 1.0
-"""Scale of the half-Cauchy hyperprior on ``τ``: the unit prior's own scale (a log-probability
-judge's scores live on it; a verdict judge's on a smaller one)."""
+PRIOR_GRID = tuple(float(10 ** (k / 2)) for k in range(9))
+"""The prior precisions λ = 1, 10^½, …, 10⁴ (τ from 1 down to 0.01) the posterior averages over."""
 PRIOR_SCALE_ROUNDS = 12
 """At most this many refits of the fixed point (sparse posteriors)."""
 MIN_PRIOR_PRECISION = 1.0
 """λ is never below the fixed prior's: the scale is estimated only downwards (τ ≤ 1), so a verdict
 judge's intervals are never narrower than under PoE's unit prior."""
-MAX_PRIOR_PRECISION = 1e6
-"""τ ≥ 0.001: a judge whose verdicts carry no information leaves every score near 0 and wide
+MAX_PRIOR_PRECISION = 1e4
+"""τ ≥ 0.01: a judge whose verdicts carry no information leaves every score near 0 and wide
 intervals, never a division by zero."""
 
 
@@ -124,9 +114,7 @@ def fit_prior_scale(obs: Observations, config: PoEConfig, posterior: Posterior) 
         post = fit_laplace(obs, grid_config, warm_start=post)
         fits.append((lam, post))
         values.append(log_evidence(obs, grid_config, post))
-    taus = [lam**-0.5 for lam in PRIOR_GRID]
-    log_mass = [math.log(tau) - math.log1p((tau / TAU_SCALE) ** 2) for tau in taus]  # half-Cauchy density × τ
-    weight = torch.softmax(torch.tensor(values, dtype=torch.float64) + torch.tensor(log_mass, dtype=torch.float64), 0)
+    weight = torch.softmax(torch.tensor(values, dtype=torch.float64), 0)
     mean = sum(float(w) * p.mean for w, (_, p) in zip(weight, fits))
     second = sum(float(w) * (p.dense_cov() + torch.outer(p.mean, p.mean)) for w, (_, p) in zip(weight, fits))
     assert isinstance(mean, torch.Tensor) and isinstance(second, torch.Tensor)
