@@ -7,7 +7,9 @@ Points: ``commit_judgment`` (judgment row written, request not yet marked done, 
 ``add_round`` (round row written, its requests not yet), ``refit`` (between two groups' fits);
 batch mode: ``batch_recorded`` (batch row committed, nothing sent), ``batch_created`` (the provider
 has the batch, its id not yet committed), ``batch_poll`` (between two polls), ``batch_commit``
-(after a batch result's judgment was committed, before the next).
+(after a batch result's judgment was committed, before the next); generated answers:
+``commit_answer`` (the answer's row written, transaction open), ``answer_committed`` (committed,
+no judge has seen it yet).
 
 ``ORCHESTRATOR_STALL="name:N"`` instead makes the N-th hit spin the CPU in Python for 60 s: a
 stand-in for a long posterior update, to test that signals still work during CPU-bound work.
@@ -23,7 +25,17 @@ from collections import Counter
 
 __all__ = ["failpoint", "POINTS"]
 
-POINTS = ("commit_judgment", "add_round", "refit", "batch_recorded", "batch_created", "batch_poll", "batch_commit")
+POINTS = (
+    "commit_judgment",
+    "add_round",
+    "refit",
+    "batch_recorded",
+    "batch_created",
+    "batch_poll",
+    "batch_commit",
+    "commit_answer",
+    "answer_committed",
+)
 
 
 def _parse(spec: str | None) -> dict[str, int]:

@@ -55,6 +55,7 @@ def start(
     from_log: str | Path | None = None,
     cache: str | Path | bool | None = None,
     pilot: int | None = None,
+    answers_from: str | Path | None = None,
 ) -> tuple[Path, str]:
     """Create a run from a config (a TOML path or a loaded ``RunConfig``) and run it to its end.
 
@@ -63,7 +64,8 @@ def start(
     no network: a run's config on its own export reproduces the run); ``progress`` receives :class:`~orchestrator.run.events.RunEvent` objects;
     ``cache``: the judgment cache shared by runs (``None``: the default file, ``$ORCHESTRATOR_JUDGMENT_CACHE``
     or the user cache directory; a path; ``False``: none) — requests it answers cost nothing;
-    ``pilot``: stop after this many calls (resumable) with the forecast of the whole run's cost.
+    ``pilot``: stop after this many calls (resumable) with the forecast of the whole run's cost;
+    ``answers_from``: the candidate models' answers from this file of texts instead of their models.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget (nothing is written).
@@ -73,7 +75,16 @@ def start(
 
     cfg = load_config(config, runs_dir)
     attachments = run_attachments(cfg)
-    return start_run(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache, pilot=pilot, attachments=attachments)
+    return start_run(
+        cfg,
+        progress=progress,
+        judges=judges,
+        from_log=from_log,
+        cache=cache,
+        pilot=pilot,
+        attachments=attachments,
+        answers_from=answers_from,
+    )
 
 
 def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smoke: bool = False) -> dict:

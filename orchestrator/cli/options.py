@@ -28,6 +28,14 @@ RunFromLog = Annotated[
     ),
 ]
 
+RunAnswersFrom = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--answers-from",
+        help="Answer the candidate models' generation requests from this file (JSONL prompt_id, candidate, text) instead of the models.",
+    ),
+]
+
 RunReport = Annotated[
     bool, typer.Option("--report/--no-report", help="Write the HTML report beside the run file (runs/<name>.html) at the end.")
 ]

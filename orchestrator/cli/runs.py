@@ -14,7 +14,7 @@ from ..errors import OrchestratorError
 from .common import _check_range, app, err_console, number_option, out_console, run_argument
 from .display import print_ranking, run_display
 from .fit_options import AsJson
-from .options import RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
+from .options import RunAnswersFrom, RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
 from .status_view import print_status
 
 T = TypeVar("T")
@@ -31,6 +31,7 @@ def run_cmd(
     cache: RunCache = None,
     no_cache: RunNoCache = False,
     pilot: RunPilot = None,
+    answers_from: RunAnswersFrom = None,
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
@@ -68,7 +69,9 @@ def run_cmd(
         return
     cached = _cache_setting(cache, no_cache)
     path, reason = _live(
-        cfg.run_path, lambda on: api.start(cfg, progress=on, from_log=from_log, cache=cached, pilot=pilot), cfg.budget.max_calls
+        cfg.run_path,
+        lambda on: api.start(cfg, progress=on, from_log=from_log, cache=cached, pilot=pilot, answers_from=answers_from),
+        cfg.budget.max_calls,
     )
     if pilot is not None and getattr(reason, "kind", None) == "pilot":
         err_console.print(

@@ -43,6 +43,9 @@ def print_status(summary: dict) -> None:
         *([("decision", f"{status.comparison.sentence} (exit {status.comparison.exit_code})")] if status.comparison else []),
         *([] if status.comparison else [("groups", str(status.groups))]),
     ]
+    for candidate, n in (status.answers or {}).items():
+        more = ", ".join(f"{n[k]} {k}" for k in ("failed", "truncated", "cached", "pending") if n.get(k))
+        rows.append((f"answers of {candidate}", f"{n['ok']} generated of {n['prompts']} prompts" + (f" ({more})" if more else "")))
     if status.people:
         people = status.people
         rows.append(("items asked of people", f"{people['asked']} ({people['asked_labelled']} labelled; {people['labels']} labels in all)"))

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import OrchestratorError
 from .campaign_config import AbsoluteConfig, ReferenceConfig
+from .candidate_models import CandidateModel
 from .choices import parse_expert_name, parse_strategy
 from .compare_config import CompareConfig
 from .datafiles import load_toml_model
@@ -43,8 +44,9 @@ class _Section(BaseModel):
 class DataConfig(_Section):
     prompts: Path
     """prompts.jsonl (``{id, text, reference?}``)."""
-    responses: Path
-    """responses.jsonl (``{prompt_id, candidate, text, human?}``)."""
+    responses: Path | None = None
+    """responses.jsonl (``{prompt_id, candidate, text, human?}``); none when every candidate is a
+    model (``[candidates.NAME]``)."""
     scope: Literal["per_prompt", "global", "items"] = "per_prompt"
     """``per_prompt``: rank each prompt's responses; ``global``: rank candidates across prompts;
     ``items``: rank every response as its own item (``prompt::candidate``) in one posterior —
@@ -241,6 +243,10 @@ class RunConfig(_Section):
     """Set to run an absolute-scoring campaign (for the simplex model) instead of PoE selection."""
     compare: CompareConfig | None = None
     """Set to compare two systems head to head with a decision (:mod:`.compare_config`)."""
+    candidates: dict[str, CandidateModel] = Field(default_factory=dict)
+    """Candidates that are models (``[candidates.NAME] model = "…"``): their answers are generated
+    the first time a planned request needs one (:mod:`orchestrator.generation`), beside the
+    candidates whose texts the responses file holds."""
     planner_tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """With ``selection.planner``: the config's other tables (``[every-pair]``…), which the campaign
     kind from outside the package reads (its ``[<kind>]`` section); without one, any table the
@@ -268,8 +274,17 @@ class RunConfig(_Section):
         (``prompts``) are looked up first (empty for a config that was not read from a file)."""
         return [self.config_dir / folder] if self.config_dir is not None else []
 
+    @field_validator("candidates")
+    @classmethod
+    def _candidate_names(cls, candidates: dict[str, CandidateModel]) -> dict[str, CandidateModel]:
+        for name in candidates:
+            check_identifier(name)
+        return candidates
+
     @model_validator(mode="after")
     def _one_campaign(self) -> "RunConfig":
+        if self.data.responses is None and not self.candidates:
+            raise ValueError("data.responses: give a responses file, or candidates that are models ([candidates.NAME] model = ...)")
         if sum(s is not None for s in (self.reference, self.absolute, self.compare)) > 1:
             raise ValueError("[reference], [absolute] and [compare] are different campaigns; a run has at most one")
         if self.model.temperature == "fit" and not self.data.truth:
@@ -279,6 +294,11 @@ class RunConfig(_Section):
             raise ValueError(
                 f"model.control = {self.model.control} is for PoE campaigns (pairwise and absolute experts); a reference campaign: "
                 "`orchestrator fit raee --control length` or `--control self`"
+            )
+        if text and self.candidates:
+            raise ValueError(
+                f"model.control = {text} reads every answer's text before the first round; candidates that are models "
+                "answer only when asked: drop one of the two"
             )
         if text and self.data.scope != "global":
             raise ValueError(
@@ -355,7 +375,11 @@ def load_config(path: str | Path) -> RunConfig:
     data = config.data.model_copy(
         update={
             "prompts": config.data.prompts if config.data.prompts.is_absolute() else base / config.data.prompts,
-            "responses": config.data.responses if config.data.responses.is_absolute() else base / config.data.responses,
+            "responses": None
+            if config.data.responses is None
+            else config.data.responses
+            if config.data.responses.is_absolute()
+            else base / config.data.responses,
         }
     )
     update: dict = {"data": data, "name": config.name or path.stem, "config_dir": base}

@@ -88,7 +88,35 @@ class Dataset:
 
     prompts: dict[str, PromptRow]
     responses: dict[str, dict[str, ResponseText]]
-    """``prompt_id → candidate → response``."""
+    """``prompt_id → candidate → response``; a candidate that is a model has an entry for every
+    prompt, its text empty until its answer is generated (:meth:`pending`)."""
+    models: frozenset[str] = frozenset()
+    """The candidates that are models (``[candidates.NAME]``): their answers are not part of the
+    snapshot (nor of its fingerprint) but of the run's generated answers."""
+
+    def pending(self, prompt_id: str, candidate: str) -> bool:
+        """Whether this answer is a model's that has not been generated (or could not be)."""
+        return candidate in self.models and not self.responses[prompt_id][candidate].text
+
+    def answer(self, prompt_id: str, candidate: str, text: str) -> None:
+        """Put a generated answer in place (the run's planners read it from here)."""
+        self.responses[prompt_id][candidate] = ResponseText.model_construct(prompt_id=prompt_id, candidate=candidate, text=text, human={})
+
+    def with_models(self, models: list[str], answers: dict[tuple[str, str], str] | None = None) -> "Dataset":
+        """This dataset with the candidates that are models answering every prompt: ``answers``
+        (``(prompt, candidate) → text``) those already generated, the others pending."""
+        if not models:
+            return self
+        answers = answers or {}
+        responses = {
+            p: {**by, **{m: ResponseText.model_construct(prompt_id=p, candidate=m, text=answers.get((p, m), ""), human={}) for m in models}}
+            for p, by in self.responses.items()
+        }
+        return Dataset(self.prompts, responses, frozenset(models))
+
+    def snapshot_responses(self) -> list[ResponseText]:
+        """The responses the run file's snapshot keeps: every one from the responses file."""
+        return [r for by in self.responses.values() for c, r in by.items() if c not in self.models]
 
     @property
     def n_responses(self) -> int:
@@ -98,7 +126,7 @@ class Dataset:
         return fingerprint(self)
 
     def subset(self, prompt_ids: list[str]) -> "Dataset":
-        return Dataset({p: self.prompts[p] for p in prompt_ids}, {p: self.responses[p] for p in prompt_ids})
+        return Dataset({p: self.prompts[p] for p in prompt_ids}, {p: self.responses[p] for p in prompt_ids}, self.models)
 
 
 def fingerprint(dataset: Dataset) -> str:
@@ -108,7 +136,7 @@ def fingerprint(dataset: Dataset) -> str:
         # a prompt without a category hashes as before categories existed (stored runs still match)
         row = dataset.prompts[pid].model_dump(exclude={"category"} if dataset.prompts[pid].category is None else set())
         h.update(json.dumps(row, sort_keys=True).encode())
-        for cand in sorted(dataset.responses.get(pid, {})):
+        for cand in sorted(c for c in dataset.responses.get(pid, {}) if c not in dataset.models):
             h.update(json.dumps(dataset.responses[pid][cand].model_dump(), sort_keys=True).encode())
     return h.hexdigest()
 
@@ -130,19 +158,27 @@ def load_prompts(path: str | Path) -> dict[str, PromptRow]:
     return prompts
 
 
-def load_dataset(prompts_path: str | Path, responses_path: str | Path, *, min_candidates: int = 2) -> Dataset:
-    """Load and cross-check prompts and responses.
+def load_dataset(
+    prompts_path: str | Path, responses_path: str | Path | None, *, min_candidates: int = 2, models: list[str] | tuple[str, ...] = ()
+) -> Dataset:
+    """Load and cross-check prompts and responses; ``models``: the candidates that are models,
+    which answer every prompt when asked (none of their texts may be in the responses file).
 
     Raises:
         OrchestratorError: naming file and line: bad JSON or UTF-8, wrong types, empty texts,
-            duplicate ids or responses, responses to unknown prompts; or no prompt with at
-            least ``min_candidates`` responses.
+            duplicate ids or responses, responses to unknown prompts, texts of a candidate that
+            is a model; or no prompt with at least ``min_candidates`` responses.
     """
     prompts = load_prompts(prompts_path)
-    responses_path = Path(responses_path)
     responses: dict[str, dict[str, ResponseText]] = {}
     lines: dict[tuple[str, str], int] = {}
-    for number, row in validate_jsonl(responses_path, ResponseText, "the file has no rows"):
+    rows = [] if responses_path is None else validate_jsonl(Path(responses_path), ResponseText, "the file has no rows")
+    for number, row in rows:
+        if row.candidate in models:
+            raise OrchestratorError(
+                f"{responses_path}:{number}: {row.candidate!r} is a candidate that is a model ([candidates.{row.candidate}]) "
+                "and has texts in the responses file; rename one of the two"
+            )
         if row.prompt_id not in prompts:
             raise OrchestratorError(f"{responses_path}:{number}: prompt {row.prompt_id!r} is not in {prompts_path}")
         key = (row.prompt_id, row.candidate)
@@ -153,8 +189,8 @@ def load_dataset(prompts_path: str | Path, responses_path: str | Path, *, min_ca
             )
         lines[key] = number
         responses.setdefault(row.prompt_id, {})[row.candidate] = row
-    usable = {p: r for p, r in responses.items() if len(r) >= min_candidates}
+    usable = {p: r for p in prompts if len(r := responses.get(p, {})) + len(models) >= min_candidates}
     if not usable:
-        raise OrchestratorError(f"{responses_path}: no prompt has {min_candidates} or more responses to compare")
+        raise OrchestratorError(f"{responses_path or prompts_path}: no prompt has {min_candidates} or more responses to compare")
     ordered = {p: usable[p] for p in prompts if p in usable}
-    return Dataset({p: prompts[p] for p in ordered}, ordered)
+    return Dataset({p: prompts[p] for p in ordered}, ordered).with_models(list(models))

@@ -280,6 +280,9 @@ class Status(_Closed):
     """People's labelling progress (open)."""
     comparison: Comparison | None = None
     mean_spearman_vs_truth: float | None = None
+    answers: dict[str, dict[str, int]] | None = None
+    """Per candidate that is a model: its answers ``ok`` (generated), ``failed``, ``pending``
+    (reserved, not yet written), ``truncated``, ``cached``, and the run's ``prompts``."""
 
 
 def json_schemas() -> dict[str, dict]:

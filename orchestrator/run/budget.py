@@ -8,6 +8,7 @@ in what is left are planned, so calls, tokens and USD never exceed the limits.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile
@@ -94,9 +95,15 @@ def typical_cost(messages: list[dict], template: Template, profile: JudgeProfile
     return calls * (prompt + completion), calls * (prompt * price[0] + completion * price[1])
 
 
-def fit_budget(units: list[list[PlannedRequest]], spend: Spend, budget: BudgetConfig) -> tuple[list[list[PlannedRequest]], str]:
+def fit_budget(
+    units: list[list[PlannedRequest]],
+    spend: Spend,
+    budget: BudgetConfig,
+    extra: Callable[[list[PlannedRequest]], tuple[int, float]] | None = None,
+) -> tuple[list[list[PlannedRequest]], str]:
     """Keep units (a comparison's requests) in priority order while their reservations fit in what
-    ``budget`` leaves after ``spend``; the reason when one did not fit."""
+    ``budget`` leaves after ``spend``; the reason when one did not fit. ``extra(unit)``: tokens and
+    USD a unit reserves besides its requests (the candidate models' answers it needs first)."""
     calls = math.inf if budget.max_calls is None else budget.max_calls - spend.calls
     tokens = math.inf if budget.max_tokens is None else budget.max_tokens - spend.tokens
     usd = math.inf if budget.max_usd is None else budget.max_usd - spend.usd
@@ -105,6 +112,9 @@ def fit_budget(units: list[list[PlannedRequest]], spend: Spend, budget: BudgetCo
         need_calls = sum(r.reserved_calls for r in unit)
         need_tokens = sum(r.reserved_tokens for r in unit)
         need_usd = sum(r.reserved_usd for r in unit)
+        if extra is not None:
+            more_tokens, more_usd = extra(unit)
+            need_tokens, need_usd = need_tokens + more_tokens, need_usd + more_usd
         if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:
             if need_calls > calls:
                 what = f"max_calls ({spend.calls} of {budget.max_calls} used)"

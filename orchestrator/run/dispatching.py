@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ..judging.answers import check_answer
 from ..judging.batch import BatchClient
@@ -43,6 +43,10 @@ class RoundDispatcher:
     """The run's interrupt state: after the first signal no new call and no retry, and waits end early."""
     commit: Commit
     sleep: Callable[[float], Any]
+    prepare: Callable[[PlannedRequest], Awaitable[PlannedRequest | Judgment | None]] | None = None
+    """Makes a request ready to send (the candidate models' answers it shows, generated and in
+    place): the request, a failed judgment to store instead of asking, or None to leave it
+    pending (a drain); None: every request is ready as planned."""
     in_flight_calls: int = 0
     """Calls sent and not yet answered (a drain's event reports them)."""
 
@@ -116,6 +120,17 @@ class RoundDispatcher:
         # draining: no new attempt (the request stays pending and is sent again on resume)
         return await call_with_retries(judge, request, policy, sleep=self.wait, stop=lambda: self.drain.draining)
 
+    async def _ready(self, row: PlannedRequest, round_no: int) -> PlannedRequest | None:
+        """The request to send (see :attr:`prepare`); None when there is nothing to send: a
+        failure stored instead, or left pending by a drain."""
+        if self.prepare is None:
+            return row
+        ready = await self.prepare(row)
+        if isinstance(ready, Judgment):
+            self.store_answer(row, ready, 0, round_no)
+            return None
+        return ready
+
     async def dispatch(
         self, rows: list[PlannedRequest], round_no: int, semaphore: asyncio.Semaphore, round_info: Callable[[], dict]
     ) -> None:
@@ -128,6 +143,10 @@ class RoundDispatcher:
             (batched.setdefault(row.judge, []) if self.batched(row.judge) is not None else live).append(row)
 
         async def one(row: PlannedRequest) -> None:
+            ready = await self._ready(row, round_no)
+            if ready is None:
+                return
+            row = ready
             request = self.request(row)
             async with semaphore:
                 if self.drain.draining:  # not sent yet: leave it pending for the resume
@@ -142,7 +161,8 @@ class RoundDispatcher:
             self.store_answer(row, judgment, attempts, round_no)
 
         async def batch(judge: str, judge_rows: list[PlannedRequest]) -> None:
-            await self._batch_runner(judge, round_no).run(judge_rows, round_no)
+            ready = await asyncio.gather(*(self._ready(r, round_no) for r in judge_rows))
+            await self._batch_runner(judge, round_no).run([r for r in ready if r is not None], round_no)
 
         # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
         # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).

@@ -14,10 +14,11 @@ units whose reservation fits are planned, so calls, tokens and USD never exceed 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..errors import RunFailed
 from ..judging.client import Judge, JudgeProfile, Judgment
@@ -33,6 +34,9 @@ from .planners import Plan, planner_for
 from .requests import PlanContext
 from .signals import Drain, cancel_all
 from .stops import StopReason, kind_of
+
+if TYPE_CHECKING:
+    from ..generation.answering import Answering
 
 __all__ = ["FAIL_FAST_AFTER", "RunEngine", "RunEvent"]
 
@@ -60,6 +64,7 @@ class RunEngine:
         known_pairs: Callable[[], Iterable[tuple[str, tuple[str, ...]]]] | None = None,
         people: JudgeProfile | None = None,
         concurrency: int | None = None,
+        answering: "Answering | None" = None,
     ):
         """``answerable``: which requests a judge can answer at all, ``known_pairs``: the pairs
         they can answer where that is a known set (see :class:`PlanContext`);
@@ -70,7 +75,9 @@ class RunEngine:
         the ``judging.people`` profile, asked items to label after each planned round
         (:mod:`orchestrator.people.asking`); ``concurrency``: calls in flight at once instead of the config's
         (1 for embedded judges only: one llama.cpp slot answers in arrival order, and a fixed order
-        makes a run repeat exactly)."""
+        makes a run repeat exactly); ``answering``: the candidate models' settings, generators
+        and cache (:class:`~orchestrator.generation.pipeline.Answering`), needed when the config
+        names candidates that are models."""
         self.store = store
         self.concurrency = concurrency or config.dispatch.concurrency
         self.config = config
@@ -93,6 +100,9 @@ class RunEngine:
         self._spend: Spend | None = None
         self.pilot = pilot
         self._pilot_done = False
+        if config.candidates and answering is None:
+            raise RunFailed(f"{store.path}: the config names candidate models and the run was given no way to ask them")
+        self.answers = answering.pipeline(store, self.ctx, config.dispatch, lambda: self.drain.draining, sleep) if answering else None
         self.planner = planner_for(config)(self.ctx)
         self.people = None
         if people is not None:
@@ -113,6 +123,8 @@ class RunEngine:
         # has already charged for them), nothing new starts
         self.drain = Drain(on_start=self._on_drain)
         self.dispatcher = RoundDispatcher(store, config, judges, templates, self.drain, self._commit, sleep)
+        if self.answers is not None:  # requests that show a candidate model's answer wait for it
+            self.dispatcher.prepare = functools.partial(self.answers.ready, ctx=self.ctx, request_of=self.dispatcher.request)
 
     def _commit(self, row: PlannedRequest, judgment: Judgment, attempts: int, round_no: int) -> None:
         """Store one finished request and tell the planner, the health check and the display."""
@@ -131,7 +143,8 @@ class RunEngine:
             self.planner.add(committed)
         else:
             self._failed += 1
-        if self.health.record(row.judge, judgment.status == "failed"):
+        # a request about an answer that does not exist asked no judge: it says nothing of the judge
+        if judgment.error_type != "no_answer" and self.health.record(row.judge, judgment.status == "failed"):
             self._stop_judge(row.judge)
         self._event("judgment", round_no)
 
@@ -325,7 +338,8 @@ class RunEngine:
         if not isinstance(plan, Plan):
             return StopReason(plan, "campaign"), round_no, None
         spend = self.store.planning_spend(cutoff)
-        kept, budget_reason = fit_budget([self.dispatcher.quoted(unit) for unit in plan.units], spend, self.config.budget)
+        extra = self.ctx.answers.reservation(set()) if self.ctx.answers is not None else None
+        kept, budget_reason = fit_budget([self.dispatcher.quoted(unit) for unit in plan.units], spend, self.config.budget, extra)
         if self.pilot is not None:  # a pilot pays for at most `pilot` calls, whatever the round's size
             room = self.pilot - spend.calls
             while kept and sum(r.reserved_calls for unit in kept for r in unit) > room:
@@ -339,8 +353,9 @@ class RunEngine:
         rows = [r for unit in kept for r in unit]
         timings["select_s"] = time.perf_counter() - started
         summary = self.planner.summary(cutoff)
+        answers = self.ctx.answers.needed(rows) if self.ctx.answers is not None else None
         self.store.add_round(
-            round_no, plan.kind, plan.selected[: len(kept)], rows, {**summary, **timings, "top": json.dumps(summary["top"])}
+            round_no, plan.kind, plan.selected[: len(kept)], rows, {**summary, **timings, "top": json.dumps(summary["top"])}, answers
         )
         self.ctx.mark_asked(rows)
         self.planner.planned(rows)

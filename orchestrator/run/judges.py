@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import OrchestratorError
 from ..judging.client import Judge, JudgeProfile, LiteLLMJudge
@@ -27,31 +27,43 @@ def is_local(profile: JudgeProfile, api_base: str | None) -> bool:
 
 @contextlib.contextmanager
 def judges_for(
-    profiles: dict[str, JudgeProfile], *, api_base: str | None, notify: Callable[[str], None] | None = None
+    profiles: dict[str, JudgeProfile],
+    *,
+    api_base: str | None,
+    notify: Callable[[str], None] | None = None,
+    servers: dict[str, Any] | None = None,
 ) -> Iterator[tuple[dict[str, Judge], set[str]]]:
     """LiteLLM judges for the profiles, starting (and finally stopping) embedded servers as needed —
     one llama.cpp slot each: two slots batch requests in arrival order, which is not bit-deterministic
     (two runs of one config differed by up to 0.027 in P(A) within 14 calls); ``notify``
-    hears when an embedded model starts loading and when it is ready (it takes a while)."""
-    from ..judging.embedded import EmbeddedServer
-
+    hears when an embedded model starts loading and when it is ready (it takes a while);
+    ``servers``: embedded servers by model, shared with the candidate models (started ones are
+    added, and stopped on the way out)."""
     with contextlib.ExitStack() as stack:
-        servers: dict[str, EmbeddedServer] = {}
+        servers = {} if servers is None else servers
         judges: dict[str, Judge] = {}
         for name, profile in profiles.items():
             base = api_base
             if profile.embedded and not api_base:
-                if profile.embedded not in servers:
-                    server = EmbeddedServer(profile.embedded)  # an unknown model fails here, first
-                    started = time.monotonic()
-                    if notify is not None:
-                        notify(f"loading the embedded judge {profile.embedded!r} (llama.cpp; usually 10–60 s on a laptop)…")
-                    servers[profile.embedded] = stack.enter_context(server)
-                    if notify is not None:
-                        notify(f"embedded judge {profile.embedded!r} ready after {time.monotonic() - started:.0f} s")
-                base = servers[profile.embedded].api_base
+                base = embedded_server(profile.embedded, servers, stack, notify, "judge").api_base
             judges[name] = provider_judge(profile) if profile.provider else LiteLLMJudge(profile, api_base=base)
         yield judges, {n for n, p in profiles.items() if is_local(p, api_base)}
+
+
+def embedded_server(key: str, servers: dict[str, Any], stack: contextlib.ExitStack, notify: Callable[[str], None] | None, role: str) -> Any:
+    """The running llama.cpp server of embedded model ``key``, started (and registered with
+    ``stack`` to stop) the first time a judge or a candidate needs it."""
+    from ..judging.embedded import EmbeddedServer
+
+    if key not in servers:
+        server = EmbeddedServer(key)  # an unknown model fails here, first
+        started = time.monotonic()
+        if notify is not None:
+            notify(f"loading the embedded {role} {key!r} (llama.cpp; usually 10–60 s on a laptop)…")
+        servers[key] = stack.enter_context(server)
+        if notify is not None:
+            notify(f"embedded {role} {key!r} ready after {time.monotonic() - started:.0f} s")
+    return servers[key]
 
 
 def cached_judges(

@@ -10,7 +10,7 @@ from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile, get_profile
 from ..judging.providers import load_provider
 from ..records.config import RunConfig
-from ..records.dataset import Dataset, load_dataset
+from ..records.dataset import Dataset, ResponseText, load_dataset
 from ..records.named_classes import module_origin, modules_beside
 from ..records.templates import Template, get_template
 from ..store import refuse_existing
@@ -43,6 +43,21 @@ def _select_prompts(config: RunConfig, dataset: Dataset) -> Dataset:
     return dataset
 
 
+def _load_with_models(config: RunConfig, *, min_candidates: int) -> Dataset:
+    """The config's dataset with its candidate models answering every prompt; a candidate model
+    that resolves to nothing is one line now, before anything is written."""
+    if config.candidates:
+        from ..generation.settings import resolve_candidates
+
+        resolve_candidates(config.candidates, config.beside("judges"))
+    return load_dataset(config.data.prompts, config.data.responses, min_candidates=min_candidates, models=list(config.candidates))
+
+
+def _file_responses(dataset: Dataset) -> list[tuple[str, ResponseText]]:
+    """``(prompt, response)`` of every response from the file (not a candidate model's)."""
+    return [(p, r) for p, by in dataset.responses.items() for c, r in by.items() if c not in dataset.models]
+
+
 def check_new_run(config: RunConfig) -> None:
     """Refuse a run name whose file exists already, as creating the run does (``run --dry-run``
     checks it too, so a dry run never passes where the run itself would refuse)."""
@@ -60,9 +75,9 @@ def prepare(config: RunConfig, *, need_keys: bool = True, plan_only: bool = Fals
     # candidate ("evaluate my model against the anchor") needs no second one
     alone = config.reference is not None and config.reference.anchor == "dataset"
     modules_beside(config.config_dir)  # a config is code: the modules beside it can be named
-    dataset = _select_prompts(config, load_dataset(config.data.prompts, config.data.responses, min_candidates=1 if alone else 2))
+    dataset = _select_prompts(config, _load_with_models(config, min_candidates=1 if alone else 2))
     if config.data.truth is not None:
-        missing = [(p, c) for p, by in dataset.responses.items() for c, r in by.items() if r.human.get(config.data.truth) is None]
+        missing = [(p, r.candidate) for p, r in _file_responses(dataset) if r.human.get(config.data.truth) is None]
         if missing:
             raise OrchestratorError(
                 f"data.truth: response of {missing[0][1]!r} to prompt {missing[0][0]!r} has no human score {config.data.truth!r}"

@@ -3,10 +3,11 @@ requests already planned, and how a request row is rendered, keyed and reserved.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..judging.client import JudgeProfile
 from ..records.config import RunConfig
@@ -15,6 +16,9 @@ from ..records.judgments import request_key
 from ..records.templates import Template
 from ..store import PlannedRequest
 from .budget import worst_case
+
+if TYPE_CHECKING:
+    from ..generation.planning import AnswerPlanning
 
 __all__ = ["DATASET_ANCHOR", "PlanContext", "render_messages", "seeded_hash"]
 
@@ -78,6 +82,11 @@ class PlanContext:
     disabled: set[str] = field(default_factory=set)
     """Judges stopped by the per-judge fail-fast (:mod:`orchestrator.run.health`): asked no more."""
 
+    answers: "AnswerPlanning | None" = None
+    """The candidate models' answers (:mod:`orchestrator.generation.planning`): a request showing
+    one not yet written is reserved for its longest, and none is planned about one that could not
+    be generated; None: no candidate is a model."""
+
     @property
     def seed(self) -> int:
         return self.config.seed
@@ -90,6 +99,8 @@ class PlanContext:
     def judges_for(self, prompt_id: str, candidates: tuple[str, ...], kind: str) -> list[str]:
         """The judges (in config order) that can answer this request."""
         judges = [j for j in self.profiles if j not in self.disabled]
+        if self.answers is not None and self.answers.unanswerable(prompt_id, candidates):
+            return []
         if self.answerable is None:
             return judges
         return [j for j in judges if self.answerable(j, prompt_id, candidates, kind)]
@@ -109,10 +120,7 @@ class PlanContext:
         template = self.templates[role]
         profile = self.profiles[judge]
         prompt = self.dataset.prompts[prompt_id]
-        texts = [
-            prompt.reference or "" if c == DATASET_ANCHOR and template.kind == "reference" else self.dataset.responses[prompt_id][c].text
-            for c in candidates
-        ]
+        texts = [self._shown_text(template, prompt, c) for c in candidates]
         attribute = self.config.judging.attribute
         parameters = self.config.judging.parameters()
         messages = render_messages(template, prompt, texts, attribute=attribute, prefill=profile.prefill, parameters=parameters)
@@ -133,6 +141,27 @@ class PlanContext:
             repeat=repeat,
             reserved_calls=1 if profile.logprobs else (completions or profile.samples),
         )
+
+    def _shown_text(self, template: Template, prompt: PromptRow, candidate: str) -> str:
+        if candidate == DATASET_ANCHOR and template.kind == "reference":
+            return prompt.reference or ""
+        if self.answers is not None and self.dataset.pending(prompt.id, candidate):
+            return self.answers.placeholder(candidate)
+        return self.dataset.responses[prompt.id][candidate].text
+
+    def rendered(self, row: PlannedRequest) -> PlannedRequest:
+        """``row`` rendered again with the answers it shows as they are now (a candidate model's
+        written since it was planned); its reservation stays what was planned, and
+        :meth:`fits` says whether the new messages still fit in it."""
+        role = next(r for r, t in self.templates.items() if t.name == row.template)
+        again = self.request(row.judge, role, row.prompt_id, row.candidates, row.repeat, completions=row.reserved_calls)
+        return dataclasses.replace(row, messages=again.messages)
+
+    def fits(self, row: PlannedRequest) -> bool:
+        """Whether a request's messages, as rendered, cost at most what it reserved."""
+        template = next(t for t in self.templates.values() if t.name == row.template)
+        tokens, usd = worst_case(row.messages, template, self.profiles[row.judge], self.prices[row.judge], row.reserved_calls)
+        return tokens <= row.reserved_tokens and usd <= row.reserved_usd + 1e-12
 
     def mark_asked(self, requests: list[PlannedRequest]) -> None:
         for r in requests:

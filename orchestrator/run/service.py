@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import OrchestratorError, RunFailed
 from ..judging.client import Judge, JudgeProfile, get_profile
@@ -16,11 +16,15 @@ from ..records.named_classes import modules_beside
 from ..records.templates import Template
 from ..secrets import redact_json
 from ..store import RunStore, create_run, open_run
+from ..store.cache import JudgmentCache
 from .events import RunEvent
 from .judges import cached_judges, is_local, judges_for, log_judges, notify, open_cache_or_bypass, record_identities
 from .preparation import check_judges, people_profile, prepare
 
-__all__ = ["resume", "start"]
+if TYPE_CHECKING:
+    from ..generation.answering import Answering
+
+__all__ = ["answering_for", "resume", "start"]
 
 
 def _execute(
@@ -32,9 +36,10 @@ def _execute(
     judges: dict[str, Judge] | None,
     cache: str | Path | bool | None = False,
     pilot: int | None = None,
+    answers_from: str | Path | None = None,
 ) -> str:
     """Run the engine. ``cache``: see :func:`start`; injected ``judges`` use the cache only when
-    it is named (a path or True)."""
+    it is named (a path or True); ``answers_from``: see :func:`start`."""
     if judges is not None and cache is None:
         cache = False
     record_identities(store, config, profiles, judges)
@@ -48,8 +53,9 @@ def _execute(
         if opened is not None:
             stack.callback(opened.close)
         embedded: set[str] = set()
+        servers: dict = {}  # embedded llama.cpp servers, shared by judges and candidate models
         if judges is None:  # live: litellm judges, embedded servers started (and stopped) here
-            judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, notify=say))
+            judges, local = stack.enter_context(judges_for(profiles, api_base=config.dispatch.api_base, notify=say, servers=servers))
             embedded = {n for n, p in profiles.items() if p.embedded and not config.dispatch.api_base}
         else:
             local = {n for n, p in profiles.items() if is_local(p, config.dispatch.api_base)}
@@ -69,6 +75,7 @@ def _execute(
             # embedded judges only: one request at a time, in planned order — llama.cpp reuses the previous
             # request's computation, so arrival order changes its answers slightly
             concurrency=1 if embedded and embedded == set(profiles) else None,
+            answering=answering_for(config, answers_from, opened, servers, stack, say) if config.candidates else None,
         )
         raw = judges
 
@@ -83,6 +90,36 @@ def _execute(
         return asyncio.run(drive())
 
 
+def answering_for(
+    config: RunConfig,
+    answers_from: str | Path | None,
+    cache: JudgmentCache | None,
+    servers: dict,
+    stack: contextlib.ExitStack,
+    say: Callable[[str], None],
+) -> Answering:
+    """The run's candidate models ready to answer: each through litellm (a bundled model's server
+    started here, or shared with a judge), or all from a file of recorded answers; the generation
+    cache in the judgment cache's file."""
+    from ..generation.answering import Answering, candidate_prices
+    from ..generation.cache import GenerationCache
+    from ..generation.generators import Generator, LiteLLMGenerator, RecordedAnswers
+    from ..generation.settings import resolve_candidates
+    from .judges import embedded_server
+
+    settings = resolve_candidates(config.candidates, config.beside("judges"))
+    generators: dict[str, Generator] = {}
+    if answers_from is not None:
+        recorded = RecordedAnswers(answers_from)
+        generators = {name: recorded for name in settings}
+    else:
+        for name, s in settings.items():
+            base = embedded_server(s.embedded, servers, stack, say, "candidate").api_base if s.embedded else None
+            generators[name] = LiteLLMGenerator(base)
+    prices = candidate_prices(settings, max_usd=config.budget.max_usd)
+    return Answering(settings, generators, prices, GenerationCache(cache, say) if cache is not None and answers_from is None else None)
+
+
 def start(
     config: str | Path | RunConfig,
     *,
@@ -93,6 +130,7 @@ def start(
     cache: str | Path | bool | None = None,
     pilot: int | None = None,
     attachments: dict[str, dict] | None = None,
+    answers_from: str | Path | None = None,
 ) -> tuple[Path, str]:
     """Create the run file from a config (a TOML path or a loaded one) and run it; returns
     (run file, stop reason). ``attachments``: inputs kept whole in the run file
@@ -111,6 +149,10 @@ def start(
     ``False`` none. Requests answered from it cost nothing and are marked ``cached``. Injected
     ``judges`` and ``from_log`` runs use it only when it is named. ``pilot``: stop (``interrupted``,
     resumable) once this many calls are planned, with the forecast of the whole run's cost.
+
+    ``answers_from``: the candidate models' answers from this file of texts (JSONL ``prompt_id``,
+    ``candidate``, ``text``) instead of their models — asked on demand as the models would be, no
+    model called, nothing paid.
 
     Raises:
         OrchestratorError: a problem with the config, data, judges or budget; nothing is written.
@@ -146,7 +188,7 @@ def start(
     )
     try:
         with store:
-            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges, cache, pilot)
+            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges, cache, pilot, answers_from)
     except RunFailed:
         raise
     except OrchestratorError:
@@ -177,11 +219,13 @@ def resume(
     judges: dict[str, Judge] | None = None,
     api_base: str | None = None,
     cache: str | Path | bool | None = None,
+    answers_from: str | Path | None = None,
 ) -> str | None:
     """Continue a run from its file; None when it had finished already (``cache`` as in :func:`start`).
 
     ``api_base`` replaces the config's ``dispatch.api_base``; it is needed when that address
-    carried credentials (``https://user:pass@host``), which the run file does not store.
+    carried credentials (``https://user:pass@host``), which the run file does not store;
+    ``answers_from``: as for :func:`start` (answers already stored are never asked again).
 
     Raises:
         OrchestratorError: not a run file, in use, a failed run, or credentials needed.
@@ -200,4 +244,4 @@ def resume(
         modules_beside(config.config_dir)  # resuming runs the config again: what it names may be imported
         profiles = {name: get_profile(name, config.beside("judges")) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
-        return _execute(store, config, store.templates(), profiles, progress, judges, cache)
+        return _execute(store, config, store.templates(), profiles, progress, judges, cache, answers_from=answers_from)

@@ -22,6 +22,9 @@ as before — a missing count is 1):
   verdict, 0–1; NULL: none asked).
 - ``rounds``: one row per selection round: selected comparisons with their metric, entropy,
   largest adjacent reorder probability, the top of the ranking, timings, spend after the round.
+- ``answers``: the answers of candidates that are models, generated on demand, with their
+  provenance (:mod:`orchestrator.store.answers`; created with a run that has such candidates —
+  no schema version change).
 - ``human_labels``: people's labels (``orchestrator label``; :mod:`orchestrator.store.labels`), created
   by the first label — no schema version change, older files and versions read as before.
 
@@ -41,6 +44,7 @@ import sqlite_utils
 from ..errors import OrchestratorError
 from ..records.dataset import Dataset
 from ..records.templates import Template
+from .answers import create_answers_table
 from .attachments import write_attachments
 from .locks import RunLock, creation_lock, readonly, snapshot_reader
 from .rows import JudgmentRecord, PlannedRequest
@@ -104,6 +108,8 @@ def create_run(
         # Written to a side file (rollback journal) and renamed below, so no transaction is needed
         # for atomicity; the run switches to WAL when it is opened for writing.
         create_schema(db, SCHEMA_VERSION)
+        if config.get("candidates"):  # candidates that are models: their answers' table from the start
+            create_answers_table(db)
         _write_inputs(db, name=name, config=config, seed=seed, dataset=dataset, templates=templates, now=now)
         if attachments:
             write_attachments(db, attachments)
@@ -153,8 +159,7 @@ def _write_inputs(
     db.table("responses").insert_all(
         [
             {"prompt_id": r.prompt_id, "candidate": r.candidate, "text": r.text, "human": json.dumps(r.human)}
-            for by_cand in dataset.responses.values()
-            for r in by_cand.values()
+            for r in dataset.snapshot_responses()
         ]
     )
 

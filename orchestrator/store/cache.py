@@ -150,6 +150,49 @@ class JudgmentCache:
             ],
         )
 
+    # -- generated answers: their own table, created by the first one (older caches read as before)
+    _GENERATIONS = (
+        "create table if not exists generations (key text primary key, model text not null, answer text not null, "
+        "paid_usd real not null, paid_tokens integer not null, created_at real not null, last_used real not null, hits integer not null)"
+    )
+
+    def get_generation(self, key: str) -> dict[str, Any] | None:
+        """A cached generated answer (:class:`~orchestrator.records.answers.GeneratedAnswer` fields) or None."""
+        if self.db.conn.execute("select 1 from sqlite_master where type = 'table' and name = 'generations'").fetchone() is None:
+            return None
+        row = self.db.conn.execute("select answer from generations where key = ?", [key]).fetchone()
+        if row is None:
+            return None
+        try:
+            self.db.conn.execute("update generations set hits = hits + 1, last_used = ? where key = ?", [time.time(), key])
+        except sqlite3.OperationalError:
+            pass
+        return json.loads(row[0])
+
+    def put_generation(self, key: str, *, model: str, answer: dict[str, Any]) -> bool:
+        """Keep a generated answer unless the key is there already; True when it was added.
+
+        Raises:
+            OrchestratorError: the cache file cannot be written.
+        """
+        now = time.time()
+        with self._readable():
+            self.db.conn.execute(self._GENERATIONS)
+            cursor = self.db.conn.execute(
+                "insert or ignore into generations (key, model, answer, paid_usd, paid_tokens, created_at, last_used, hits) "
+                "values (?, ?, ?, ?, ?, ?, ?, 0)",
+                [
+                    key,
+                    model,
+                    json.dumps(answer),
+                    float(answer.get("cost_usd") or 0.0),
+                    int((answer.get("prompt_tokens") or 0) + (answer.get("completion_tokens") or 0)),
+                    now,
+                    now,
+                ],
+            )
+        return cursor.rowcount == 1
+
     def stats(self) -> dict[str, Any]:
         """Entries, hits and what they were paid, in total and per model."""
         with self._readable():

@@ -158,16 +158,30 @@ class RunStore:
                 responses[r["prompt_id"]][r["candidate"]] = ResponseText.model_construct(
                     prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"])
                 )
-            self._dataset = Dataset(prompts, responses)
+            self._dataset = self._with_models(Dataset(prompts, responses))
         return self._dataset
+
+    def _with_models(self, dataset: Dataset) -> Dataset:
+        """The snapshot with the candidates that are models answering every prompt: the answers
+        generated so far in place, the others pending (:mod:`.answers`)."""
+        models = list(self.config.get("candidates") or {})
+        if not models:
+            return dataset
+        from .answers import stored_answers
+
+        texts = {key: a.text for key, a in stored_answers(self).items() if a.status == "ok"}
+        return dataset.with_models(models, texts)
 
     def prompt_categories_stored(self) -> bool:
         """Whether the snapshot has a column for prompt categories (run files from before them do not)."""
         return any(row["name"] == "category" for row in self.db.query("pragma table_info(prompts)"))
 
     # -- requests and judgments --------------------------------------------------------------
-    def add_round(self, round_no: int, kind: str, selected: list, requests: list[PlannedRequest], info: dict) -> None:
-        """Write a round's selection and its planned (pending) requests in one transaction."""
+    def add_round(
+        self, round_no: int, kind: str, selected: list, requests: list[PlannedRequest], info: dict, answers: list[dict] | None = None
+    ) -> None:
+        """Write a round's selection, its planned (pending) requests and the answers they need
+        that no earlier round planned (:func:`.answers.plan_answers`) in one transaction."""
         now = time.time()
         with self._transaction():
             self._insert(
@@ -187,6 +201,16 @@ class RunStore:
             self._insert(
                 "requests", [{**r.row(), "round": round_no, "status": "pending", "created_at": now} for r in requests], on_conflict="IGNORE"
             )
+            if answers:
+                from .answers import plan_answers
+
+                plan_answers(self, [{**a, "round": round_no} for a in answers])
+
+    def set_request_messages(self, key: str, messages: list[dict[str, str]]) -> None:
+        """A pending request's messages as they are sent (rendered again once the answers they
+        show were generated): the run file keeps what the judge was shown."""
+        with self._transaction():
+            self.db.execute("update requests set messages = ? where key = ? and status = 'pending'", [json.dumps(messages), key])
 
     def finish_round(self, round_no: int, info: dict) -> None:
         info = {**info, "finished_at": time.time()}
@@ -303,7 +327,14 @@ class RunStore:
                 f"coalesce(sum(cost_usd), 0.0) as usd, {cached} as cached from judgments"
             )
         )
-        return Spend(int(row["calls"]), int(row["tokens"]), float(row["usd"]), int(row["cached"]))
+        tokens, usd = self._answer_spend(None)
+        return Spend(int(row["calls"]), int(row["tokens"]) + tokens, float(row["usd"]) + usd, int(row["cached"]))
+
+    def _answer_spend(self, cutoff: int | None) -> tuple[int, float]:
+        """What the candidate models' answers cost (:mod:`.answers`), counted in every budget's total."""
+        from .answers import answer_spend
+
+        return answer_spend(self, cutoff)
 
     def _completions(self) -> str:  # paid completions (a file before schema 4: one per judgment)
         return "coalesce(sum(coalesce(completions, 1)), 0)" if "completions" in self._judgment_columns() else "count(*)"
@@ -331,7 +362,10 @@ class RunStore:
                 [cutoff],
             )
         )
-        return Spend(int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]), float(done["usd"] + later["usd"]))
+        tokens, usd = self._answer_spend(cutoff)
+        return Spend(
+            int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]) + tokens, float(done["usd"] + later["usd"]) + usd
+        )
 
     def deployment_counts(self) -> dict[str, dict[str, int]]:
         """Judgments per judge and deployment (judges with several endpoints; the raw response's

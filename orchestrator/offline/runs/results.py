@@ -246,6 +246,10 @@ def status(path: str | Path) -> dict:
         from ...store.labels import label_progress
 
         people = label_progress(store.db.conn)
+        from ...store.answers import answer_counts
+
+        answers = answer_counts(store)
+        prompts = len(store.dataset().prompts)
         rank = ranking_in(path, store, fits=fits)  # the same open store: the run file is read once
     b = config.budget
     groups = rank["groups"]
@@ -271,6 +275,11 @@ def status(path: str | Path) -> dict:
         "deployments": deployments,
         "people": people,
     }
+    if config.candidates:  # candidates that are models: how many of their answers were generated
+        summary["answers"] = {
+            c: {**answers.get(c, {"ok": 0, "failed": 0, "pending": 0, "truncated": 0, "cached": 0}), "prompts": prompts}
+            for c in config.candidates
+        }
     if "comparison" in rank:
         summary["comparison"] = rank["comparison"]
     sp = [g["spearman_vs_truth"] for g in groups if "spearman_vs_truth" in g]

@@ -1,0 +1,122 @@
+"""Who writes a candidate's answer: one interface, ``async def generate(request) -> GeneratedAnswer``,
+injected into the run as judges are. :class:`LiteLLMGenerator` asks any litellm model (an API, a
+vLLM or llama.cpp server, the bundled models); :class:`RecordedAnswers` answers from a file of
+texts (``run --answers-from``), the way a judgment log answers judge requests. A generator never
+raises on a failed call: the answer records why, and whether a retry could help."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import OrchestratorError
+from ..records.answers import AnswerRequest, GeneratedAnswer
+
+__all__ = ["Generator", "LiteLLMGenerator", "RecordedAnswers"]
+
+TIMEOUT_S = 600.0
+"""One generation's limit (a long answer on a slow local model takes minutes)."""
+
+
+class Generator(Protocol):
+    async def generate(self, request: AnswerRequest) -> GeneratedAnswer: ...
+
+
+class LiteLLMGenerator:
+    """A candidate model reached through ``litellm.acompletion``; ``api_base`` replaces the
+    settings' address (the bundled model's server, started by the run)."""
+
+    def __init__(self, api_base: str | None = None):
+        self.api_base = api_base
+
+    def _kwargs(self, request: AnswerRequest) -> dict[str, Any]:
+        s = request.settings
+        kwargs: dict[str, Any] = {
+            **s.params,
+            "model": s.model,
+            "messages": request.messages,
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+            "timeout": TIMEOUT_S,
+        }
+        if s.seed is not None:
+            kwargs["seed"] = s.seed
+        base = self.api_base or s.api_base
+        if base:
+            kwargs["api_base"] = base
+            kwargs.setdefault("api_key", "not-needed")  # local OpenAI-compatible servers ignore it
+        return kwargs
+
+    async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
+        import litellm
+
+        from ..judging.provider import classify_error, error_text, sane_cost, sane_usage
+
+        started = time.perf_counter()
+        try:
+            response = await litellm.acompletion(**self._kwargs(request))
+        except Exception as exc:  # a failed call is an answer that says why
+            error_type, retryable, _ = classify_error(exc)
+            return GeneratedAnswer.failure(error_text(exc), error_type, retryable=retryable, latency_s=time.perf_counter() - started)
+        latency = time.perf_counter() - started
+        try:
+            choice = response.choices[0]
+            text = choice.message.content or ""
+            finish = getattr(choice, "finish_reason", None)
+        except (AttributeError, IndexError, TypeError):
+            return GeneratedAnswer.failure("the response has no answer (no choices)", "invalid", latency_s=latency)
+        usage = getattr(response, "usage", None)
+        prompt_tokens, completion_tokens, _ = sane_usage(
+            usage.model_dump() if usage is not None and hasattr(usage, "model_dump") else usage
+        )
+        s = request.settings
+        if s.price_input_per_mtok is not None or s.price_output_per_mtok is not None:
+            cost = (prompt_tokens * (s.price_input_per_mtok or 0.0) + completion_tokens * (s.price_output_per_mtok or 0.0)) / 1e6
+        elif s.embedded or self.api_base or s.api_base:
+            cost = 0.0
+        else:
+            try:
+                cost = float(litellm.completion_cost(completion_response=response))
+            except Exception:
+                cost = 0.0
+        cost, _ = sane_cost(cost)
+        paid = GeneratedAnswer(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost, latency_s=latency)
+        if not isinstance(text, str) or not text.strip():
+            error = f"the model returned an empty answer (finish reason {finish})"
+            return paid.model_copy(update={"status": "failed", "error": error, "error_type": "empty", "finish_reason": finish})
+        return paid.model_copy(update={"text": text, "finish_reason": finish, "truncated": finish == "length"})
+
+
+class RecordedAnswers:
+    """Answers from a file of texts (JSONL rows ``prompt_id``, ``candidate``, ``text``, as in the
+    responses file): nothing is paid, and an answer the file lacks fails with that reason.
+
+    Raises:
+        OrchestratorError: an unreadable file or a bad row, naming file and line.
+    """
+
+    def __init__(self, path: str | Path):
+        from ..records.dataset import ResponseText
+        from ..records.log import validate_jsonl
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise OrchestratorError(f"--answers-from {self.path}: no such file")
+        self.texts: dict[tuple[str, str], str] = {}
+        for number, row in validate_jsonl(self.path, ResponseText, "the file has no rows"):
+            key = (row.prompt_id, row.candidate)
+            if key in self.texts:
+                raise OrchestratorError(f"{self.path}:{number}: a second answer of {row.candidate!r} to prompt {row.prompt_id!r}")
+            self.texts[key] = row.text
+
+    def candidates(self) -> set[str]:
+        return {c for _, c in self.texts}
+
+    async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
+        text = self.texts.get((request.prompt_id, request.candidate))
+        if text is None:
+            return GeneratedAnswer.failure(
+                f"{self.path} has no answer of {request.candidate!r} to prompt {request.prompt_id!r}", "not_in_file"
+            )
+        return GeneratedAnswer(text=text, finish_reason="recorded")

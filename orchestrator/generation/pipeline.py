@@ -1,0 +1,146 @@
+"""Answers generated on demand, inside the run's dispatch: a judge request that shows a candidate
+model's answer waits for that answer only (each answer one task, however many requests need it),
+the answer is committed to the run file before any judge sees it, and then the request is
+rendered with it. An answer stored ``ok`` or ``failed`` is never asked for again — not on
+``resume``, not after a kill; a lost one (the process died during the call) was never committed
+and is asked again. A request whose answer could not be generated is a failed judgment that says
+why, and no judge is asked about it."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..failpoints import failpoint
+from ..judging.dispatch import RetryPolicy
+from ..records.answers import AnswerRequest, GeneratedAnswer
+from ..records.candidate_models import GenerationSettings
+from ..records.dataset import Dataset
+from ..records.judgments import JudgeRequest, Judgment
+from ..run.requests import PlanContext
+from ..store import PlannedRequest, RunStore
+from ..store.answers import commit_answer, stored_answers
+from .generators import Generator
+from .planning import BYTES_PER_TOKEN_BOUND
+from .settings import answer_messages
+
+__all__ = ["AnswerPipeline", "INTERRUPTED"]
+
+INTERRUPTED = "interrupted"
+"""What :meth:`AnswerPipeline.ensure` says of an answer a drain left for the resume."""
+
+
+@dataclass(eq=False)
+class AnswerPipeline:
+    """The run's candidate models, their answers so far and the calls in flight."""
+
+    store: RunStore
+    dataset: Dataset
+    """The planners' dataset: a generated answer is put in place here."""
+    settings: dict[str, GenerationSettings]
+    """Candidate → how it is asked."""
+    generators: dict[str, Generator]
+    """Candidate → who writes its answers."""
+    policy: RetryPolicy
+    draining: Callable[[], bool]
+    sleep: Callable[[float], Any] = asyncio.sleep
+    concurrency: int = 4
+    cache: Any = None
+    """The generation cache (:class:`~orchestrator.store.cache.GenerationCache`) or None."""
+    failures: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Answers that could not be generated, with why (stored ones included)."""
+    _tasks: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        for key, record in stored_answers(self.store).items():
+            if record.status == "failed":
+                self.failures[key] = record.error or record.error_type or "failed"
+
+    def failed(self, prompt_id: str, candidate: str) -> str | None:
+        """Why this answer could not be generated, or None."""
+        return self.failures.get((prompt_id, candidate))
+
+    async def ensure(self, prompt_id: str, candidate: str) -> str | None:
+        """Wait for this answer: None once it is in the dataset, else why it is not (a stored
+        failure, or :data:`INTERRUPTED`)."""
+        key = (prompt_id, candidate)
+        if not self.dataset.pending(prompt_id, candidate):
+            return None
+        if key in self.failures:
+            return self.failures[key]
+        task = self._tasks.get(key)
+        if task is None or (task.done() and task.result() == INTERRUPTED and not self.draining()):
+            task = self._tasks[key] = asyncio.ensure_future(self._generate(prompt_id, candidate))
+        return await asyncio.shield(task)
+
+    def request(self, prompt_id: str, candidate: str) -> AnswerRequest:
+        settings = self.settings[candidate]
+        return AnswerRequest(
+            prompt_id=prompt_id, candidate=candidate, messages=answer_messages(self.dataset.prompts[prompt_id], settings), settings=settings
+        )
+
+    async def _generate(self, prompt_id: str, candidate: str) -> str | None:
+        request = self.request(prompt_id, candidate)
+        answer = self.cache.lookup(request) if self.cache is not None else None
+        if answer is None:
+            answer = await self._call(request)
+            if answer is None:
+                return INTERRUPTED
+        commit_answer(self.store, prompt_id, candidate, answer)
+        failpoint("answer_committed")
+        if answer.status != "ok":
+            reason = f"no answer of {candidate!r} to prompt {prompt_id!r}: {answer.error_type}: {answer.error}"
+            self.failures[(prompt_id, candidate)] = reason
+            return reason
+        if self.cache is not None and not answer.cached:
+            self.cache.remember(request, answer)
+        self.dataset.answer(prompt_id, candidate, answer.text)
+        return None
+
+    async def _call(self, request: AnswerRequest) -> GeneratedAnswer | None:
+        """The answer, tried again with backoff while its failure is retryable; None when a drain
+        stopped it before an answer came (left pending for the resume)."""
+        generator = self.generators[request.candidate]
+        wait = self.policy.backoff_initial_s
+        for attempt in range(1, self.policy.max_attempts + 1):
+            if self.draining():
+                return None
+            async with self._semaphore:
+                if self.draining():
+                    return None
+                answer = await generator.generate(request)
+            if answer.status == "ok" or not answer.retryable or attempt == self.policy.max_attempts:
+                return answer
+            await self.sleep(min(wait * (1 + random.random()), self.policy.backoff_max_s))
+            wait *= 2
+        return None
+
+    async def ready(
+        self, row: PlannedRequest, *, ctx: PlanContext, request_of: Callable[[PlannedRequest], JudgeRequest]
+    ) -> PlannedRequest | Judgment | None:
+        """A request with the answers it shows in place: generated now where they are not yet,
+        its messages rendered with them and stored; a failed judgment that asks no judge where an
+        answer could not be generated or is longer than the request reserved; None when a drain
+        left it pending."""
+        shown = [c for c in row.candidates if c in self.dataset.models]
+        if not shown:
+            return row
+        reasons = await asyncio.gather(*(self.ensure(row.prompt_id, c) for c in shown))
+        if INTERRUPTED in reasons:
+            return None
+        failed = [r for r in reasons if r]
+        if failed:
+            return request_of(row).failure(failed[0], error_type="no_answer", completions=0)
+        row = ctx.rendered(row)
+        if not ctx.fits(row):
+            return request_of(row).failure(
+                f"the answer shown is longer than the request reserved for it (more than {BYTES_PER_TOKEN_BOUND} bytes per token); "
+                "not judged",
+                error_type="budget",
+                completions=0,
+            )
+        self.store.set_request_messages(row.key, row.messages)
+        return row

@@ -1,0 +1,83 @@
+"""From a ``[candidates.NAME]`` table to what a generation call sends: the model's litellm string,
+address, prices and parameters, resolved once before anything is written (a name that resolves to
+nothing is one line at load or at the dry run)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import OrchestratorError
+from ..records.candidate_models import CandidateModel, GenerationSettings
+from ..records.dataset import PromptRow
+
+__all__ = ["answer_messages", "generation_settings", "resolve_candidates"]
+
+_PROFILE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def generation_settings(name: str, candidate: CandidateModel, profile_dirs: list[Path] | None = None) -> GenerationSettings:
+    """The settings of candidate ``name``: its ``model`` as a judge profile's name (that profile's
+    model, address and prices; the candidate's own fields win where set), a bundled llama.cpp
+    model, or a litellm model string.
+
+    Raises:
+        OrchestratorError: a model string litellm cannot route, naming the candidate.
+    """
+    from ..judging.embedded import EMBEDDED_MODELS
+    from ..judging.profiles import get_profile
+    from ..judging.profiles import profile_dirs as dirs_of
+
+    fields = candidate.model_dump(exclude={"model"})
+    model, embedded, api_base = candidate.model, None, candidate.api_base
+    prices = (candidate.price_input_per_mtok, candidate.price_output_per_mtok)
+    if _PROFILE_NAME.match(model) and any((d / f"{model}.toml").is_file() for d in dirs_of(profile_dirs)):
+        profile = get_profile(model, profile_dirs)
+        if profile.kind != "model" or profile.provider:
+            raise OrchestratorError(f"candidates.{name}.model: profile {model!r} is not a model litellm can ask (kind {profile.kind})")
+        model, embedded = profile.model, profile.embedded
+        api_base = api_base or profile.api_base
+        prices = (
+            prices[0] if prices[0] is not None else profile.price_input_per_mtok,
+            prices[1] if prices[1] is not None else profile.price_output_per_mtok,
+        )
+    elif model in EMBEDDED_MODELS:
+        model, embedded = f"openai/{model}", model
+    else:
+        _check_routable(name, model)
+    return GenerationSettings(
+        model=model,
+        api_base=api_base,
+        system=fields["system"],
+        temperature=fields["temperature"],
+        max_tokens=fields["max_tokens"],
+        seed=fields["seed"],
+        params=fields["params"],
+        embedded=embedded,
+        price_input_per_mtok=prices[0],
+        price_output_per_mtok=prices[1],
+    )
+
+
+def _check_routable(name: str, model: str) -> None:
+    import litellm
+
+    litellm.suppress_debug_info = True
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:
+        raise OrchestratorError(
+            f"candidates.{name}.model: litellm cannot route {model!r} (write it as provider/model, e.g. openai/{model}, "
+            "name a judge profile, or a bundled model: qwen1.5b, gemma270m)"
+        ) from None
+
+
+def resolve_candidates(candidates: dict[str, CandidateModel], profile_dirs: list[Path] | None = None) -> dict[str, GenerationSettings]:
+    """Every candidate model's settings (:func:`generation_settings`), in config order."""
+    return {name: generation_settings(name, c, profile_dirs) for name, c in candidates.items()}
+
+
+def answer_messages(prompt: PromptRow, settings: GenerationSettings) -> list[dict[str, str]]:
+    """The conversation a candidate model answers: its system message, then the prompt."""
+    messages = [{"role": "system", "content": settings.system}] if settings.system else []
+    return [*messages, {"role": "user", "content": prompt.text}]

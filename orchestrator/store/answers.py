@@ -1,0 +1,182 @@
+"""Generated answers in the run file: the ``answers`` table.
+
+One row per (prompt, candidate that is a model), written when the round that first needs the answer
+is planned (``pending``, with the worst case it reserves) and completed once, when the answer
+arrives (``ok``, or ``failed`` with the reason), with its provenance: the settings it was asked
+with (JSON, :class:`~orchestrator.records.candidate_models.GenerationSettings`), tokens, USD,
+latency, finish reason, ``truncated``, ``cached``. An answer is committed before any judge sees it
+and is never asked for again: a pending row whose answer was lost (a kill during the call) is asked
+again, an ``ok`` or ``failed`` one never.
+
+The table is created with a run whose config names candidate models, and on demand otherwise, so
+run files without it read as before (no schema version change).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ContextManager, Protocol
+
+import sqlite_utils
+
+from ..failpoints import failpoint
+from ..records.answers import GeneratedAnswer
+from ..records.candidate_models import GenerationSettings
+
+
+class RunStore(Protocol):
+    """The run file as these functions use it (:class:`~orchestrator.store.run_store.RunStore`,
+    which reads its answers through them)."""
+
+    db: sqlite_utils.Database
+
+    def _transaction(self) -> ContextManager[None]: ...
+
+
+__all__ = ["AnswerRecord", "answer_counts", "answer_spend", "commit_answer", "create_answers_table", "plan_answers", "stored_answers"]
+
+TABLE = "answers"
+
+CREATE = f"""create table if not exists [{TABLE}] (
+    prompt_id text not null, candidate text not null, status text not null, round integer not null,
+    reserved_tokens integer not null, reserved_usd real not null, text text, settings text not null,
+    prompt_tokens integer, completion_tokens integer, cost_usd real, latency_s real, finish_reason text,
+    truncated integer, error text, error_type text, cached integer, created_at real, answered_at real,
+    primary key (prompt_id, candidate))"""
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """One generated answer as the run file keeps it."""
+
+    prompt_id: str
+    candidate: str
+    status: str
+    """``pending``, ``ok`` or ``failed``."""
+    round: int
+    """The round whose requests first needed it (its reservation counts there)."""
+    text: str
+    settings: GenerationSettings
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+    finish_reason: str | None
+    truncated: bool
+    error: str | None
+    error_type: str | None
+    cached: bool
+
+
+def create_answers_table(db) -> None:
+    db.execute(CREATE)
+
+
+def _exists(store: RunStore) -> bool:
+    return store.db[TABLE].exists()
+
+
+def plan_answers(store: RunStore, rows: list[dict]) -> None:
+    """Reserve answers a planned round needs (inside the round's transaction): ``{prompt_id,
+    candidate, round, reserved_tokens, reserved_usd, settings}``; one already planned is kept."""
+    if not rows:
+        return
+    store.db.execute(CREATE)
+    now = time.time()
+    store.db.conn.executemany(
+        f"insert or ignore into [{TABLE}] (prompt_id, candidate, status, round, reserved_tokens, reserved_usd, settings, created_at) "
+        "values (?, ?, 'pending', ?, ?, ?, ?, ?)",
+        [(r["prompt_id"], r["candidate"], r["round"], r["reserved_tokens"], r["reserved_usd"], r["settings"], now) for r in rows],
+    )
+
+
+def commit_answer(store: RunStore, prompt_id: str, candidate: str, answer: GeneratedAnswer) -> None:
+    """Store an answer (or its failure) in its own transaction, once: an answer already stored
+    stays as it was."""
+    with store._transaction():
+        store.db.execute(
+            f"update [{TABLE}] set status = ?, text = ?, prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, latency_s = ?, "
+            "finish_reason = ?, truncated = ?, error = ?, error_type = ?, cached = ?, answered_at = ? "
+            "where prompt_id = ? and candidate = ? and status = 'pending'",
+            [
+                answer.status,
+                answer.text if answer.status == "ok" else None,
+                answer.prompt_tokens,
+                answer.completion_tokens,
+                answer.cost_usd,
+                answer.latency_s,
+                answer.finish_reason,
+                int(answer.truncated),
+                answer.error,
+                answer.error_type,
+                int(answer.cached),
+                time.time(),
+                prompt_id,
+                candidate,
+            ],
+        )
+        failpoint("commit_answer")
+
+
+def stored_answers(store: RunStore) -> dict[tuple[str, str], AnswerRecord]:
+    """Every answer row, ``(prompt, candidate) → record``."""
+    if not _exists(store):
+        return {}
+    out = {}
+    for r in store.db.query(f"select * from [{TABLE}] order by round, prompt_id, candidate"):
+        out[(r["prompt_id"], r["candidate"])] = AnswerRecord(
+            prompt_id=r["prompt_id"],
+            candidate=r["candidate"],
+            status=r["status"],
+            round=r["round"],
+            text=r["text"] or "",
+            settings=GenerationSettings.model_validate_json(r["settings"]),
+            prompt_tokens=r["prompt_tokens"] or 0,
+            completion_tokens=r["completion_tokens"] or 0,
+            cost_usd=r["cost_usd"] or 0.0,
+            latency_s=r["latency_s"] or 0.0,
+            finish_reason=r["finish_reason"],
+            truncated=bool(r["truncated"]),
+            error=r["error"],
+            error_type=r["error_type"],
+            cached=bool(r["cached"]),
+        )
+    return out
+
+
+def answer_spend(store: RunStore, cutoff: int | None = None) -> tuple[int, float]:
+    """Tokens and USD of the generations: what was paid (``cutoff`` None), or what planning may
+    assume — paid for answers of rounds ``<= cutoff``, reserved for later ones (as
+    :meth:`RunStore.planning_spend` counts requests)."""
+    if not _exists(store):
+        return 0, 0.0
+    if cutoff is None:
+        row = store.db.conn.execute(
+            f"select coalesce(sum(prompt_tokens + completion_tokens), 0), coalesce(sum(cost_usd), 0.0) from [{TABLE}] "
+            "where status != 'pending'"
+        ).fetchone()
+        return int(row[0]), float(row[1])
+    row = store.db.conn.execute(
+        "select coalesce(sum(case when round > ? or status = 'pending' then reserved_tokens "
+        "else coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0) end), 0), "
+        "coalesce(sum(case when round > ? or status = 'pending' then reserved_usd else coalesce(cost_usd, 0.0) end), 0.0) "
+        f"from [{TABLE}]",
+        [cutoff, cutoff],
+    ).fetchone()
+    return int(row[0]), float(row[1])
+
+
+def answer_counts(store: RunStore) -> dict[str, dict[str, int]]:
+    """``candidate → {"ok", "failed", "pending", "truncated", "cached"}`` counts of its answers."""
+    if not _exists(store):
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for candidate, status, truncated, cached, n in store.db.conn.execute(
+        f"select candidate, status, coalesce(truncated, 0), coalesce(cached, 0), count(*) from [{TABLE}] group by 1, 2, 3, 4"
+    ):
+        counts = out.setdefault(candidate, {"ok": 0, "failed": 0, "pending": 0, "truncated": 0, "cached": 0})
+        counts[status] += n
+        counts["truncated"] += n * int(truncated)
+        counts["cached"] += n * int(cached)
+    return out
