@@ -54,6 +54,11 @@ def extend(
                 f"{run}: a comparison's run is not extended (it compares its two systems, and its decision is kept); "
                 "to compare on more prompts or with a larger budget, run `orchestrator compare` on a new run name"
             )
+        if config.candidates:
+            raise OrchestratorError(
+                f"{run}: a run with candidate models ({', '.join(config.candidates)}) is not extended yet; "
+                "start a new run with the newcomers in its config"
+            )
         current = store.dataset()
         new_prompts: dict[str, PromptRow] = load_prompts(prompts) if prompts is not None else {}
         by_prompt: dict[str, dict[str, ResponseText]] = {}

@@ -148,6 +148,16 @@ def test_kill_9_while_answers_are_generated_then_resume_generates_nothing_twice(
     assert db.execute("select count(*) from answers where status = 'pending'").fetchone()[0] == 0
 
 
+def test_extend_refuses_a_run_with_candidate_models_and_leaves_it_as_it_was(tmp_path, capsys):
+    with FakeOpenAIServer(behaviour=Writers()) as server:
+        path, _ = api.start(model_campaign(tmp_path, server.url, prompts=3, max_calls=8), cache=False)
+    before = path.read_bytes()
+    _, more = write_dataset(tmp_path / "more", prompts=3, candidates=4)
+    assert run_cli(["extend", str(path), "--responses", str(more), "--no-cache", "--no-report"]) == 2
+    assert "is not extended yet" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
 def test_the_generation_cache_answers_a_second_run_with_nothing_generated(tmp_path):
     cache = tmp_path / "cache.sqlite"
     writers = Writers()
