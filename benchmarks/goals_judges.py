@@ -120,4 +120,14 @@ JUDGE_GOALS: list[Goal] = [
         readers_verdicts.oracle_figure,
         readers_verdicts.oracle_verdict,
     ),
+    Goal(
+        "generation-on-demand",
+        "#71",
+        "candidates that are models generate only what is judged (AlpacaEval, --from-log and --answers-from, against the same campaign from a full responses file, same estimates): a newcomer on a board from 100 judged prompts ≤ 110 answers; a leaderboard at 20% of the calls ≤ 25% of the answers; the gate ≤ 1.05× the prompts judged per system",
+        "leaderboards.generation_on_demand",
+        "--newcomers 8",
+        "",
+        readers_compare.generation_figure,
+        readers_compare.generation_verdict,
+    ),
 ]

@@ -102,3 +102,21 @@ def compare_cost_verdict(r: Record) -> str:
     if all(met.values()):
         return "met"
     return "not met: " + ", ".join(k for k, ok in met.items() if not ok)
+
+
+def generation_figure(r: Record) -> str:
+    return str(r["figures"]["lines"][-1])
+
+
+def generation_verdict(r: Record) -> str:
+    """The issue's targets: a newcomer on a board from 100 judged prompts ≤ 110 answers generated; a
+    leaderboard of newcomers at 20% of the calls ≤ 25% of their answers; the gate ≤ 1.05× the prompts
+    it judged, per system; every campaign's estimates the same as from a full responses file."""
+    import re
+
+    line = generation_figure(r)
+    board = float(re.search(r"board: at most ([\d.]+) answers", line).group(1))  # type: ignore[union-attr]
+    share = float(re.search(r"leaderboard: ([\d.]+)% of the answers", line).group(1))  # type: ignore[union-attr]
+    gate = float(re.search(r"gate: ([\d.]+)× the prompts", line).group(1))  # type: ignore[union-attr]
+    met = {"board": board <= 110, "leaderboard": share <= 25, "gate": gate <= 1.05, "same estimates": "NOT the same" not in line}
+    return "met" if all(met.values()) else "not met: " + ", ".join(k for k, ok in met.items() if not ok)

@@ -19,18 +19,21 @@ class Writers:
     """A behaviour for the fake server: the candidate models answer (counted per prompt), every
     other model judges by quality."""
 
-    def __init__(self, *, hostile: bool = False, empty: set[str] | None = None, truncate: set[str] | None = None):
+    def __init__(self, *, hostile: bool = False, empty: set[str] | None = None, truncate: set[str] | None = None, judge=quality_behaviour):
         self.asked: Counter[tuple[str, str]] = Counter()
+        self.judge = judge
+        self.conversations: list[list[dict]] = []
         self.lock = threading.Lock()
         self.hostile, self.empty, self.truncate = hostile, empty or set(), truncate or set()
 
     def __call__(self, body: dict):
         model = body.get("model", "")
         if model not in WRITERS:
-            return quality_behaviour(body)
+            return self.judge(body)
         prompt = body["messages"][-1]["content"]
         with self.lock:
             self.asked[(model, prompt)] += 1
+            self.conversations.append(body["messages"])
         if model in self.empty:
             return 200, {}, completion("   ")
         text = f"Answer by {model} <<q={WRITERS[model]:.4f}>> to: {prompt[:40]}"
@@ -49,9 +52,21 @@ def candidate_tables(api_base: str, names: dict[str, str], **fields) -> str:
     return "".join(f'\n[candidates.{name}]\nmodel = "openai/{model}"\napi_base = "{api_base}"\n{extra}' for name, model in names.items())
 
 
-def model_campaign(folder: Path, api_base: str, *, name: str = "gen", candidates: int = 3, prompts: int = 4, **kwargs) -> Path:
-    """A config: ``candidates`` candidates with texts, plus two candidate models (``good``, ``bad``)."""
-    p, r = write_dataset(folder / "data", prompts=prompts, candidates=candidates, base=[0.3, 0.5, 0.7][:candidates], spread=0.1)
+def model_campaign(
+    folder: Path,
+    api_base: str,
+    *,
+    name: str = "gen",
+    candidates: int = 3,
+    prompts: int = 4,
+    reference_quality: float | None = None,
+    **kwargs,
+) -> Path:
+    """A config: ``candidates`` candidates with texts, plus two candidate models (``good``, ``bad``);
+    ``reference_quality``: every prompt has a reference text of that quality."""
+    p, r = write_dataset(
+        folder / "data", prompts=prompts, candidates=candidates, base=[0.3, 0.5, 0.7][:candidates], spread=0.1, reference=reference_quality
+    )
     extra = kwargs.pop("extra", "") + candidate_tables(api_base, {"good": "writer-good", "bad": "writer-bad"})
     kwargs.setdefault("scope", "global")
     return write_config(folder, api_base, name=name, prompts=p, responses=r, extra=extra, **kwargs)

@@ -28,11 +28,13 @@ def compare(
     from_log: str | Path | None = None,
     cache: str | Path | bool | None = None,
     baseline_run: str | Path | None = None,
+    answers_from: str | Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run the config's ``[compare]`` campaign until its decision (or the budget) and return ``(run
     file, decision)`` (:func:`orchestrator.offline.runs.comparison.comparison`). ``margin``, ``alpha``,
     ``require``, ``design`` and ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
-    against the anchor come from that earlier run (the anchor, unless the config names one, is the run's).
+    against the anchor come from that earlier run (the anchor, unless the config names one, is the run's);
+    ``answers_from``: the candidate models' answers from a file of texts (:func:`start`).
 
     Raises:
         OrchestratorError: no ``[compare]`` section, a bad option, or any problem ``start`` refuses."""
@@ -40,7 +42,7 @@ def compare(
     from .lifecycle import start
 
     cfg = _with_options(config, runs_dir, margin, alpha, max_calls, require, design, baseline_run)
-    path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache)
+    path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache, answers_from=answers_from)
     return path, comparison(path)
 
 

@@ -40,7 +40,7 @@ def board_attachments(cfg: Any) -> dict[str, dict] | None:
 
     anchor = DATASET_ANCHOR if cfg.reference.anchor == "dataset" else cfg.reference.anchor
     snapshot = board_snapshot(cfg.reference.board, anchor, soft=cfg.reference.soft)
-    dataset = load_dataset(cfg.data.prompts, cfg.data.responses, min_candidates=1)
+    dataset = load_dataset(cfg.data.prompts, cfg.data.responses, min_candidates=1, models=list(cfg.candidates))
     candidates = {c for by in dataset.responses.values() for c in by}
     check_board_against_data(cfg.reference.board, snapshot, set(dataset.prompts), candidates, anchor)
     return {"board": snapshot}
@@ -156,10 +156,13 @@ def summary(run: str | Path) -> tuple[str, Any]:
 def export(run: str | Path, *, out: str | Path, fmt: str = "jsonl", include_failed: bool = False, with_text: bool = False) -> int:
     """Write the run's judgments (``jsonl``: the judgment log ``replay`` reads; ``csv``/``parquet``:
     tidy, one row per judgment with ``first``, ``second``, ``winner`` or ``score`` and a column per
-    option, the judge's words with ``with_text``) to ``out`` (``-`` = standard output); the number
-    of judgments written."""
+    option, the judge's words with ``with_text``; ``answers``: the candidate models' generated
+    answers with their provenance, readable by ``run --answers-from``) to ``out`` (``-`` = standard
+    output); the number of rows written."""
     from ..offline.runs.export import export as export_log
 
+    if fmt == "answers" and (with_text or include_failed):
+        raise OrchestratorError("--format answers writes the generated answers whole; --with-text and --include-failed are for judgments")
     if with_text and fmt == "jsonl":
         raise OrchestratorError("--with-text is for --format csv or parquet (the JSONL log always holds the judge's words)")
     return export_log(run, fmt, out, include_failed=include_failed, with_text=with_text)

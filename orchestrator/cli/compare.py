@@ -13,7 +13,18 @@ from ..errors import OrchestratorError
 from ..outputs import check_output, open_output
 from .common import _check_range, app, err_console, existing, file_option, out_console
 from .display import run_display
-from .options import CompareDesign, CompareEffect, ComparePlan, CompareRequire, CompareSpread, CompareSpreadFrom, RunNoCache, RunRunsDir
+from .options import (
+    CompareDesign,
+    CompareEffect,
+    CompareFromLog,
+    ComparePlan,
+    CompareRequire,
+    CompareSpread,
+    CompareSpreadFrom,
+    RunAnswersFrom,
+    RunNoCache,
+    RunRunsDir,
+)
 
 
 @app.command("compare")
@@ -42,9 +53,8 @@ def compare_cmd(
         what="run file",
         default=None,
     ),
-    from_log: Optional[Path] = typer.Option(
-        None, "--from-log", help="Answer every request from this judgment log instead of the judges: the same gate on recorded judgments."
-    ),
+    from_log: CompareFromLog = None,
+    answers_from: RunAnswersFrom = None,
 ) -> None:
     """Is the candidate better than the baseline? Judge both head to head until the decision is known.
 
@@ -73,6 +83,7 @@ def compare_cmd(
             design=design,
             progress=on_event,
             from_log=from_log,
+            answers_from=answers_from,
             cache=False if no_cache else None,
             baseline_run=baseline,
         )

@@ -36,6 +36,13 @@ RunAnswersFrom = Annotated[
     ),
 ]
 
+CompareFromLog = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--from-log", help="Answer every request from this judgment log instead of the judges: the same gate on recorded judgments."
+    ),
+]
+
 RunReport = Annotated[
     bool, typer.Option("--report/--no-report", help="Write the HTML report beside the run file (runs/<name>.html) at the end.")
 ]

@@ -243,7 +243,9 @@ def rank_cmd(
 @app.command("export")
 def export_cmd(
     run: Path = run_argument("Run file."),
-    fmt: str = typer.Option("jsonl", "--format", help="jsonl (judgment log for replay) | csv | parquet"),
+    fmt: str = typer.Option(
+        "jsonl", "--format", help="jsonl (judgment log for replay) | csv | parquet | answers (the candidate models' generated answers)"
+    ),
     out: Path = typer.Option(..., "--out", help="Output file; - writes to standard output (jsonl, csv)."),
     include_failed: bool = typer.Option(False, "--include-failed", help="csv/parquet: also the permanent failures."),
     with_text: bool = typer.Option(False, "--with-text", help="csv/parquet: add the judge's own words (column text)."),
@@ -253,4 +255,4 @@ def export_cmd(
     from .. import api
 
     n = api.export(run, out=out, fmt=fmt, include_failed=include_failed, with_text=with_text)
-    err_console.print(f"wrote {n} judgments to {out}")
+    err_console.print(f"wrote {n} {'generated answers' if fmt == 'answers' else 'judgments'} to {out}")

@@ -78,6 +78,10 @@ def resolve_candidates(candidates: dict[str, CandidateModel], profile_dirs: list
 
 
 def answer_messages(prompt: PromptRow, settings: GenerationSettings) -> list[dict[str, str]]:
-    """The conversation a candidate model answers: its system message, then the prompt."""
-    messages = [{"role": "system", "content": settings.system}] if settings.system else []
-    return [*messages, {"role": "user", "content": prompt.text}]
+    """The conversation a candidate model answers: the prompt's turns (a conversation) or its text as
+    one user turn, after the candidate's system message where the prompt has none of its own."""
+    turns = (
+        [{"role": t.role, "content": t.content} for t in prompt.messages] if prompt.messages else [{"role": "user", "content": prompt.text}]
+    )
+    own_system = bool(turns) and turns[0]["role"] == "system"
+    return ([{"role": "system", "content": settings.system}] if settings.system and not own_system else []) + turns

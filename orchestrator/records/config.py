@@ -180,6 +180,11 @@ class BudgetConfig(_Section):
     max_tokens: int | None = Field(default=None, gt=0)
     """Prompt + completion tokens."""
     max_usd: float | None = Field(default=None, gt=0)
+    max_answer_tokens: int | None = Field(default=None, gt=0)
+    """Tokens the candidate models' generated answers may take (prompt + completion); they also
+    count in ``max_tokens``."""
+    max_answer_usd: float | None = Field(default=None, gt=0)
+    """USD the candidate models' generated answers may cost; they also count in ``max_usd``."""
 
 
 class StoppingConfig(_Section):

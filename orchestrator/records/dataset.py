@@ -15,9 +15,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 from ..errors import OrchestratorError
 from .log import check_identifier, validate_jsonl
@@ -57,18 +57,76 @@ BoundedText = Annotated[str, AfterValidator(_bounded)]
 """A text within :data:`MAX_TEXT_BYTES`."""
 
 
+MAX_SHOWN_HISTORY_CHARS = 8_000
+"""How much of a conversation's earlier turns a judge is shown: the last turns that fit whole (the
+final user turn always, however long); earlier ones are replaced by one line that says how many
+were left out."""
+
+
+class Turn(BaseModel):
+    """One message of a conversation prompt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: Text
+
+
+def shown_conversation(turns: list[Turn], limit: int = MAX_SHOWN_HISTORY_CHARS) -> str:
+    """What a judge is shown of a conversation (its ``${question}``): each turn as ``Role: text``,
+    the final user turn always whole, the turns before it newest first while they fit in ``limit``
+    characters, and a line saying how many earlier turns were left out."""
+    lines = [f"{t.role.capitalize()}: {t.content}" for t in turns]
+    kept = [lines[-1]]
+    room = limit - len(lines[-1])
+    for line in reversed(lines[:-1]):
+        if len(line) + 2 > room:
+            break
+        kept.insert(0, line)
+        room -= len(line) + 2
+    left_out = len(lines) - len(kept)
+    return "\n\n".join(([f"[{left_out} earlier turn{'s' if left_out != 1 else ''} not shown]"] if left_out else []) + kept)
+
+
 class PromptRow(BaseModel):
-    """One prompt (question, article, instruction)."""
+    """One prompt (question, article, instruction), or a conversation (``messages``: a system
+    message, earlier user and assistant turns, ending with the user turn a candidate answers;
+    ``text`` is then what a judge is shown of it, :func:`shown_conversation`)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
 
     id: Identifier
-    text: Text
+    text: Text = ""
+    messages: list[Turn] | None = None
     reference: BoundedText | None = None
     """Optional reference answer (for reference-anchored templates)."""
     category: Identifier | None = None
     """Optional slice (arena-hard's and MT-Bench's categories, AlpacaEval's source data set): a
     leaderboard is also reported per category."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation(cls, data: Any) -> Any:
+        """A conversation's ``text`` is what a judge is shown of it; a prompt needs one or the other."""
+        if not isinstance(data, dict):
+            return data
+        turns = data.get("messages")
+        if turns is None:
+            if not data.get("text"):
+                raise ValueError("a prompt needs a text or messages (a conversation ending with a user turn)")
+            return data
+        if not isinstance(turns, list) or not turns:
+            raise ValueError("messages: a conversation is a non-empty list of {role, content}")
+        parsed = [Turn.model_validate(t) for t in turns]
+        if parsed[-1].role != "user":
+            raise ValueError(
+                f"messages: the conversation ends with the {parsed[-1].role}'s turn; it must end with the user turn a candidate answers"
+            )
+        if any(t.role == "system" for t in parsed[1:]):
+            raise ValueError("messages: a system message may only come first")
+        if data.get("text"):
+            raise ValueError("give text or messages, not both (a conversation's text is what judges are shown of it)")
+        return {**data, "messages": parsed, "text": shown_conversation(parsed)}
 
 
 class ResponseText(BaseModel):
@@ -133,12 +191,22 @@ def fingerprint(dataset: Dataset) -> str:
     """sha256 of the canonical JSON of every prompt and response (order-independent)."""
     h = hashlib.sha256()
     for pid in sorted(dataset.prompts):
-        # a prompt without a category hashes as before categories existed (stored runs still match)
-        row = dataset.prompts[pid].model_dump(exclude={"category"} if dataset.prompts[pid].category is None else set())
+        # a prompt without a category or messages hashes as before they existed (stored runs still match)
+        prompt = dataset.prompts[pid]
+        row = prompt.model_dump(exclude={k for k in ("category", "messages") if getattr(prompt, k) is None})
         h.update(json.dumps(row, sort_keys=True).encode())
         for cand in sorted(c for c in dataset.responses.get(pid, {}) if c not in dataset.models):
             h.update(json.dumps(dataset.responses[pid][cand].model_dump(), sort_keys=True).encode())
     return h.hexdigest()
+
+
+def turns_json(prompt: PromptRow) -> str | None:
+    """A conversation prompt's turns as the run file keeps them (None: a plain prompt)."""
+    return None if prompt.messages is None else json.dumps([t.model_dump() for t in prompt.messages])
+
+
+def turns_from_json(value: str | None) -> list[Turn] | None:
+    return None if value is None else [Turn.model_construct(**t) for t in json.loads(value)]
 
 
 def load_prompts(path: str | Path) -> dict[str, PromptRow]:

@@ -100,21 +100,33 @@ def fit_budget(
     spend: Spend,
     budget: BudgetConfig,
     extra: Callable[[list[PlannedRequest]], tuple[int, float]] | None = None,
+    answers_spent: tuple[int, float] = (0, 0.0),
 ) -> tuple[list[list[PlannedRequest]], str]:
     """Keep units (a comparison's requests) in priority order while their reservations fit in what
     ``budget`` leaves after ``spend``; the reason when one did not fit. ``extra(unit)``: tokens and
-    USD a unit reserves besides its requests (the candidate models' answers it needs first)."""
+    USD a unit reserves besides its requests (the candidate models' answers it needs first), which
+    also fit in ``max_answer_tokens``/``max_answer_usd`` after ``answers_spent`` (the answers' part
+    of ``spend``)."""
     calls = math.inf if budget.max_calls is None else budget.max_calls - spend.calls
     tokens = math.inf if budget.max_tokens is None else budget.max_tokens - spend.tokens
     usd = math.inf if budget.max_usd is None else budget.max_usd - spend.usd
+    answer_tokens = math.inf if budget.max_answer_tokens is None else budget.max_answer_tokens - answers_spent[0]
+    answer_usd = math.inf if budget.max_answer_usd is None else budget.max_answer_usd - answers_spent[1]
     kept: list[list[PlannedRequest]] = []
     for unit in units:
         need_calls = sum(r.reserved_calls for r in unit)
         need_tokens = sum(r.reserved_tokens for r in unit)
         need_usd = sum(r.reserved_usd for r in unit)
-        if extra is not None:
-            more_tokens, more_usd = extra(unit)
-            need_tokens, need_usd = need_tokens + more_tokens, need_usd + more_usd
+        more_tokens, more_usd = extra(unit) if extra is not None else (0, 0.0)
+        need_tokens, need_usd = need_tokens + more_tokens, need_usd + more_usd
+        if more_tokens > answer_tokens or more_usd > answer_usd + 1e-12:
+            what = (
+                f"max_answer_tokens ({answers_spent[0]} of {budget.max_answer_tokens} spent or reserved by generated answers; "
+                f"the next needs {more_tokens})"
+                if more_tokens > answer_tokens
+                else f"max_answer_usd (${answers_spent[1]:.4f} of ${budget.max_answer_usd} spent or reserved by generated answers)"
+            )
+            return kept, f"budget: {what}"
         if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:
             if need_calls > calls:
                 what = f"max_calls ({spend.calls} of {budget.max_calls} used)"
@@ -124,5 +136,6 @@ def fit_budget(
                 what = f"max_usd (${spend.usd:.4f} of ${budget.max_usd} used; the next request may need ${need_usd:.4f})"
             return kept, f"budget: {what}"
         calls, tokens, usd = calls - need_calls, tokens - need_tokens, usd - need_usd
+        answer_tokens, answer_usd = answer_tokens - more_tokens, answer_usd - more_usd
         kept.append(unit)
     return kept, ""

@@ -339,7 +339,9 @@ class RunEngine:
             return StopReason(plan, "campaign"), round_no, None
         spend = self.store.planning_spend(cutoff)
         extra = self.ctx.answers.reservation(set()) if self.ctx.answers is not None else None
-        kept, budget_reason = fit_budget([self.dispatcher.quoted(unit) for unit in plan.units], spend, self.config.budget, extra)
+        kept, budget_reason = fit_budget(
+            [self.dispatcher.quoted(unit) for unit in plan.units], spend, self.config.budget, extra, self.store.answer_spend(cutoff)
+        )
         if self.pilot is not None:  # a pilot pays for at most `pilot` calls, whatever the round's size
             room = self.pilot - spend.calls
             while kept and sum(r.reserved_calls for unit in kept for r in unit) > room:

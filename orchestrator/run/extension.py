@@ -49,16 +49,7 @@ def extend(
 
     with open_run(run) as store:
         config = RunConfig.from_stored(store.config)
-        if config.compare is not None:
-            raise OrchestratorError(
-                f"{run}: a comparison's run is not extended (it compares its two systems, and its decision is kept); "
-                "to compare on more prompts or with a larger budget, run `orchestrator compare` on a new run name"
-            )
-        if config.candidates:
-            raise OrchestratorError(
-                f"{run}: a run with candidate models ({', '.join(config.candidates)}) is not extended yet; "
-                "start a new run with the newcomers in its config"
-            )
+        _refuse_unextendable(run, config)
         current = store.dataset()
         new_prompts: dict[str, PromptRow] = load_prompts(prompts) if prompts is not None else {}
         by_prompt: dict[str, dict[str, ResponseText]] = {}
@@ -139,3 +130,17 @@ def _raised_budget(
             )
             raise OrchestratorError(f"budget.{limit} is spent ({shown}): the newcomers could not be asked anything; give {option}")
     return budget
+
+
+def _refuse_unextendable(run: str | Path, config: RunConfig) -> None:
+    """A comparison's run, and a run with candidate models, are not extended: one line saying what to do."""
+    if config.compare is not None:
+        raise OrchestratorError(
+            f"{run}: a comparison's run is not extended (it compares its two systems, and its decision is kept); "
+            "to compare on more prompts or with a larger budget, run `orchestrator compare` on a new run name"
+        )
+    if config.candidates:
+        raise OrchestratorError(
+            f"{run}: a run with candidate models ({', '.join(config.candidates)}) is not extended yet; "
+            "start a new run with the newcomers in its config"
+        )

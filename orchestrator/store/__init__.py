@@ -6,7 +6,9 @@ Tables (``SCHEMA_VERSION`` 5; ``PRAGMA user_version`` holds the version; an olde
 as before — a missing count is 1):
 
 - ``runs``: one row: name, config (JSON), seed, dataset fingerprint, status, stop reason, times.
-- ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``).
+- ``prompts``: the dataset snapshot's prompts (``id``, ``position``, ``text``, ``reference``,
+  ``category``, ``messages``: a conversation's turns as JSON — a column that files written before
+  conversations lack, and read as none).
 - ``responses``: the snapshot's responses (``prompt_id``, ``candidate``, ``text``, ``human`` JSON).
 - ``requests``: every planned judge call: idempotency ``key``, ``round``, ``judge``, ``template``,
   ``kind``, ``prompt_id``, ``candidates`` (JSON, first = option A; for ``reference`` requests the
@@ -42,7 +44,7 @@ from pathlib import Path
 import sqlite_utils
 
 from ..errors import OrchestratorError
-from ..records.dataset import Dataset
+from ..records.dataset import Dataset, turns_json
 from ..records.templates import Template
 from .answers import create_answers_table
 from .attachments import write_attachments
@@ -152,7 +154,7 @@ def _write_inputs(
     )
     db.table("prompts").insert_all(
         [
-            {"id": p.id, "position": k, "text": p.text, "reference": p.reference, "category": p.category}
+            {"id": p.id, "position": k, "text": p.text, "reference": p.reference, "category": p.category, "messages": turns_json(p)}
             for k, p in enumerate(dataset.prompts.values())
         ]
     )

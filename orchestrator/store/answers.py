@@ -14,6 +14,7 @@ run files without it read as before (no schema version change).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import ContextManager, Protocol
@@ -23,6 +24,7 @@ import sqlite_utils
 from ..failpoints import failpoint
 from ..records.answers import GeneratedAnswer
 from ..records.candidate_models import GenerationSettings
+from ..records.dataset import Dataset
 
 
 class RunStore(Protocol):
@@ -34,7 +36,16 @@ class RunStore(Protocol):
     def _transaction(self) -> ContextManager[None]: ...
 
 
-__all__ = ["AnswerRecord", "answer_counts", "answer_spend", "commit_answer", "create_answers_table", "plan_answers", "stored_answers"]
+__all__ = [
+    "with_answers",
+    "AnswerRecord",
+    "answer_counts",
+    "answer_spend",
+    "commit_answer",
+    "create_answers_table",
+    "plan_answers",
+    "stored_answers",
+]
 
 TABLE = "answers"
 
@@ -180,3 +191,13 @@ def answer_counts(store: RunStore) -> dict[str, dict[str, int]]:
         counts["truncated"] += n * int(truncated)
         counts["cached"] += n * int(cached)
     return out
+
+
+def with_answers(store: RunStore, dataset: Dataset) -> Dataset:
+    """The snapshot with the candidates that are models (the run's config) answering every prompt:
+    the answers generated so far in place, the others pending."""
+    models = list(json.loads(store.db.execute("select config from runs where id = 1").fetchone()[0]).get("candidates") or {})
+    if not models:
+        return dataset
+    texts = {key: a.text for key, a in stored_answers(store).items() if a.status == "ok"}
+    return dataset.with_models(models, texts)

@@ -19,7 +19,7 @@ import sqlite_utils
 
 from ..errors import OrchestratorError
 from ..failpoints import failpoint
-from ..records.dataset import Dataset, PromptRow, ResponseText
+from ..records.dataset import Dataset, PromptRow, ResponseText, turns_from_json
 from ..records.judgments import Judgment
 from ..records.log import GRADES, prob_first
 from ..records.templates import Template
@@ -148,33 +148,32 @@ class RunStore:
         build). Its rows were validated when they were written and :func:`open_run` checks them
         against the stored fingerprint, so they are not validated field by field again."""
         if self._dataset is None:
-            category = "category" if self.prompt_categories_stored() else "null as category"
+            columns = self.prompt_columns()
+            category = "category" if "category" in columns else "null as category"
+            turns = "messages" if "messages" in columns else "null as messages"
             prompts = {
-                r["id"]: PromptRow.model_construct(id=r["id"], text=r["text"], reference=r["reference"], category=r["category"])
-                for r in self.db.query(f"select id, text, reference, {category} from prompts order by position")
+                r["id"]: PromptRow.model_construct(
+                    id=r["id"], text=r["text"], reference=r["reference"], category=r["category"], messages=turns_from_json(r["messages"])
+                )
+                for r in self.db.query(f"select id, text, reference, {category}, {turns} from prompts order by position")
             }
             responses: dict[str, dict[str, ResponseText]] = {p: {} for p in prompts}
             for r in self.db.query("select prompt_id, candidate, text, human from responses order by rowid"):
                 responses[r["prompt_id"]][r["candidate"]] = ResponseText.model_construct(
                     prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"])
                 )
-            self._dataset = self._with_models(Dataset(prompts, responses))
+            from .answers import with_answers
+
+            self._dataset = with_answers(self, Dataset(prompts, responses))
         return self._dataset
-
-    def _with_models(self, dataset: Dataset) -> Dataset:
-        """The snapshot with the candidates that are models answering every prompt: the answers
-        generated so far in place, the others pending (:mod:`.answers`)."""
-        models = list(self.config.get("candidates") or {})
-        if not models:
-            return dataset
-        from .answers import stored_answers
-
-        texts = {key: a.text for key, a in stored_answers(self).items() if a.status == "ok"}
-        return dataset.with_models(models, texts)
 
     def prompt_categories_stored(self) -> bool:
         """Whether the snapshot has a column for prompt categories (run files from before them do not)."""
-        return any(row["name"] == "category" for row in self.db.query("pragma table_info(prompts)"))
+        return "category" in self.prompt_columns()
+
+    def prompt_columns(self) -> set[str]:
+        """The snapshot's prompt columns (run files from before categories or conversations lack those)."""
+        return {row["name"] for row in self.db.query("pragma table_info(prompts)")}
 
     # -- requests and judgments --------------------------------------------------------------
     def add_round(
@@ -327,10 +326,10 @@ class RunStore:
                 f"coalesce(sum(cost_usd), 0.0) as usd, {cached} as cached from judgments"
             )
         )
-        tokens, usd = self._answer_spend(None)
+        tokens, usd = self.answer_spend(None)
         return Spend(int(row["calls"]), int(row["tokens"]) + tokens, float(row["usd"]) + usd, int(row["cached"]))
 
-    def _answer_spend(self, cutoff: int | None) -> tuple[int, float]:
+    def answer_spend(self, cutoff: int | None) -> tuple[int, float]:
         """What the candidate models' answers cost (:mod:`.answers`), counted in every budget's total."""
         from .answers import answer_spend
 
@@ -362,7 +361,7 @@ class RunStore:
                 [cutoff],
             )
         )
-        tokens, usd = self._answer_spend(cutoff)
+        tokens, usd = self.answer_spend(cutoff)
         return Spend(
             int(done["calls"] + later["calls"]), int(done["tokens"] + later["tokens"]) + tokens, float(done["usd"] + later["usd"]) + usd
         )

@@ -21,7 +21,7 @@ TABLES: dict[str, dict] = {
         ),
         "pk": "id",
     },
-    "prompts": {"columns": _columns("id:str position:int text:str reference:str category:str"), "pk": "id"},
+    "prompts": {"columns": _columns("id:str position:int text:str reference:str category:str messages:str"), "pk": "id"},
     "responses": {
         "columns": _columns("prompt_id:str candidate:str text:str human:str"),
         "pk": ("prompt_id", "candidate"),

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OrchestratorError
-from ..records.dataset import Dataset, PromptRow, ResponseText
+from ..records.dataset import Dataset, PromptRow, ResponseText, turns_json
 
 if TYPE_CHECKING:
     from .run_store import RunStore
@@ -53,6 +53,10 @@ def _extend(store: "RunStore", added: Dataset, config: dict[str, Any]) -> str:
             if not store.prompt_categories_stored():  # a run file from before categories
                 store.db.execute("alter table prompts add column category text")
             rows = [{**row, "category": p.category} for row, p in zip(rows, new_prompts)]
+        if any(p.messages is not None for p in new_prompts):
+            if "messages" not in store.prompt_columns():  # a run file from before conversations
+                store.db.execute("alter table prompts add column messages text")
+            rows = [{**row, "messages": turns_json(p)} for row, p in zip(rows, new_prompts)]
         store._insert("prompts", rows)
         store._insert(
             "responses",

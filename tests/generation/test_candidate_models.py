@@ -12,8 +12,8 @@ import subprocess
 
 import childkit
 import pytest
-from genkit import Writers, candidate_tables, model_campaign
 
+from genkit import Writers, candidate_tables, model_campaign
 from judgekit import run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.errors import OrchestratorError
@@ -58,6 +58,14 @@ def test_a_run_generates_only_the_answers_it_judges_once_each_and_shows_them_to_
     for _, _, _, text, prompt_tokens, completion_tokens, finish, truncated, _, settings in stored:
         assert (prompt_tokens, completion_tokens, finish, truncated) == (50, 20, "stop", 0)
         assert json.loads(settings)["model"].startswith("openai/writer-")
+    exported = tmp_path / "answers.jsonl"
+    assert run_cli(["export", str(path), "--format", "answers", "--out", str(exported)]) == 0
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert {(r["prompt_id"], r["candidate"]) for r in rows} == generated
+    assert all(
+        r["model"].startswith("openai/writer-") and r["completion_tokens"] == 20 and r["settings"]["max_tokens"] == 512 for r in rows
+    )
+    assert run_cli(["export", str(path), "--format", "answers", "--out", str(exported), "--include-failed"]) == 2
     ranking = api.ranking(path)["groups"][0]["ranking"]
     order = [r["candidate"] for r in ranking]
     assert order[0] == "good" and order[-1] == "bad"  # the hidden qualities: 0.95, 0.3–0.7, 0.05

@@ -17,7 +17,7 @@ from ...store import JudgmentRecord, RunStore, open_run
 
 __all__ = ["EXPORT_FORMATS", "export", "log_records"]
 
-EXPORT_FORMATS = ("jsonl", "csv", "parquet")
+EXPORT_FORMATS = ("jsonl", "csv", "parquet", "answers")
 
 
 def _log_line(row: JudgmentRecord, anchor: str | None = None) -> dict:
@@ -177,6 +177,8 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
     judge's words with ``with_text``). Returns the number of rows."""
     if fmt not in EXPORT_FORMATS:
         raise OrchestratorError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    if fmt == "answers":
+        return export_answers(path, out)
     with open_run(path, write=False) as store:
         rows = list(store.judgments(ok_only=not include_failed, full=True))
         config = RunConfig.from_stored(store.config)
@@ -205,3 +207,34 @@ def export(path: str | Path, fmt: str, out: str | Path, *, include_failed: bool 
                 table = pa.Table.from_pylist(flat) if rows else pa.table({c: [] for c in columns})
                 pq.write_table(table, fh)
     return len(rows)
+
+
+def export_answers(path: str | Path, out: str | Path) -> int:
+    """Write the candidate models' generated answers: JSONL rows in the responses file's format
+    (``prompt_id``, ``candidate``, ``text`` — what ``run --answers-from`` reads) with their
+    provenance (``model``, ``settings``, tokens, ``cost_usd``, ``latency_s``, ``finish_reason``,
+    ``truncated``, ``cached``, ``round``); answers that could not be generated are left out (the run's
+    status counts them). Returns the number of rows."""
+    from ...store.answers import stored_answers
+
+    with open_run(path, write=False) as store:
+        answers = [a for a in stored_answers(store).values() if a.status == "ok"]
+    with open_output(out, option="--out", inputs=[path]) as fh:
+        for a in answers:
+            row = {
+                "prompt_id": a.prompt_id,
+                "candidate": a.candidate,
+                "text": a.text,
+                "model": a.settings.model,
+                "settings": a.settings.model_dump(mode="json", exclude={"price_input_per_mtok", "price_output_per_mtok"}),
+                "prompt_tokens": a.prompt_tokens,
+                "completion_tokens": a.completion_tokens,
+                "cost_usd": a.cost_usd,
+                "latency_s": a.latency_s,
+                "finish_reason": a.finish_reason,
+                "truncated": a.truncated,
+                "cached": a.cached,
+                "round": a.round,
+            }
+            fh.write(json.dumps(row) + "\n")
+    return len(answers)
