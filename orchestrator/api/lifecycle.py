@@ -111,12 +111,13 @@ def resume(
     progress: Callable | None = None,
     judges: dict | None = None,
     cache: str | Path | bool | None = None,
+    answers_from: str | Path | None = None,
 ) -> str | None:
     """Continue an interrupted (or failed) run; the stop reason, or None when it had finished
-    (``cache`` as in :func:`start`)."""
+    (``cache`` and ``answers_from`` as in :func:`start`)."""
     from ..run.service import resume as resume_run
 
-    return resume_run(run, progress=progress, judges=judges, api_base=api_base, cache=cache)
+    return resume_run(run, progress=progress, judges=judges, api_base=api_base, cache=cache, answers_from=answers_from)
 
 
 def status(run: str | Path) -> dict:

@@ -90,6 +90,7 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
         f"expected to stop by {stops} after ≈{f['calls']} calls (p90 {f['calls_p90']}), {f['tokens']:,} tokens "
         f"(p90 {f['tokens_p90']:,}), {usd(f['usd'])} (p90 {usd(f['usd_p90'])}); worst case {f['worst_calls']} calls, "
         f"{f['worst_tokens']:,} tokens, {usd(f['worst_usd'])} (estimated after {f['after_calls']} calls)"
+        + (f"; ≈{f['answers']} answers generated (p90 {f['answers_p90']}) of {f['answers_of']} possible" if "answers" in f else "")
     )
 
 
@@ -116,6 +117,13 @@ def print_ranking(report: dict, limit_groups: int | None = None, details: bool =
         out_console.print(f"… and {len(ranking.groups) - limit_groups} more groups (use --all or --json)")
     for candidate, reasons in sorted(ranking.flags.items()):
         out_console.print(f"flagged: {candidate}: {'; '.join(reasons)}", soft_wrap=True)
+    for candidate, n in (ranking.answers or {}).items():  # candidate models: what their answers were and cost
+        said = f"answers of {candidate} ({n['model']}): {n['generated']} generated of {n['prompts']} prompts"
+        more = ", ".join(f"{n[k]} {k}" for k in ("failed", "truncated", "cached", "pending") if n.get(k))
+        if details:
+            latency = f", {n['mean_latency_s']} s each on average" if n.get("mean_latency_s") is not None else ""
+            more = ", ".join(filter(None, [more, f"{n['prompt_tokens']}+{n['completion_tokens']} tokens, ${n['usd']:g}{latency}"]))
+        out_console.print(said + (f" ({more})" if more else ""), soft_wrap=True)
 
 
 def ranking_table(entry: Group, level: str, details: bool) -> Table:

@@ -90,6 +90,7 @@ def resume_cmd(
     report: RunReport = True,
     cache: RunCache = None,
     no_cache: RunNoCache = False,
+    answers_from: RunAnswersFrom = None,
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again.
 
@@ -97,7 +98,7 @@ def resume_cmd(
     from .. import api
 
     cached = _cache_setting(cache, no_cache)
-    reason = _live(run, lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached))
+    reason = _live(run, lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached, answers_from=answers_from))
     if reason is None:
         err_console.print(f"{run}: the run has already finished ({api.status(run)['stop_reason']}); nothing to do")
     else:

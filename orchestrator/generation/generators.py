@@ -27,8 +27,11 @@ class LiteLLMGenerator:
     """A candidate model reached through ``litellm.acompletion``; ``api_base`` replaces the
     settings' address (the bundled model's server, started by the run)."""
 
-    def __init__(self, api_base: str | None = None):
+    def __init__(self, api_base: str | None = None, router: Any = None):
         self.api_base = api_base
+        self.router = router
+        """A :class:`~orchestrator.judging.deployments.DeploymentRouter` over several endpoints of
+        the model (a profile's ``deployments``), or None."""
 
     def _kwargs(self, request: AnswerRequest) -> dict[str, Any]:
         s = request.settings
@@ -43,7 +46,7 @@ class LiteLLMGenerator:
         if s.seed is not None:
             kwargs["seed"] = s.seed
         base = self.api_base or s.api_base
-        if base:
+        if base and self.router is None:
             kwargs["api_base"] = base
             kwargs.setdefault("api_key", "not-needed")  # local OpenAI-compatible servers ignore it
         return kwargs
@@ -55,7 +58,8 @@ class LiteLLMGenerator:
 
         started = time.perf_counter()
         try:
-            response = await litellm.acompletion(**self._kwargs(request))
+            kwargs = self._kwargs(request)
+            response = await (self.router.acompletion(**kwargs) if self.router is not None else litellm.acompletion(**kwargs))
         except Exception as exc:  # a failed call is an answer that says why
             error_type, retryable, _ = classify_error(exc)
             return GeneratedAnswer.failure(error_text(exc), error_type, retryable=retryable, latency_s=time.perf_counter() - started)
@@ -73,7 +77,7 @@ class LiteLLMGenerator:
         s = request.settings
         if s.price_input_per_mtok is not None or s.price_output_per_mtok is not None:
             cost = (prompt_tokens * (s.price_input_per_mtok or 0.0) + completion_tokens * (s.price_output_per_mtok or 0.0)) / 1e6
-        elif s.embedded or self.api_base or s.api_base:
+        elif s.embedded or self.api_base or s.api_base or self.router is not None:
             cost = 0.0
         else:
             try:

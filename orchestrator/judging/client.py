@@ -44,18 +44,7 @@ class LiteLLMJudge:
         self.profile = profile
         self.name = profile.name
         self.api_base = api_base or os.environ.get("ORCHESTRATOR_API_BASE") or profile.api_base
-        self.router = (
-            DeploymentRouter(
-                profile.name,
-                profile.model,
-                profile.deployments,
-                routing=profile.routing,
-                cooldown_s=profile.cooldown_s,
-                timeout_s=profile.timeout_s,
-            )
-            if profile.deployments and not api_base
-            else None
-        )
+        self.router = DeploymentRouter.of_profile(profile) if profile.deployments and not api_base else None
         """Several endpoints (a ``dispatch.api_base`` override sends everything to that one)."""
 
     async def _complete(self, kwargs: dict[str, Any]) -> Any:

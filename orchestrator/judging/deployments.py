@@ -70,6 +70,18 @@ class DeploymentRouter:
         self.capacity = sum(d.max_concurrency for d in deployments)
         self._slots: asyncio.Semaphore | None = None
 
+    @classmethod
+    def of_profile(cls, profile: Any) -> "DeploymentRouter":
+        """The Router over a profile's ``deployments`` (a judge's, or a candidate model's)."""
+        return cls(
+            profile.name,
+            profile.model,
+            profile.deployments,
+            routing=profile.routing,
+            cooldown_s=profile.cooldown_s,
+            timeout_s=profile.timeout_s,
+        )
+
     async def acompletion(self, **kwargs: Any) -> Any:
         """One chat completion on whichever deployment the Router picks; ``_deployment`` is set on
         the response's hidden parameters' ``model_id``."""

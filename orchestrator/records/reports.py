@@ -247,6 +247,10 @@ class Ranking(_Closed):
     flags: dict[str, list[str]] = {}
     """Per candidate: what looks wrong in its responses (empty answers, duplicates …)."""
     comparison: Comparison | None = None
+    answers: dict[str, dict[str, Any]] | None = None
+    """Per candidate that is a model: its ``model``, answers ``generated``, ``failed``, ``truncated``,
+    ``cached``, ``pending`` of ``prompts``, their ``prompt_tokens``, ``completion_tokens``, ``usd``
+    and ``mean_latency_s`` (open)."""
 
 
 class Status(_Closed):

@@ -90,6 +90,17 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
         parts.append(
             f'<div class="flags"><p>Flagged candidates (their place may reflect the judge, not quality):</p><ul>{items}</ul></div>'
         )
+    answers = ranking.answers if ranking is not None else None
+    if answers:  # candidate models: what was generated, with its provenance
+        items = "".join(
+            f"<li><b>{escape(c)}</b> ({escape(str(n['model']))}): {n['generated']} answers generated of {n['prompts']} prompts, "
+            f"{n['failed']} failed, {n['truncated']} truncated, {n['cached']} from the cache; "
+            f"{n['prompt_tokens']}+{n['completion_tokens']} tokens, ${n['usd']:g}</li>"
+            for c, n in answers.items()
+        )
+        parts.append(
+            f'<div class="answers"><p>Answers of the candidate models, generated where they were judged:</p><ul>{items}</ul></div>'
+        )
     parts.append("</section>")
     return "".join(parts)
 
@@ -320,7 +331,7 @@ def _judgments_section(data: ReportData) -> str:
 def _texts_block(data: ReportData) -> str:
     texts = {
         "prompts": {p.id: p.text for p in data.dataset.prompts.values()},
-        "responses": {p: {c: r.text for c, r in by.items()} for p, by in data.dataset.responses.items()},
+        "responses": {p: {c: r.text for c, r in by.items() if not data.dataset.pending(p, c)} for p, by in data.dataset.responses.items()},
     }
     return '<script type="application/json" id="texts">' + script_json(texts) + "</script>"
 

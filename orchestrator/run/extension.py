@@ -59,6 +59,10 @@ def extend(
                 raise OrchestratorError(f"{responses}:{line}: prompt {row.prompt_id!r} is not in the run{hint}")
             if not row.text.strip():
                 raise OrchestratorError(f"{responses}:{line}: the response of {row.candidate!r} is empty")
+            if row.candidate in current.models:
+                raise OrchestratorError(
+                    f"{responses}:{line}: {row.candidate!r} is a candidate model of the run: its answers are generated, not added"
+                )
             by_prompt.setdefault(row.prompt_id, {})[row.candidate] = ResponseText(
                 prompt_id=row.prompt_id, candidate=row.candidate, text=row.text, human=dict(row.human)
             )
@@ -133,14 +137,9 @@ def _raised_budget(
 
 
 def _refuse_unextendable(run: str | Path, config: RunConfig) -> None:
-    """A comparison's run, and a run with candidate models, are not extended: one line saying what to do."""
+    """A comparison's run is not extended: one line saying what to do."""
     if config.compare is not None:
         raise OrchestratorError(
             f"{run}: a comparison's run is not extended (it compares its two systems, and its decision is kept); "
             "to compare on more prompts or with a larger budget, run `orchestrator compare` on a new run name"
-        )
-    if config.candidates:
-        raise OrchestratorError(
-            f"{run}: a run with candidate models ({', '.join(config.candidates)}) is not extended yet; "
-            "start a new run with the newcomers in its config"
         )

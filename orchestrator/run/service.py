@@ -111,13 +111,33 @@ def answering_for(
     generators: dict[str, Generator] = {}
     if answers_from is not None:
         recorded = RecordedAnswers(answers_from)
+        absent = [name for name in settings if name not in recorded.candidates()]
+        if absent:
+            raise OrchestratorError(
+                f"--answers-from {answers_from}: no answer of the candidate model {absent[0]!r} in it "
+                f"(it has {', '.join(sorted(recorded.candidates())[:8])})"
+            )
         generators = {name: recorded for name in settings}
     else:
         for name, s in settings.items():
             base = embedded_server(s.embedded, servers, stack, say, "candidate").api_base if s.embedded else None
-            generators[name] = LiteLLMGenerator(base)
+            generators[name] = LiteLLMGenerator(base, candidate_router(config.candidates[name].model, config.beside("judges")))
     prices = candidate_prices(settings, max_usd=config.budget.max_usd)
     return Answering(settings, generators, prices, GenerationCache(cache, say) if cache is not None and answers_from is None else None)
+
+
+def candidate_router(model: str, dirs: list[Path]) -> object | None:
+    """A litellm Router over the endpoints of a candidate model named by a profile with
+    ``deployments`` (as for judges, docs/scaling.md), else None."""
+    from ..judging.deployments import DeploymentRouter
+    from ..judging.profiles import profile_dirs
+
+    if not any((d / f"{model}.toml").is_file() for d in profile_dirs(dirs)):
+        return None
+    profile = get_profile(model, dirs)
+    if not profile.deployments:
+        return None
+    return DeploymentRouter.of_profile(profile)
 
 
 def start(
@@ -162,6 +182,8 @@ def start(
         config = load_config(config)
     if runs_dir is not None:
         config = config.model_copy(update={"runs_dir": runs_dir})
+    if answers_from is not None and not config.candidates:
+        raise OrchestratorError(f"--answers-from {answers_from}: the config names no candidate models ([candidates.NAME]) to answer for")
     if from_log is not None:  # the log first: a line it cannot mean is named before the config's other checks
         judges = log_judges(from_log, config.judging.judges)
     prepared = prepare(config, need_keys=from_log is None)

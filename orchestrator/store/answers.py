@@ -201,3 +201,46 @@ def with_answers(store: RunStore, dataset: Dataset) -> Dataset:
         return dataset
     texts = {key: a.text for key, a in stored_answers(store).items() if a.status == "ok"}
     return dataset.with_models(models, texts)
+
+
+def answer_provenance(store: RunStore, prompts: int) -> dict[str, dict]:
+    """Per candidate model: its model, answers generated / failed / truncated / from the cache /
+    reserved and not yet written of ``prompts``, their tokens, USD and mean latency."""
+    out: dict[str, dict] = {}
+    for a in stored_answers(store).values():
+        row = out.setdefault(
+            a.candidate,
+            {
+                "model": a.settings.model,
+                "prompts": prompts,
+                "generated": 0,
+                "failed": 0,
+                "pending": 0,
+                "truncated": 0,
+                "cached": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "usd": 0.0,
+                "latency_s": 0.0,
+            },
+        )
+        row["generated" if a.status == "ok" else a.status] += 1
+        row["truncated"] += int(a.truncated)
+        row["cached"] += int(a.cached)
+        row["prompt_tokens"] += a.prompt_tokens
+        row["completion_tokens"] += a.completion_tokens
+        row["usd"] += a.cost_usd
+        row["latency_s"] += a.latency_s
+    for row in out.values():
+        asked = row["generated"] + row["failed"]
+        row["usd"] = round(row["usd"], 6)
+        row["mean_latency_s"] = round(row.pop("latency_s") / asked, 3) if asked else None
+    return out
+
+
+def mean_reservation(store: RunStore) -> tuple[float, float]:
+    """The mean tokens and USD an answer reserved (what one more is expected to reserve)."""
+    if not _exists(store):
+        return 0.0, 0.0
+    row = store.db.conn.execute(f"select avg(reserved_tokens), avg(reserved_usd) from [{TABLE}]").fetchone()
+    return float(row[0] or 0.0), float(row[1] or 0.0)

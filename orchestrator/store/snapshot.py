@@ -36,7 +36,7 @@ def extend_snapshot(store: "RunStore", added: Dataset, config: dict[str, Any]) -
 def _extend(store: "RunStore", added: Dataset, config: dict[str, Any]) -> str:
     current = store.dataset()
     prompts, responses, new_prompts, new_responses = merge_snapshot(current, added)
-    fingerprint = Dataset(prompts, responses).fingerprint()
+    fingerprint = Dataset(prompts, responses, current.models).fingerprint()  # the candidate models' answers are not the snapshot's
     position = len(current.prompts)
     with store._transaction():
         store.db.execute(
@@ -46,7 +46,7 @@ def _extend(store: "RunStore", added: Dataset, config: dict[str, Any]) -> str:
         if not next(store.db.query("select count(*) as n from snapshots"))["n"]:
             store.db.execute(
                 "insert into snapshots values (0, ?, ?, ?, ?)",
-                [store.run["dataset_fingerprint"], len(current.prompts), current.n_responses, store.run["created_at"]],
+                [store.run["dataset_fingerprint"], len(current.prompts), len(current.snapshot_responses()), store.run["created_at"]],
             )
         rows = [{"id": p.id, "position": position + k, "text": p.text, "reference": p.reference} for k, p in enumerate(new_prompts)]
         if any(p.category is not None for p in new_prompts):
@@ -64,7 +64,7 @@ def _extend(store: "RunStore", added: Dataset, config: dict[str, Any]) -> str:
         )
         store.db.execute(
             "insert into snapshots (fingerprint, prompts, responses, created_at) values (?, ?, ?, ?)",
-            [fingerprint, len(prompts), sum(len(by) for by in responses.values()), time.time()],
+            [fingerprint, len(prompts), sum(1 for by in responses.values() for c in by if c not in current.models), time.time()],
         )
         store.db.execute(
             "update runs set dataset_fingerprint = ?, config = ?, updated_at = ? where id = 1",
@@ -93,6 +93,8 @@ def merge_snapshot(current: Dataset, added: Dataset) -> tuple[dict, dict, list[P
         new_prompts.append(prompt)
     for pid, by in added.responses.items():
         for cand, response in by.items():
+            if cand in current.models:
+                raise OrchestratorError(f"{cand!r} is a candidate model of the run: its answers are generated, not added")
             old = responses.get(pid, {}).get(cand)
             if old is not None:
                 if old.text != response.text:

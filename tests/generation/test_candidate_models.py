@@ -41,7 +41,7 @@ def shown_in_requests(path, candidate: str) -> list[tuple[str, str]]:
         db.close()
 
 
-def test_a_run_generates_only_the_answers_it_judges_once_each_and_shows_them_to_the_judge(tmp_path):
+def test_a_run_generates_only_the_answers_it_judges_once_each_and_shows_them_to_the_judge(tmp_path, capsys):
     writers = Writers()
     with FakeOpenAIServer(behaviour=writers) as server:
         config = model_campaign(tmp_path, server.url, prompts=8, max_calls=24)
@@ -66,6 +66,15 @@ def test_a_run_generates_only_the_answers_it_judges_once_each_and_shows_them_to_
         r["model"].startswith("openai/writer-") and r["completion_tokens"] == 20 and r["settings"]["max_tokens"] == 512 for r in rows
     )
     assert run_cli(["export", str(path), "--format", "answers", "--out", str(exported), "--include-failed"]) == 2
+    capsys.readouterr()
+    assert run_cli(["rank", str(path), "--details"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    n_good = sum(1 for _, c in generated if c == "good")
+    assert (
+        f"answers of good (openai/writer-good): {n_good} generated of 8 prompts ({70 * n_good - 20 * n_good}+{20 * n_good} tokens"
+        in printed
+    )
+    assert "flagged: good" not in printed and "flagged: bad" not in printed  # unwritten answers are not empty answers
     ranking = api.ranking(path)["groups"][0]["ranking"]
     order = [r["candidate"] for r in ranking]
     assert order[0] == "good" and order[-1] == "bad"  # the hidden qualities: 0.95, 0.3–0.7, 0.05
@@ -100,7 +109,11 @@ def test_answers_from_a_file_replay_the_campaign_without_any_model(tmp_path):
 
 def test_an_answer_that_cannot_be_had_is_a_stored_failure_and_no_judge_is_asked(tmp_path):
     recorded = tmp_path / "answers.jsonl"
-    recorded.write_text(json.dumps({"prompt_id": "p0", "candidate": "good", "text": "Answer <<q=0.9>>"}) + "\n")
+    recorded.write_text(
+        "".join(
+            json.dumps({"prompt_id": "p0", "candidate": c, "text": f"Answer <<q={q}>>"}) + "\n" for c, q in (("good", 0.9), ("bad", 0.1))
+        )
+    )
     with FakeOpenAIServer(behaviour=Writers(empty={"writer-bad"}, truncate={"writer-good"})) as server:
         # an empty answer and one that stopped at max_tokens, from the models
         path, _ = api.start(model_campaign(tmp_path / "live", server.url, prompts=4, max_calls=16), cache=False)
@@ -156,14 +169,26 @@ def test_kill_9_while_answers_are_generated_then_resume_generates_nothing_twice(
     assert db.execute("select count(*) from answers where status = 'pending'").fetchone()[0] == 0
 
 
-def test_extend_refuses_a_run_with_candidate_models_and_leaves_it_as_it_was(tmp_path, capsys):
-    with FakeOpenAIServer(behaviour=Writers()) as server:
-        path, _ = api.start(model_campaign(tmp_path, server.url, prompts=3, max_calls=8), cache=False)
-    before = path.read_bytes()
-    _, more = write_dataset(tmp_path / "more", prompts=3, candidates=4)
-    assert run_cli(["extend", str(path), "--responses", str(more), "--no-cache", "--no-report"]) == 2
-    assert "is not extended yet" in capsys.readouterr().err
-    assert path.read_bytes() == before
+def test_extend_grows_a_run_with_candidate_models_and_generates_nothing_twice(tmp_path, capsys):
+    writers = Writers()
+    with FakeOpenAIServer(behaviour=writers) as server:
+        path, _ = api.start(model_campaign(tmp_path, server.url, prompts=4, max_calls=12), cache=False)
+        before = {k: v for k, v in writers.asked.items()}
+        newcomer = tmp_path / "newcomer.jsonl"
+        newcomer.write_text(
+            "".join(json.dumps({"prompt_id": f"p{k}", "candidate": "M9", "text": f"Summary 9 <<q=0.6{k}>>"}) + "\n" for k in range(4))
+        )
+        assert run_cli(["extend", str(path), "--responses", str(newcomer), "--add-calls", "12", "--no-cache", "--no-report"]) == 0
+        # a response of a candidate model cannot be added: its answers are generated
+        model_rows = tmp_path / "model-rows.jsonl"
+        model_rows.write_text(json.dumps({"prompt_id": "p0", "candidate": "good", "text": "typed by hand"}) + "\n")
+        capsys.readouterr()
+        assert run_cli(["extend", str(path), "--responses", str(model_rows), "--add-calls", "4", "--no-cache"]) == 2
+        assert "is a candidate model of the run" in capsys.readouterr().err
+    assert all(writers.asked[k] == n for k, n in before.items())  # nothing generated before was asked again
+    assert max(writers.asked.values()) == 1
+    assert "M9" in [r["candidate"] for r in api.ranking(path)["groups"][0]["ranking"]]
+    assert api.status(path)["answers"]["good"]["ok"] == sum(1 for (m, _), n in writers.asked.items() if m == "writer-good")
 
 
 def test_the_generation_cache_answers_a_second_run_with_nothing_generated(tmp_path):

@@ -79,3 +79,32 @@ def test_a_conversation_that_cannot_be_answered_is_one_line_and_exit_2(tmp_path,
     err = " ".join(capsys.readouterr().err.split())
     assert says in err and "prompts.jsonl:1" in err
     assert not (tmp_path / "runs" / "chat.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    "rows, without_models, says",
+    [
+        ([{"prompt_id": "c1", "candidate": "good", "text": "an answer"}], False, "no answer of the candidate model 'bad'"),
+        ([{"prompt_id": "c1", "candidate": "good", "text": ""}], False, "answers.jsonl:1"),
+        (
+            [{"prompt_id": "c1", "candidate": "good", "text": "a"}, {"prompt_id": "c1", "candidate": "good", "text": "b"}],
+            False,
+            "a second answer",
+        ),
+        ([{"prompt_id": "c1", "candidate": "good", "text": "a"}], True, "the config names no candidate models"),
+    ],
+)
+def test_a_bad_answers_file_is_one_line_and_exit_2_before_anything_is_paid(tmp_path, rows, without_models, says, capsys):
+    config = _config(tmp_path, "http://127.0.0.1:9/v1", [{"id": "c1", "messages": CHAT}])
+    if without_models:
+        text = open(config).read().split("[candidates.good]")[0]
+        open(config, "w").write(text.replace('scope = "global"', 'responses = "responses.jsonl"\nscope = "global"'))
+        (tmp_path / "responses.jsonl").write_text(
+            "".join(json.dumps({"prompt_id": "c1", "candidate": c, "text": "t"}) + "\n" for c in ("A", "B"))
+        )
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli(["run", config, "--answers-from", str(answers), "--no-cache"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert says in err, err
+    assert not (tmp_path / "runs" / "chat.sqlite").exists()

@@ -59,7 +59,43 @@ def test_a_reference_leaderboard_and_absolute_scores_with_candidate_models(tmp_p
         ref_path, _ = api.start(ref, cache=False)
         absolute = model_campaign(tmp_path / "abs", server.url, prompts=6, max_calls=20, name="abs", absolute="repeats = 1\n")
         abs_path, _ = api.start(absolute, cache=False)
+    page = api.report(ref_path, out=tmp_path / "ref.html")
+    assert page is not None
+    html = page.read_text()
+    assert "Answers of the candidate models" in html and "(openai/writer-good)" in html and "Answer by writer-good" in html
     board = [r["candidate"] for r in api.ranking(ref_path)["groups"][0]["ranking"]]
     assert board[0] == "good" and board[-1] == "bad"
     for path in (ref_path, abs_path):
         assert all(made == judged for made, judged in generated_and_judged(path).values())
+
+
+def test_a_candidate_model_with_several_endpoints_goes_through_the_router(tmp_path):
+    one, two, judge = Writers(), Writers(), Writers()
+    with FakeOpenAIServer(behaviour=one) as a, FakeOpenAIServer(behaviour=two) as b, FakeOpenAIServer(behaviour=judge) as j:
+        (tmp_path / "judges").mkdir()
+        (tmp_path / "judges" / "writer-pool.toml").write_text(
+            'name = "writer-pool"\nmodel = "openai/writer-good"\ncooldown_s = 60\ntimeout_s = 5\n'
+            + "".join(f'[[deployments]]\napi_base = "{s.url}"\nmax_concurrency = 2\nname = "w{k}"\n' for k, s in enumerate((a, b)))
+        )
+        config = model_campaign(tmp_path, j.url, prompts=10, max_calls=40, name="pooled")
+        config.write_text(config.read_text().replace('model = "openai/writer-good"', 'model = "writer-pool"', 1))
+        path, _ = api.start(config, cache=False)
+    served = sum(one.asked.values()) + sum(two.asked.values())
+    made, _ = generated_and_judged(path)["good"]
+    assert sum(judge.asked.values()) == generated_and_judged(path)["bad"][0]  # the other model stays on its own address
+    assert served == made > 2 and one.asked and two.asked  # both endpoints answered, each answer once
+
+
+def test_a_rate_limited_model_is_asked_again_and_a_model_that_is_down_fails_with_its_reason(tmp_path):
+    writers = Writers(rate_limited=3, failing={"writer-bad"})
+    with FakeOpenAIServer(behaviour=writers) as server:
+        path, _ = api.start(model_campaign(tmp_path, server.url, prompts=4, max_calls=16), cache=False)
+    db = sqlite3.connect(path)
+    rows = db.execute("select candidate, status, error_type, error from answers").fetchall()
+    judged_bad = db.execute("select count(*) from judgments where status = 'ok' and candidates like '%\"bad\"%'").fetchone()[0]
+    no_answer = db.execute("select count(*) from judgments where error_type = 'no_answer'").fetchone()[0]
+    db.close()
+    assert {(c, s) for c, s, _, _ in rows} == {("good", "ok"), ("bad", "failed")}  # the 429s were retried; the 500s failed for good
+    assert all("the model is down" in e for c, _, _, e in rows if c == "bad")
+    assert judged_bad == 0 and no_answer >= 1  # no judge was asked about an answer that does not exist
+    assert api.status(path)["answers"]["bad"]["failed"] == sum(1 for c, *_ in rows if c == "bad")

@@ -94,6 +94,8 @@ def needs(command: str) -> str | None:
         return "an install command: .ci/run runs the README's test command verbatim"
     if "examples/compare.toml" in command:
         return "run as written (its exit code is the decision) by tests/run/test_compare_gate.py (slow)"
+    if "examples/two-models.toml" in command:
+        return "run as written (its exit code is the decision) by tests/generation/test_two_models.py (slow)"
     if "examples/summeval-think.toml" in command:
         return "run as written, with its figures checked, by tests/judging/test_thinking_judges.py (slow)"
     if "../shared" in command and not SHARED.exists():

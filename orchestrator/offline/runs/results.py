@@ -80,6 +80,10 @@ def ranking_in(path: str | Path, store: RunStore, *, level: float = 0.95, fits: 
     ``status`` and the report)."""
     result = _ranking(path, store, level=level, fits=fits)
     result["flags"] = _flags(store.dataset())  # cached: the dataset is read once
+    if store.dataset().models:
+        from ...store.answers import answer_provenance
+
+        result["answers"] = answer_provenance(store, len(store.dataset().prompts))
     return result
 
 
@@ -87,9 +91,10 @@ def _flags(dataset: Dataset) -> dict[str, list[str]]:
     from ...raee.control import candidate_flags
 
     answers: dict[str, list[str]] = {}
-    for by_candidate in dataset.responses.values():
+    for prompt, by_candidate in dataset.responses.items():
         for candidate, response in by_candidate.items():
-            answers.setdefault(candidate, []).append(response.text)
+            if not dataset.pending(prompt, candidate):  # a candidate model's answer not written is no empty answer
+                answers.setdefault(candidate, []).append(response.text)
     return candidate_flags(answers)
 
 
