@@ -126,7 +126,7 @@ def _option(default: Any, flag: str, **kwargs) -> Any:
 
 
 def file_option(flag: str, help: str, *, what: str = "file", default: Any = _IN_ANNOTATED) -> Any:
-    """An option naming a file that must exist (:func:`existing`): flag and check said once."""
+    """An option naming a file that must exist (:func:`existing`): the flag and its check in one place."""
     return _option(default, flag, help=help, callback=existing(what))
 
 

@@ -54,7 +54,7 @@ class LiteLLMGenerator:
     async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
         import litellm
 
-        from ..judging.provider import classify_error, error_text, sane_cost, sane_usage
+        from ..judging.replies import classify_error, error_text, sane_cost, sane_usage
 
         started = time.perf_counter()
         try:

@@ -23,7 +23,7 @@ from typing import Any
 from ..records.judgments import JudgeRequest, Judgment
 from ..records.log import GRADES, MAX_SAMPLES, method_problem
 from ..records.templates import Template
-from .provider import sane_cost, sane_usage
+from .replies import sane_cost, sane_usage
 
 __all__ = ["INVALID", "PROBABILITY_TOLERANCE", "answer_problem", "check_answer"]
 

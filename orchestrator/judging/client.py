@@ -20,7 +20,7 @@ from .deployments import DeploymentRouter
 from .extract import OptionReading, after_thinking, closing_verdict, continuation_mass, extract_options, split_prefix, stated_confidence
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
 from .protocol import Judge
-from .provider import classify_error, error_text, sane_cost, sane_usage
+from .replies import classify_error, error_text, sane_cost, sane_usage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -313,7 +313,7 @@ def _checked(judgment: Judgment) -> Judgment:
 
 
 CLOSING_VERDICT_NOTE = "the verdict is the last line of a thinking block that never closed"
-"""A judgment's note when its verdict was read from the last line of unclosed thinking (said once)."""
+"""A judgment's note when its verdict was read from the last line of unclosed thinking (one constant for every place that writes it)."""
 
 
 def _after_thinking(dumps: list[dict], markers: list[str], options: list[str]) -> tuple[list[dict], list[str]]:

@@ -12,13 +12,10 @@ from typing import Any
 
 from ..errors import OrchestratorError
 from ..records.judgments import JudgeRequest, Judgment
-from ..records.named_classes import CLASS_SPEC, named_class
+from ..records.named_classes import named_class
 from .profiles import JudgeProfile
 
-__all__ = ["PROVIDER_PATTERN", "ProviderJudge", "load_provider", "provider_judge"]
-
-PROVIDER_PATTERN = CLASS_SPEC
-"""``package.module:Class``."""
+__all__ = ["ProviderJudge", "load_provider", "provider_judge"]
 
 
 def load_provider(spec: str, *, judge: str = "?") -> type:

@@ -306,7 +306,7 @@ def _mid_region(rows: list[RaeeRow], anchors: np.ndarray, warnings: list[str]) -
     mid_region: dict[str, float] = {}
     for anchor in anchors:
         p_bars = np.array([r.p_bar for r in rows if r.anchor == anchor and r.judge not in ("pooled", "-") and r.p_bar is not None])
-        if p_bars.size == 0:  # every item left out (abstention): nothing to measure, said once
+        if p_bars.size == 0:  # every item left out (abstention): nothing to measure (one check for every caller)
             warnings.append(f"anchor {anchor}: no candidate has a win rate left (every item was dropped); nothing is estimated")
             continue
         mid_region[anchor] = float(np.mean((p_bars >= MID_REGION[0]) & (p_bars <= MID_REGION[1])))

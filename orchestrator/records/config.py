@@ -20,6 +20,7 @@ from .compare_config import CompareConfig
 from .datafiles import load_toml_model
 from .families import family_problem
 from .log import check_identifier
+from .named_classes import CLASS_SPEC
 
 __all__ = [
     "RunConfig",
@@ -163,7 +164,7 @@ class SelectionConfig(_Section):
     """Spend only on comparisons (and absolute scores) that involve one of these candidates:
     ``orchestrator extend`` sets it to the candidates it adds, so a grown leaderboard pays only to
     place the newcomers on the existing scale. Empty: every pair."""
-    planner: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    planner: str | None = Field(default=None, pattern=CLASS_SPEC.pattern)
     """``package.module:Class``: a campaign planner from outside the package (a subclass of
     :class:`orchestrator.run.planners.PlannerBase`) plans every round instead (docs/extending.md)."""
 

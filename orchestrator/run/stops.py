@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["StopKind", "StopReason", "stop"]
+__all__ = ["StopKind", "StopReason"]
 
 StopKind = Literal["campaign", "budget", "pilot", "fail_fast", "judges_stopped", "no_success", "done"]
 """``campaign``: the planner's own rule (a stopping rule, a decision, nothing left to ask); ``budget``:
@@ -30,10 +30,6 @@ class StopReason(str):
     def extended(self, more: str) -> "StopReason":
         """The same kind of stop, with more words."""
         return StopReason(str(self) + more, self.kind)
-
-
-def stop(message: str, kind: StopKind = "campaign") -> StopReason:
-    return StopReason(message, kind)
 
 
 def kind_of(reason: str) -> StopKind:

@@ -21,7 +21,7 @@ __all__ = ["JudgmentRecord", "PlannedRequest", "judgment_row", "light_columns"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def shown(candidates_json: str) -> tuple[str, ...]:
+def parse_candidates(candidates_json: str) -> tuple[str, ...]:
     """A ``candidates`` column parsed; the same few hundred values repeat over a whole run, so
     they are decoded once (a third of the JSON decoding when a 100k-judgment run is loaded)."""
     return tuple(json.loads(candidates_json))
@@ -85,7 +85,7 @@ class JudgmentRecord(Judgment):
         written): the instance takes the dict as it is, where an ``__init__`` that sets each of the
         30 fields made loading 100k judgments 3x slower (``benchmarks/speed/rebuild.py``)."""
         candidates = fields["candidates"]
-        fields["candidates"] = list(shown(candidates)) if isinstance(candidates, str) else list(candidates)
+        fields["candidates"] = list(parse_candidates(candidates)) if isinstance(candidates, str) else list(candidates)
         fields["probs"] = _load(fields["probs"], None) or []
         fields["cached"] = bool(fields["cached"])
         fields["retryable"] = False
@@ -190,7 +190,7 @@ class PlannedRequest:
             template=row["template"],
             kind=row["kind"],
             prompt_id=row["prompt_id"],
-            candidates=list(shown(row["candidates"])) if isinstance(row["candidates"], str) else list(row["candidates"]),
+            candidates=list(parse_candidates(row["candidates"])) if isinstance(row["candidates"], str) else list(row["candidates"]),
             messages=_load(row["messages"], []),
             reserved_tokens=row["reserved_tokens"],
             reserved_usd=row["reserved_usd"],

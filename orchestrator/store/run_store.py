@@ -26,7 +26,7 @@ from ..records.templates import Template
 from ..secrets import redact
 from .attachments import read_attachment
 from .locks import RunLock
-from .rows import JudgmentRecord, PlannedRequest, judgment_row, light_columns, shown
+from .rows import JudgmentRecord, PlannedRequest, judgment_row, light_columns, parse_candidates
 
 __all__ = ["FREEZE_AFTER", "RunStore", "Spend", "connect", "p_first"]
 
@@ -386,7 +386,7 @@ class RunStore:
     def asked(self) -> Counter[tuple[str, str, tuple[str, ...]]]:
         """``(judge, prompt, candidates)`` of every planned request (asked or pending), with its count."""
         rows = self.db.conn.execute("select judge, prompt_id, candidates from requests")
-        return Counter((judge, prompt, shown(cands)) for judge, prompt, cands in rows)
+        return Counter((judge, prompt, parse_candidates(cands)) for judge, prompt, cands in rows)
 
     def last_round(self) -> int:
         row = next(self.db.query("select coalesce(max(round), -1) as r from rounds"))

@@ -361,19 +361,19 @@ def test_the_package_says_what_and_why_now_not_which_issue():
     assert len(cited) <= 5, cited
 
 
-OFFLINE_ROOMS = {"runs", "raee", "simplex", "replay", "judges", "cache"}
+OFFLINE_PARTS = {"runs", "raee", "simplex", "replay", "judges", "cache"}
 
 
-def test_the_read_side_is_rooms_not_a_hallway():
-    """``offline/`` holds its rooms (one concern each, a docstring saying what is in it) and the one
+def test_the_read_side_is_folders_by_concern_not_flat_modules():
+    """``offline/`` holds its folders (one concern each, a docstring saying what is in it) and the one
     shared plotting module — no flat modules grouped by name prefixes."""
     offline = PACKAGE / "offline"
     flat = {p.name for p in offline.glob("*.py")} - {"__init__.py", "plotting.py"}
     assert flat == set()
-    rooms = {p.name for p in offline.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert rooms == OFFLINE_ROOMS
-    for room in rooms:
-        init = offline / room / "__init__.py"
-        assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), f"offline/{room}/ says what it holds"
-        names = [p.stem for p in (offline / room).glob("*.py")]
-        assert not any(n.startswith(f"{room}_") or n.startswith(f"{room.rstrip('s')}_") for n in names), names
+    folders = {p.name for p in offline.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == OFFLINE_PARTS
+    for folder in folders:
+        init = offline / folder / "__init__.py"
+        assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), f"offline/{folder}/ says what it holds"
+        names = [p.stem for p in (offline / folder).glob("*.py")]
+        assert not any(n.startswith(f"{folder}_") or n.startswith(f"{folder.rstrip('s')}_") for n in names), names

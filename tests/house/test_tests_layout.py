@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-ROOMS = {"poe", "raee", "simplex", "run", "judging", "generation", "offline", "people", "reliability", "house"}
+FOLDERS = {"poe", "raee", "simplex", "run", "judging", "generation", "offline", "people", "reliability", "house"}
 
 
-def test_every_test_module_lives_in_the_room_of_what_it_tests():
+def test_every_test_module_lives_in_the_folder_of_what_it_tests():
     assert sorted(p.name for p in TESTS.glob("test_*.py")) == []  # none left at the top
-    rooms = {p.parent.name for p in TESTS.rglob("test_*.py")}
-    assert rooms == ROOMS
+    folders = {p.parent.name for p in TESTS.rglob("test_*.py")}
+    assert folders == FOLDERS
     names = [p.name for p in TESTS.rglob("test_*.py")]
     assert len(names) == len(set(names))  # module names stay unique (pytest imports them by basename)
 

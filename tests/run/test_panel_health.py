@@ -32,7 +32,7 @@ def test_health_window():
     health = JudgeHealth()
     assert not any(health.record("a", True) for _ in range(7))
     assert health.record("a", True) and health.stopped == {"a": 8}  # 8 of its first 8
-    assert not health.record("a", True)  # said once
+    assert not health.record("a", True)  # reported only once
     mixed = JudgeHealth()
     outcomes = [k % 3 == 0 for k in range(60)]  # a third fail: never stopped
     assert not any(mixed.record("b", failed) for failed in outcomes)

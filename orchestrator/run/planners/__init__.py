@@ -54,7 +54,7 @@ def planner_for(config: RunConfig) -> Any:
     from outside the package, the class its ``selection.planner`` names, imported — only commands
     that run a config call this; those that read a run file use :func:`builtin_planner_for`."""
     if config.selection.planner is not None:  # a campaign kind from outside the package
-        from .doors import load_planner
+        from .outside import load_planner
 
         return load_planner(config.selection.planner)
     return builtin_planner_for(config)
