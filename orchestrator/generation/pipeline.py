@@ -59,10 +59,6 @@ class AnswerPipeline:
             if record.status == "failed":
                 self.failures[key] = record.error or record.error_type or "failed"
 
-    def failed(self, prompt_id: str, candidate: str) -> str | None:
-        """Why this answer could not be generated, or None."""
-        return self.failures.get((prompt_id, candidate))
-
     async def ensure(self, prompt_id: str, candidate: str) -> str | None:
         """Wait for this answer: None once it is in the dataset, else why it is not (a stored
         failure, or :data:`INTERRUPTED`)."""

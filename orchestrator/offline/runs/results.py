@@ -251,11 +251,8 @@ def status(path: str | Path) -> dict:
         from ...store.labels import label_progress
 
         people = label_progress(store.db.conn)
-        from ...store.answers import answer_counts
-
-        answers = answer_counts(store)
-        prompts = len(store.dataset().prompts)
         rank = ranking_in(path, store, fits=fits)  # the same open store: the run file is read once
+        prompts = len(store.dataset().prompts)
     b = config.budget
     groups = rank["groups"]
     summary = {
@@ -280,10 +277,13 @@ def status(path: str | Path) -> dict:
         "deployments": deployments,
         "people": people,
     }
-    if config.candidates:  # candidates that are models: how many of their answers were generated
+    if config.candidates:  # candidates that are models: how many of their answers were generated (the ranking's count)
+        counted = rank.get("answers") or {}
+        empty = {"generated": 0, "failed": 0, "pending": 0, "truncated": 0, "cached": 0}
         summary["answers"] = {
-            c: {**answers.get(c, {"ok": 0, "failed": 0, "pending": 0, "truncated": 0, "cached": 0}), "prompts": prompts}
+            c: {"ok": n["generated"], **{k: n[k] for k in ("failed", "pending", "truncated", "cached")}, "prompts": prompts}
             for c in config.candidates
+            for n in [{**empty, **counted.get(c, {})}]
         }
     if "comparison" in rank:
         summary["comparison"] = rank["comparison"]
