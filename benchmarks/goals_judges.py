@@ -18,6 +18,16 @@ JUDGE_GOALS: list[Goal] = [
         readers_verdicts.verdict_coverage_verdict,
     ),
     Goal(
+        "verdict-width",
+        "#70",
+        "verdict judges' 95% rank intervals at their nominal level: coverage of the judge's own full-data ranking 0.93–0.98 (one verdict and k = 3, 100 and 400 calls) and mean width ≥ 1 rank narrower at 400 calls than when the goal was set (15.1 / 15.3 of 16); measured against posteriors told more than the data hold",
+        "selection.verdict_scale_oracle",
+        "--seeds 16",
+        "",
+        readers_verdicts.verdict_width_figure,
+        readers_verdicts.verdict_width_verdict,
+    ),
+    Goal(
         "compare-errors",
         "#60",
         "is mine better? false decisions (wrong sign, or better by ≥ margin below it) ≤ α = 0.05 looking after every prompt, ≥ 1,000 comparisons on AlpacaEval through the anchor incl. pairs within 1 point and A/A, with probabilities and with verdicts",

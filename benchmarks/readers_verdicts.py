@@ -31,6 +31,42 @@ def verdict_coverage_verdict(r: Record) -> str:
     return "met" if min(float(row["coverage of the judge's own ranks"]) for row in _verdict_rows(r)) >= 0.93 else "not met"
 
 
+WIDTH_BEFORE = {"one verdict": 15.1, "3 sampled verdicts": 15.3}
+"""Mean widths at 400 calls when the goal was set (``selection.verdict_judges --seeds 8``, 2026-11-28)."""
+
+
+def _oracle_rows(r: Record) -> dict[tuple[str, str, str], dict]:
+    return {(row["judge"], row["calls"], row["posterior"]): row for table in r["figures"]["tables"] for row in table}
+
+
+def verdict_width_figure(r: Record) -> str:
+    rows = _oracle_rows(r)
+    cov, width = "coverage of the judge's own ranks", "mean width (ranks of 16)"
+    cells = []
+    for judge in ("one verdict", "3 sampled verdicts"):
+        found = {name: rows.get((judge, "400", name)) for name in ("product", "half-Cauchy, sampled", "oracle scale", "τ = 0.25")}
+        if all(found.values()):
+            cells.append(
+                f"{judge} @400: product {found['product'][cov]} / {found['product'][width]}, half-Cauchy prior sampled "
+                f"{found['half-Cauchy, sampled'][cov]} / {found['half-Cauchy, sampled'][width]}, told the truth's scale "
+                f"{found['oracle scale'][cov]} / {found['oracle scale'][width]}, a prior twice the truth's scale "
+                f"{found['τ = 0.25'][cov]} / {found['τ = 0.25'][width]}"
+            )
+    return "coverage / mean width (ranks of 16): " + "; ".join(cells)
+
+
+def verdict_width_verdict(r: Record) -> str:
+    rows = _oracle_rows(r)
+    cov, width = "coverage of the judge's own ranks", "mean width (ranks of 16)"
+    product = [row for key, row in rows.items() if key[2] == "product"]
+    nominal = all(0.93 <= float(row[cov]) <= 0.98 for row in product)
+    narrower = all(float(rows[(judge, "400", "product")][width]) <= before - 1 for judge, before in WIDTH_BEFORE.items())
+    if nominal and narrower:
+        return "met"
+    oracle_short = all(float(rows[(judge, "400", "oracle scale")][width]) > before - 1 for judge, before in WIDTH_BEFORE.items())
+    return "not met: beyond a calibrated posterior (told the truth's scale, 1 rank narrower is not reached)" if oracle_short else "not met"
+
+
 def _stated(r: Record) -> dict[tuple[str, str], dict]:
     return {(row["reading"], row["completions"]): row for row in r["figures"]["tables"][0]}
 

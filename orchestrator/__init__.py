@@ -5,7 +5,7 @@ The public API (one function per CLI command, with the CLI's argument names; see
 
     import orchestrator as orc
     path, reason = orc.start("examples/summeval.toml")
-    print(orc.ranking(path)["groups"][0]["ranking"][:3])
+    print([row.candidate for row in orc.ranking(path).groups[0].ranking[:3]])
 
 Names are imported on first use, so ``import orchestrator`` stays light.
 """
@@ -40,6 +40,10 @@ def __getattr__(name: str) -> Any:
         from . import errors
 
         return getattr(errors, name)
+    if name in ("RaeeSettings", "ReplaySettings", "SimplexSettings"):
+        from .api import settings
+
+        return getattr(settings, name)
     if name in __all__:
         from . import api
 

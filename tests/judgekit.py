@@ -192,7 +192,7 @@ def crash_campaign(tmp_path, server, data, *, plan: list[str], max_calls: int, s
         "same_as_uninterrupted": asked(victim) == asked(reference),
         "unfinished": db.execute("select count(*) from requests where status = 'pending'").fetchone()[0],
         "asked_after_commit": [k for t, k in server.arrivals if k in committed_at and t > committed_at[k]],
-        "calls": api.status(victim)["spent"]["calls"],
+        "calls": api.status(victim).as_dict()["spent"]["calls"],
         # answers that arrived but died with the process before their commit: asked again on resume
         # (same idempotency key); a provider or proxy that honours the key would not charge twice
         "reasked_uncommitted": sum(1 for k, n in server.billable().items() if n > 1),

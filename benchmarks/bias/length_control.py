@@ -139,6 +139,7 @@ def alpacaeval(data: Path) -> dict:
 
 def summeval(data: Path) -> dict:
     from orchestrator import api
+    from orchestrator.api.settings import ReplaySettings
     from orchestrator.records.log import load_log, load_responses
 
     log = ROOT / "examples/summeval-gpt35/coherence.log.jsonl"
@@ -167,7 +168,7 @@ def summeval(data: Path) -> dict:
     print(f"  prefers the longer summary: judge {judge[0]:.1%} of {judge[1]}, experts {experts[0]:.1%} of {experts[1]} decisive pairs")
     for control in (None, ["length"]):
         start = time.perf_counter()
-        settings = api.ReplaySettings(strategy="random", scope="global", batch=200, control=tuple(control or ()))
+        settings = ReplaySettings(strategy="random", scope="global", batch=200, control=tuple(control or ()))
         report = api.replay(log, responses=responses, truth="coherence", settings=settings)
         ranking = report.to_json()["rankings"]["global"]
         position = {c: k for k, c in enumerate(ranking)}

@@ -50,7 +50,7 @@ def _config(folder: Path, name: str, prompts: Path, responses: Path, seed: int) 
 
 
 def widest(path: Path) -> int:
-    (group,) = api.ranking(path)["groups"]
+    (group,) = api.ranking(path).as_dict()["groups"]
     return max(r["rank_high"] - r["rank_low"] + 1 for r in group["ranking"])
 
 
@@ -61,13 +61,13 @@ def one(seed: int, folder: Path) -> tuple[int, int, int, int]:
     newcomers = dict(list(quality.items())[10:])
     prompts, responses = _files(folder, f"base-{seed}", first10)
     base, _ = api.start(_config(folder, f"base-{seed}", prompts, responses, seed), judges={"sim": SimJudge(SPEC, quality, seed)})
-    before = api.status(base)["spent"]["calls"]
+    before = api.status(base).as_dict()["spent"]["calls"]
     _, added = _files(folder, f"new-{seed}", newcomers)
     api.extend(base, responses=added, judges={"sim": SimJudge(SPEC, quality, seed + 1)})
-    extend_calls = api.status(base)["spent"]["calls"] - before
+    extend_calls = api.status(base).as_dict()["spent"]["calls"] - before
     prompts12, responses12 = _files(folder, f"fresh-{seed}", quality)
     fresh, _ = api.start(_config(folder, f"fresh-{seed}", prompts12, responses12, seed), judges={"sim": SimJudge(SPEC, quality, seed + 2)})
-    return extend_calls, api.status(fresh)["spent"]["calls"], widest(base), widest(fresh)
+    return extend_calls, api.status(fresh).as_dict()["spent"]["calls"], widest(base), widest(fresh)
 
 
 def main() -> None:

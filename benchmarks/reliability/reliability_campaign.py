@@ -71,9 +71,9 @@ def fault_campaign(tmp: Path, n_requests: int, seed: int) -> dict:
         server_requests = sum(len(v) for v in server.outcomes.values())
     log = tmp / "faults.jsonl"
     api.export(path, out=log, fmt="jsonl")
-    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path)["groups"]}
+    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path).as_dict()["groups"]}
     rebuilt = replay_files(log, data[1], "coherence", "reorder").to_json()["rankings"]
-    spent = api.status(path)["spent"]
+    spent = api.status(path).as_dict()["spent"]
     failed = {}
     for reason_type in summary["failed"].values():
         failed[reason_type] = failed.get(reason_type, 0) + 1
@@ -138,7 +138,7 @@ def interrupt_campaign(tmp: Path, server, data, *, stops: int, max_calls: int, s
         "calls_in_flight_at_signal": in_flight,
         "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
         "same_as_uninterrupted": asked(victim) == asked(reference),
-        "calls": api.status(victim)["spent"]["calls"],
+        "calls": api.status(victim).as_dict()["spent"]["calls"],
         "asked_twice": sum(1 for n in counts.values() if n > 1),
     }
 

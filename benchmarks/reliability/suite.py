@@ -1,7 +1,7 @@
 """Goals the test suite measures (issues #29, #31, #32, #51, #54): run pytest on the named test files
 (or the whole suite) and record how many cases passed, failed and were skipped, and the wall time.
 
-    python -m benchmarks.reliability.suite tests/reliability/test_reliability_catalog4.py
+    python -m benchmarks.reliability.suite tests/reliability/test_catalog_labels_and_boards.py
     python -m benchmarks.reliability.suite --workers 3          # the whole suite, as the README runs it
 
 The goal table reads these records by the test files they name (``benchmarks/goals.py``).

@@ -26,7 +26,7 @@ TODAY = {"model": {"judge_reliability": False}, "stopping": {"rule": "budget"}}
 
 
 def ranked(path: Path, quality: dict[str, float]) -> tuple[float, list[str]]:
-    (group,) = api.ranking(path)["groups"]
+    (group,) = api.ranking(path).as_dict()["groups"]
     scores = {r["candidate"]: r["score"] for r in group["ranking"]}
     rho = spearmanr([scores[c] for c in quality], list(quality.values())).statistic
     return float(rho), sorted({c for pair in group["ties"] for c in pair})

@@ -76,7 +76,7 @@ def main() -> None:
         started = time.perf_counter()
         path, reason = api.start(config)
         elapsed = time.perf_counter() - started
-        calls = api.status(path)["spent"]["calls"]
+        calls = api.status(path).as_dict()["spent"]["calls"]
         first, last = sqlite3.connect(path).execute("select min(created_at), max(created_at) from judgments").fetchone()
     proc.kill()
     rate = calls / elapsed

@@ -64,7 +64,7 @@ def run_level(folder: Path, n: int, batch: int) -> tuple[float, dict]:
     started = time.perf_counter()
     path, _ = api.start(config, cache=False)
     elapsed = time.perf_counter() - started
-    return elapsed, api.status(path)["deployments"]["pool"]
+    return elapsed, api.status(path).as_dict()["deployments"]["pool"]
 
 
 def main() -> None:

@@ -83,9 +83,9 @@ def tokens_per_request() -> dict:
 def quick_start(seed: int, folder: Path, pilot: int) -> tuple[dict, int]:
     config = qwen_config(seed, folder)
     path, _ = api.start(config, from_log=QWEN_LOG, pilot=pilot, cache=False)
-    forecast = api.status(path)["forecast"]
+    forecast = api.status(path).as_dict()["forecast"]
     api.resume(path, judges=log_judges(QWEN_LOG, config.judging.judges), cache=False)
-    return forecast, api.status(path)["spent"]["calls"]
+    return forecast, api.status(path).as_dict()["spent"]["calls"]
 
 
 def simulation(seed: int, folder: Path, pilot: int) -> tuple[dict, int]:
@@ -111,10 +111,10 @@ def simulation(seed: int, folder: Path, pilot: int) -> tuple[dict, int]:
     dataset = load_dataset(prompts, responses)
     with create_run(config.run_path, name=config.name, config=config.to_json(), seed=seed, dataset=dataset, templates=templates) as store:
         asyncio.run(RunEngine(store, config, {"sim": SimJudge(spec, quality, seed)}, profiles, templates, pilot=pilot).run())  # type: ignore[dict-item]
-    forecast = api.status(config.run_path)["forecast"]
+    forecast = api.status(config.run_path).as_dict()["forecast"]
     with open_run(config.run_path) as store:
         asyncio.run(RunEngine(store, config, {"sim": SimJudge(spec, quality, seed + 1000)}, profiles, templates).run())  # type: ignore[dict-item]
-    return forecast, api.status(config.run_path)["spent"]["calls"]
+    return forecast, api.status(config.run_path).as_dict()["spent"]["calls"]
 
 
 def summarise(name: str, rows: list[tuple[dict, int]]) -> None:

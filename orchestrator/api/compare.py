@@ -4,9 +4,12 @@ to its decision, and the decision with its exit code."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import OrchestratorError
+
+if TYPE_CHECKING:
+    from ..records.reports import Comparison
 
 __all__ = ["REQUIRE", "compare", "compare_plan", "junit_xml"]
 
@@ -29,9 +32,9 @@ def compare(
     cache: str | Path | bool | None = None,
     baseline_run: str | Path | None = None,
     answers_from: str | Path | None = None,
-) -> tuple[Path, dict[str, Any]]:
+) -> tuple[Path, Comparison]:
     """Run the config's ``[compare]`` campaign until its decision (or the budget) and return ``(run
-    file, decision)`` (:func:`orchestrator.offline.runs.comparison.comparison`). ``margin``, ``alpha``,
+    file, decision)``: the record ``compare --json`` prints (``.model_dump()`` for a dict). ``margin``, ``alpha``,
     ``require``, ``design`` and ``max_calls`` replace the config's; ``baseline_run`` (``--baseline RUN``): the baseline's judgments
     against the anchor come from that earlier run (the anchor, unless the config names one, is the run's);
     ``answers_from``: the candidate models' answers from a file of texts (:func:`start`).
@@ -39,11 +42,12 @@ def compare(
     Raises:
         OrchestratorError: no ``[compare]`` section, a bad option, or any problem ``start`` refuses."""
     from ..offline.runs.comparison import comparison
+    from ..records.reports import Comparison
     from .lifecycle import start
 
     cfg = _with_options(config, runs_dir, margin, alpha, max_calls, require, design, baseline_run)
     path, _ = start(cfg, progress=progress, judges=judges, from_log=from_log, cache=cache, answers_from=answers_from)
-    return path, comparison(path)
+    return path, Comparison.model_validate({"run": str(path), **comparison(path)})
 
 
 def compare_plan(
@@ -143,17 +147,17 @@ def _anchor_of(run: Path) -> str:
     raise OrchestratorError(f"--baseline: {run} judged nothing against an anchor (a reference campaign's run file is needed)")
 
 
-def junit_xml(result: dict[str, Any]) -> str:
+def junit_xml(result: Comparison) -> str:
     """The decision as JUnit XML (one test case; a failure unless its exit code is 0), for CI
     systems that read test reports."""
     from xml.sax.saxutils import escape, quoteattr
 
-    name = f"{result['candidate']} vs {result['baseline']}"
-    failed = result["exit_code"] != 0
-    body = escape(result["sentence"])
+    name = f"{result.candidate} vs {result.baseline}"
+    failed = result.exit_code != 0
+    body = escape(result.sentence)
     case = f"    <testcase classname={quoteattr('orchestrator.compare')} name={quoteattr(name)}>\n"
     if failed:
-        case += f"      <failure message={quoteattr(result['decision'])} type={quoteattr('decision')}>{body}</failure>\n"
+        case += f"      <failure message={quoteattr(result.decision)} type={quoteattr('decision')}>{body}</failure>\n"
     case += f"      <system-out>{body}</system-out>\n    </testcase>\n"
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'

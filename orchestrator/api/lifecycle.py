@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import OrchestratorError
+
+if TYPE_CHECKING:
+    from ..records.reports import Ranking, Status
 
 
 def load_config(config: str | Path | Any, runs_dir: str | Path | None = None):
@@ -120,21 +123,24 @@ def resume(
     return resume_run(run, progress=progress, judges=judges, api_base=api_base, cache=cache, answers_from=answers_from)
 
 
-def status(run: str | Path) -> dict:
-    """Budget spent, rounds, requests, failures, the current ranking's uncertainty (a dict, as
-    ``orchestrator status --json`` prints it)."""
+def status(run: str | Path) -> Status:
+    """Budget spent, rounds, requests, failures, why it stopped, the current ranking's uncertainty:
+    the record ``orchestrator status --json`` prints (``.model_dump()`` for a dict)."""
     from ..offline.runs import results  # reading a run: not the engine's imports
+    from ..records.reports import Status
 
-    return results.status(run)
+    return Status.model_validate(results.status(run))
 
 
-def ranking(run: str | Path, *, level: float = 0.95) -> dict:
-    """Every group's ranking with ``level`` rank intervals (as ``orchestrator rank --json``)."""
+def ranking(run: str | Path, *, level: float = 0.95) -> Ranking:
+    """Every group's ranking with ``level`` rank intervals: the record ``orchestrator rank --json``
+    prints (``.model_dump()`` for a dict)."""
     from ..offline.runs import results  # reading a run: not the engine's imports
+    from ..records.reports import Ranking
 
     if not 0 < level < 1:
         raise OrchestratorError(f"level must be in (0, 1) (got {level})")
-    return results.ranking(run, level=level)
+    return Ranking.model_validate(results.ranking(run, level=level))
 
 
 def report(run: str | Path, *, out: str | Path, data: Any = None) -> Path | None:

@@ -121,3 +121,11 @@ def bias_covariates() -> tuple[str, ...]:
     from ..poe.covariates import COVARIATES
 
     return tuple(COVARIATES)
+
+
+def failure_advice(code: str | None, judge: str, template: str) -> str:
+    """What to change when a judge's answers fail with the failure code ``code`` (``""``: nothing to
+    say): the words a dry run's smoke call and a run's closing paragraph add after the failure."""
+    from ..judging.extract import failure_advice as advice
+
+    return advice(code, judge, template)

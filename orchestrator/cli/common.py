@@ -221,6 +221,6 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _plot_curve(report, path: Path, inputs: list) -> None:
-    from .. import api
+    from ..api import presentation
 
-    api.replay_curve_plot(report, path, inputs=inputs)
+    presentation.replay_curve_plot(report, path, inputs=inputs)

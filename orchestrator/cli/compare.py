@@ -62,6 +62,7 @@ def compare_cmd(
     equivalent within the margin, 12 not known within the budget, 13 not better by the margin; 2 bad
     input or a run whose judge calls all failed."""
     from .. import api
+    from ..api.compare import junit_xml
 
     _check_range(max_calls, "--max-calls", 1)
     if not plan and (effect != 3.0 or spread is not None or spread_from is not None):
@@ -89,13 +90,13 @@ def compare_cmd(
         )
     if junit is not None:
         with open_output(junit, option="--junit", inputs=[config, path]) as fh:
-            fh.write(api.junit_xml(result))
+            fh.write(junit_xml(result))
     if json_out:
-        out_console.print_json(json.dumps({"run": str(path), **result}))
+        out_console.print_json(json.dumps(result.model_dump(mode="json", exclude_unset=True)))
     else:
-        out_console.print(result["sentence"] + f" (α = {result['alpha']:g}; exit {result['exit_code']})", soft_wrap=True)
-        err_console.print(f"run file: {path}; the interval holds at every look ({result['construction'].split(' (')[0]})", soft_wrap=True)
-    raise typer.Exit(result["exit_code"])
+        out_console.print(result.sentence + f" (α = {result.alpha:g}; exit {result.exit_code})", soft_wrap=True)
+        err_console.print(f"run file: {path}; the interval holds at every look ({result.construction.split(' (')[0]})", soft_wrap=True)
+    raise typer.Exit(result.exit_code)
 
 
 def _print_plan(config, runs_dir, margin, alpha, max_calls, require, design, baseline, effect, spread, spread_from, json_out) -> None:

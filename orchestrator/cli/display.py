@@ -11,7 +11,7 @@ from rich.table import Table
 from .common import ProgressLines, err_console, out_console
 
 if TYPE_CHECKING:
-    from ..records.reports import Group, JudgeEntry, ReadAs, StatedReading
+    from ..records.reports import Group, JudgeEntry, Ranking, ReadAs, StatedReading
 
 
 def run_display(total: int | None):
@@ -94,15 +94,12 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
     )
 
 
-def print_ranking(report: dict, limit_groups: int | None = None, details: bool = False) -> None:
+def print_ranking(ranking: Ranking, limit_groups: int | None = None, details: bool = False) -> None:
     """``rank``'s text: plain words first — who leads and how sure, which neighbours are still
     open, whether each judge can be trusted — and the model's internals (log-strength
     scores, posterior entropy, sharpness, precision, position bias) only with ``details``. Read
     from the typed record of ``rank --json`` (:class:`~orchestrator.records.reports.Ranking`), so
     the table and the JSON cannot drift apart."""
-    from .. import api
-
-    ranking = api.Ranking.model_validate(report)
     for warning in ranking.warnings:  # first: what the judge can and cannot tell
         out_console.print(f"warning: {warning}", soft_wrap=True)
     if ranking.comparison is not None:  # a [compare] run: a decision, not a ranking
@@ -329,9 +326,9 @@ def judges_table(judges: list[dict]) -> Table:
     """Per-judge reliability: sharpness t (95% interval), precision κ, position bias Δ, length and
     style effects β (with ``model.control``; absolute scores have their own), graded verdicts' cut-points, agreement with the panel."""
     table = Table(title="judges")
-    from .. import api  # (the judges table is printed after a fit: torch is loaded)
+    from ..api import presentation
 
-    covariates = [c + kind for c in api.bias_covariates() for kind in ("", "_absolute")]
+    covariates = [c + kind for c in presentation.bias_covariates() for kind in ("", "_absolute")]
     controls = [c for c in covariates if any(c in j for j in judges)]
     graded = any("tie_cut" in j for j in judges)
     names = (

@@ -90,10 +90,12 @@ def fit_raee_cmd(
     each judge's preference for its own model family and the win rates without it; with --human,
     people's win rates."""
     from .. import api
+    from ..api import presentation
+    from ..api.settings import RaeeSettings
 
     _one_source(run, log)
     _check_outputs(se_curve_png, plot, [run, log])
-    settings = api.RaeeSettings(
+    settings = RaeeSettings(
         soft=soft,
         judges=tuple(judge or ()),
         level=level,
@@ -103,19 +105,19 @@ def fit_raee_cmd(
         pool_all=pool_all,
         control=tuple(control or ()),
         flag_shift=flag_shift,
-        families=tuple(family or ()),
+        families=tuple(family or ()),  # type: ignore[arg-type]  # NAME=FAMILY entries, parsed by the settings
     )
     report = api.fit_raee(run, log=log, settings=settings, responses=responses, human=human)
 
     def plots() -> list[Path]:
-        paths = api.raee_plots(report, plot) if plot is not None else []
+        paths = presentation.raee_plots(report, plot) if plot is not None else []
         if se_curve_png is not None:
             source = run if run is not None else log
             assert source is not None  # (_one_source)
-            paths.append(api.raee_se_curve_plot(source, se_curve_png, log=log is not None, judges=judge or None))
+            paths.append(presentation.raee_se_curve_plot(source, se_curve_png, log=log is not None, judges=judge or None))
         return paths
 
-    _print_report(report.model_dump(mode="json"), lambda: api.format_raee(report), plots, as_json)
+    _print_report(report.model_dump(mode="json"), lambda: presentation.format_raee(report), plots, as_json)
 
 
 def _check_outputs(png: Path | None, folder: Path | None, inputs: list) -> None:
@@ -216,13 +218,15 @@ def fit_simplex_cmd(
 ) -> None:
     """Bayesian simplex model: judges' confusion matrices, expected true scores, rank credible intervals."""
     from .. import api
+    from ..api import presentation
+    from ..api.settings import SimplexSettings
 
     _one_source(run, log)
     _check_outputs(None, plot, [run, log])
     if (responses is None) != (truth is None):
         raise OrchestratorError("--responses and --truth go together")
     mapping = _collapse(collapse, levels)
-    settings = api.SimplexSettings(  # every choice checked there, in one line naming it
+    settings = SimplexSettings(  # every choice checked there, in one line naming it
         omega=_hyper(omega, "--omega"),
         beta_max=_hyper(beta_max, "--beta-max"),
         delta=tuple(_numbers(delta, "--delta") or ()) or None,
@@ -235,7 +239,7 @@ def fit_simplex_cmd(
         count_weight=None if count_weight == "auto" else _finite("--count-weight")(count_weight),
         likelihood=cast(Any, likelihood),
     )
-    known_truth = api.truth_scores(responses, truth) if responses is not None and truth is not None else None
+    known_truth = presentation.truth_scores(responses, truth) if responses is not None and truth is not None else None
     interactive = sys.stderr.isatty() and not as_json
     report, fit, data, _ = api.fit_simplex(
         run,
@@ -253,8 +257,8 @@ def fit_simplex_cmd(
         fallback=fallback,
         human=human,
     )
-    plots = lambda: api.simplex_plots(plot, report, fit, data, mapping) if plot is not None else []  # noqa: E731
-    _print_report(report.model_dump(mode="json"), lambda: api.format_simplex(report), plots, as_json)
+    plots = lambda: presentation.simplex_plots(plot, report, fit, data, mapping) if plot is not None else []  # noqa: E731
+    _print_report(report.model_dump(mode="json"), lambda: presentation.format_simplex(report), plots, as_json)
 
 
 def _collapse(collapse: str | None, levels: int) -> list[int] | None:
@@ -281,6 +285,7 @@ def calibrate_cmd(
     from dataclasses import asdict
 
     from .. import api
+    from ..api import presentation
 
     _one_source(run, log)
     _check_outputs(None, None, [run, log, responses])
@@ -291,6 +296,6 @@ def calibrate_cmd(
     found = api.calibrate(run, log=log, responses=responses, truth=truth)
 
     def plots() -> list[Path]:
-        return [api.calibration_plot(found, plot, inputs=[run, log, responses])] if plot is not None else []
+        return [presentation.calibration_plot(found, plot, inputs=[run, log, responses])] if plot is not None else []
 
-    _print_report({"judges": [asdict(c) for c in found]}, lambda: api.format_calibration(found), plots, as_json)
+    _print_report({"judges": [asdict(c) for c in found]}, lambda: presentation.format_calibration(found), plots, as_json)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, Optional, TypeVar
 
 import typer
 from rich.table import Table
@@ -16,6 +16,9 @@ from .display import print_ranking, run_display
 from .fit_options import AsJson
 from .options import RunAnswersFrom, RunCache, RunConfigPath, RunDryRun, RunFromLog, RunNoCache, RunOffline, RunPilot, RunReport, RunRunsDir
 from .status_view import print_status
+
+if TYPE_CHECKING:
+    from ..records.reports import Comparison
 
 T = TypeVar("T")
 
@@ -35,6 +38,7 @@ def run_cmd(
 ) -> None:
     """Start a live evaluation from a config: select, judge, commit every judgment to runs/<name>.sqlite."""
     from .. import api
+    from ..api import presentation
 
     _check_range(pilot, "--pilot", 1)
     if pilot is not None and dry_run:
@@ -63,7 +67,7 @@ def run_cmd(
             failed = [row for row in smoke if "answer" not in row]
             if failed:
                 first = failed[0]
-                said = api.failure_advice(str(first["error"]), first["judge"], first["template"])
+                said = presentation.failure_advice(first.get("error_type"), first["judge"], first["template"])
                 advice = f"; {said}" if said else ""
                 raise OrchestratorError(f"judge {first['judge']!r} did not answer template {first['template']!r}: {first['error']}{advice}")
         return
@@ -100,22 +104,22 @@ def resume_cmd(
     cached = _cache_setting(cache, no_cache)
     reason = _live(run, lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached, answers_from=answers_from))
     if reason is None:
-        err_console.print(f"{run}: the run has already finished ({api.status(run)['stop_reason']}); nothing to do")
+        err_console.print(f"{run}: the run has already finished ({api.status(run).stop_reason}); nothing to do")
     else:
         _finished(run, f"finished: {reason}", report)
-    _exit_with_comparison(api.ranking(run).get("comparison"), say=True)
+    _exit_with_comparison(api.ranking(run).comparison, say=True)
 
 
-def _exit_with_comparison(comparison: dict | None, *, say: bool = False) -> None:
+def _exit_with_comparison(comparison: Comparison | None, *, say: bool = False) -> None:
     """A command that reports on a comparison's run file exits with the comparison's own code
     (docs/compare.md), so a pipeline that looks again reads the same answer; ``say``: print the
     decision first (a resume's output would otherwise not show it)."""
     if comparison is None:
         return
     if say:
-        out_console.print(comparison["sentence"] + f" (α = {comparison['alpha']:g}; exit {comparison['exit_code']})", soft_wrap=True)
-    if comparison["exit_code"]:
-        raise typer.Exit(comparison["exit_code"])
+        out_console.print(comparison.sentence + f" (α = {comparison.alpha:g}; exit {comparison.exit_code})", soft_wrap=True)
+    if comparison.exit_code:
+        raise typer.Exit(comparison.exit_code)
 
 
 @app.command("extend")
@@ -173,9 +177,10 @@ def _summarise(run: Path, report: bool) -> None:
     the HTML report beside the run file. A run that finished is never reported as failed because of
     either."""
     from .. import api
+    from ..api import lifecycle
 
     try:
-        text, data = api.summary(run)
+        text, data = lifecycle.summary(run)
         out_console.print(Text(text), soft_wrap=True)
         if report:
             out = Path(run).with_suffix(".html")
@@ -208,10 +213,10 @@ def status_cmd(run: Path = run_argument("Run file."), as_json: AsJson = False) -
 
     summary = api.status(run)
     if as_json:
-        print(json.dumps(summary))
+        print(json.dumps(summary.model_dump(mode="json", exclude_unset=True)))
     else:
         print_status(summary)
-    _exit_with_comparison(summary.get("comparison"))
+    _exit_with_comparison(summary.comparison)
 
 
 @app.command("rank")
@@ -235,10 +240,10 @@ def rank_cmd(
         raise OrchestratorError(f"--level must be in (0, 1) (got {level})")
     report = api.ranking(run, level=level)
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(report.model_dump(mode="json", exclude_unset=True)))
     else:
         print_ranking(report, limit_groups=None if show_all else 5, details=details)
-    _exit_with_comparison(report.get("comparison"))
+    _exit_with_comparison(report.comparison)
 
 
 @app.command("export")

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
 from .common import out_console
 from .display import forecast_text
 
+if TYPE_CHECKING:
+    from ..records.reports import Status
 
-def print_status(summary: dict) -> None:
+
+def print_status(status: Status) -> None:
     """``status``'s table, read from the typed record of ``status --json``
     (:class:`~orchestrator.records.reports.Status`): warnings first, then budget spent, rounds,
     requests, failures, the forecast, a comparison's decision, the top of each group."""
-    from .. import api
-
-    status = api.Status.model_validate(summary)
     table = Table(title=f"{status.name} ({status.state})")
     table.add_column("item")
     table.add_column("value")

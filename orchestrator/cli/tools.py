@@ -63,6 +63,7 @@ def replay(
 ) -> None:
     """Replay a selection strategy on a recorded log: Spearman after every comparison, k90, k_self90."""
     from .. import api
+    from ..api.settings import ReplaySettings
     from ..outputs import check_output
 
     _check_range(seed, "--seed", 0, 2**32 - 1)
@@ -72,7 +73,7 @@ def replay(
 
     with _progress(as_json) as progress:
         task = progress.add_task("replaying", total=None)
-        settings = api.ReplaySettings(  # the options, checked there in one line naming each
+        settings = ReplaySettings(  # the options, checked there in one line naming each
             strategy=strategy,
             scope=scope,
             expert=expert,
@@ -86,7 +87,7 @@ def replay(
             panel=panel,
             posterior=posterior,
             control=tuple(control or ()),
-            families=tuple(family or ()),
+            families=tuple(family or ()),  # type: ignore[arg-type]  # NAME=FAMILY entries, parsed by the settings
         )
         report = api.replay(
             log,
@@ -139,13 +140,13 @@ def _print_replay(report, *, with_truth: bool) -> None:
 
 def _ranking_table(result, *, with_truth: bool = True, title: str = "") -> Table:
     """The final ranking of a replayed group, with 95% rank intervals."""
-    from .. import api
+    from ..api import presentation
 
     table = Table(title=f"{title}ranking after {result.curve[-1][0]} calls (rank 1 = best)")
     columns = (("rank", "right"), ("candidate", "left"), ("score", "right"), ("± sd", "right"), ("95% rank interval", "center"))
     for name, justify in columns + ((("truth", "right"),) if with_truth else ()):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in api.replay_ranking(result):
+    for row in presentation.replay_ranking(result):
         cells = [str(row["rank"]), row["candidate"], f"{row['score']:+.3f}", f"{row['sd']:.3f}", f"{row['rank_low']}–{row['rank_high']}"]
         table.add_row(*(cells + ([f"{row['truth']:.3f}"] if with_truth else [])))
     return table
@@ -247,6 +248,7 @@ def judges_cmd(
 ) -> None:
     """Judges against people: agreement, rank correlation, position and length effects, calibration, price."""
     from .. import api
+    from ..api import presentation
 
     if (run is None) == (log is None):
         raise OrchestratorError("give a run file or --log FILE.jsonl (exactly one)")
@@ -254,7 +256,7 @@ def judges_cmd(
     if as_json:
         print(json.dumps(board))
         return
-    out_console.print(Text(api.format_judge_board(board)), soft_wrap=True)
+    out_console.print(Text(presentation.format_judge_board(board)), soft_wrap=True)
 
 
 @app.command("import")

@@ -17,7 +17,16 @@ from typing import Any
 from ..records.judgments import JudgeRequest, Judgment
 from ..records.templates import Template
 from .deployments import DeploymentRouter
-from .extract import OptionReading, after_thinking, closing_verdict, continuation_mass, extract_options, split_prefix, stated_confidence
+from .extract import (
+    OptionReading,
+    after_thinking,
+    closing_verdict,
+    continuation_mass,
+    extract_options,
+    join_notes,
+    split_prefix,
+    stated_confidence,
+)
 from .profiles import JudgeProfile, get_profile, profile_dirs, register_profile_secrets
 from .protocol import Judge
 from .replies import classify_error, error_text, sane_cost, sane_usage
@@ -76,6 +85,9 @@ class LiteLLMJudge:
             kwargs["top_logprobs"] = p.top_logprobs
         if p.reasoning_effort:
             kwargs["reasoning_effort"] = p.reasoning_effort
+            # sent as asked: litellm releases differ on which OpenAI-compatible models take it, and
+            # a provider that refuses it says so in one failed judgment (the dry run's smoke call)
+            kwargs["allowed_openai_params"] = ["reasoning_effort"]
         if p.thinking_budget and p.model.split("/", 1)[0] in THINKING_PARAMETER_PROVIDERS:
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": p.thinking_budget}
         kwargs.update(self._kwargs_connection())
@@ -185,12 +197,21 @@ class LiteLLMJudge:
         first = extractions[0]
         if self.profile.thinking and first.error:  # why a thinking judge gave no verdict, in its terms
             unclosed = next((n for n in thinking_notes if n.startswith("the thinking block never closed")), None)
-            first = dataclasses.replace(first, error=unclosed or f"no verdict after the thinking: {first.error}")
+            first = dataclasses.replace(
+                first,
+                error=unclosed or f"no verdict after the thinking: {first.error}",
+                error_code="thinking_unclosed" if unclosed else "no_verdict_after_thinking",
+            )
         if len(extractions) > 1:  # sampled verdicts: the option distribution is their average
             return _sampled(template, extractions, first, common, warnings)
         if not first.readings:
             return Judgment(
-                **common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs, note=_notes(*warnings)
+                **common,
+                status="failed",
+                error=first.error,
+                error_type=first.error_code or "unparsed",
+                top_logprobs=first.top_logprobs,
+                note=join_notes(*warnings),
             )
         readings = list(first.readings)
         if readings[0].unresolved and template.read == "first_token" and self.profile.prefill:
@@ -201,7 +222,7 @@ class LiteLLMJudge:
         stated = None
         if template.confidence_marker and readings[0].method == "verdict":
             stated, unread = stated_confidence(common["text"], template.confidence_marker)
-            note = _notes(note, unread)
+            note = join_notes(note, unread)
         if len(readings) < expected:
             note = ((note + "; ") if note else "") + f"read {len(readings)} of {expected} expected scores"
         return _checked(
@@ -215,7 +236,7 @@ class LiteLLMJudge:
                 capped=[list(r.capped) for r in readings],
                 unresolved=[list(r.unresolved) for r in readings],
                 top_logprobs=first.top_logprobs,
-                note=_notes(note, *warnings),
+                note=join_notes(note, *warnings),
             )
         )
 
@@ -254,7 +275,12 @@ def _sampled(template: Template, extractions: list, first, common: dict[str, Any
     good = [e for e in extractions if e.readings]
     if not good:
         return Judgment(
-            **common, status="failed", error=first.error, error_type="unparsed", top_logprobs=first.top_logprobs, note=_notes(*warnings)
+            **common,
+            status="failed",
+            error=first.error,
+            error_type=first.error_code or "unparsed",
+            top_logprobs=first.top_logprobs,
+            note=join_notes(*warnings),
         )
     n_reads = min(len(e.readings) for e in good)
     probs = [
@@ -268,7 +294,7 @@ def _sampled(template: Template, extractions: list, first, common: dict[str, Any
             probs=probs,
             method="samples",
             samples=len(good),
-            note=_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings),
+            note=join_notes(f"{len(good)} of {len(extractions)} samples parsed", *warnings),
         )
     )
 
@@ -284,10 +310,6 @@ def _dump(response: Any) -> dict:
     if hasattr(response, "model_dump"):
         return response.model_dump()
     return dict(response) if response is not None else {}
-
-
-def _notes(*notes: str | None) -> str | None:
-    return "; ".join(n for n in notes if n) or None
 
 
 def _graded(template: Template, probs: dict[str, float]) -> dict[str, float]:

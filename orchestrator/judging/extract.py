@@ -26,6 +26,8 @@ from typing import Literal
 
 __all__ = [
     "OptionReading",
+    "join_notes",
+    "ADVICE",
     "Extraction",
     "after_thinking",
     "extract_options",
@@ -74,26 +76,30 @@ def closing_verdict(thinking: str, markers: list[str], options: list[str]) -> st
     return None
 
 
-def failure_advice(error: str, judge: str, template: str) -> str:
-    """What to change when a judge's answers fail the same way (``""``: nothing to say): the words
+ADVICE: dict[str, str] = {
+    "thinking_unclosed": (
+        "the thinking ran out of tokens: raise thinking_budget in judges/{judge}.toml "
+        "(it is added to the template's max_tokens) or ask for shorter thinking"
+    ),
+    "no_verdict_after_thinking": (
+        "the judge wrote no verdict line after its thinking: read a failed answer (the report's judgments) against "
+        "the template's markers; a small model may not follow the template at all"
+    ),
+    "no_option": (
+        "its first words are not one of the template's options: give it a template that asks for the bare letter "
+        "({template}-noprefill where one exists, e.g. generic-pairwise-noprefill, in judging.pairwise_template "
+        "or reference.template; docs/own-data.md, 'A judge without a prefill')"
+    ),
+}
+"""What to change when a judge's answers fail with a code (:data:`~orchestrator.records.judgments.FAILURE_CODES`);
+``{judge}`` and ``{template}`` are filled in."""
+
+
+def failure_advice(code: str | None, judge: str, template: str) -> str:
+    """What to change when a judge's answers fail with ``code`` (``""``: nothing to say): the words
     a dry run's smoke call and a run's closing paragraph add after the failure."""
-    if "thinking block never closed" in error:
-        return (
-            f"the thinking ran out of tokens: raise thinking_budget in judges/{judge}.toml "
-            "(it is added to the template's max_tokens) or ask for shorter thinking"
-        )
-    if "after the thinking" in error:
-        return (
-            "the judge wrote no verdict line after its thinking: read a failed answer (the report's judgments) against "
-            "the template's markers; a small model may not follow the template at all"
-        )
-    if "no answer option" in error or "unparsed" in error:
-        return (
-            "its first words are not one of the template's options: give it a template that asks for the bare letter "
-            f"({template}-noprefill where one exists, e.g. generic-pairwise-noprefill, in judging.pairwise_template "
-            "or reference.template; docs/own-data.md, 'A judge without a prefill')"
-        )
-    return ""
+    advice = ADVICE.get(code or "")
+    return advice.format(judge=judge, template=template) if advice else ""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ class Extraction:
     """The top-k list at every generated position, kept for the log."""
     error: str | None = None
     """Why nothing could be read (``readings`` is then empty)."""
+    error_code: str | None = None
+    """The failure's code (``no_option``, ``no_verdict``: :data:`~orchestrator.records.judgments.FAILURE_CODES`)."""
     note: str | None = None
     """How a fallback was used (e.g. verdict parsed because no log-probabilities came back)."""
 
@@ -285,7 +293,12 @@ def extract_options(
         verdicts = parse_verdicts(text, read, markers, option_sets, prefill)[-1:]
         if verdicts:
             return Extraction(verdicts, top, note=invalid)
-        return Extraction([], top, error=_join(f"no verdict after {' or '.join(map(repr, markers))} in {text[-120:]!r}", invalid))
+        return Extraction(
+            [],
+            top,
+            error=join_notes(f"no verdict after {' or '.join(map(repr, markers))} in {text[-120:]!r}", invalid),
+            error_code="no_verdict",
+        )
     if content and any(e.get("top_logprobs") for e in content):
         tokens = [e.get("token", "") for e in content]
         positions = read_positions(tokens, read, markers)
@@ -309,13 +322,15 @@ def extract_options(
             return Extraction(
                 verdicts,
                 top,
-                note=_join(invalid, "no option among the top log-probabilities at the read position; verdict parsed from text"),
+                note=join_notes(invalid, "no option among the top log-probabilities at the read position; verdict parsed from text"),
             )
-        return Extraction([], top, error=_join(f"no answer option found in {text[:120]!r}", invalid))
+        return Extraction([], top, error=join_notes(f"no answer option found in {text[:120]!r}", invalid), error_code="no_option")
     verdicts = parse_verdicts(text, read, markers, option_sets, prefill)
     if verdicts:
-        return Extraction(verdicts, top, note=_join(invalid, "judge returned no log-probabilities; verdict parsed from text"))
-    return Extraction([], top, error=_join(f"no log-probabilities and no parsable verdict in {text[:120]!r}", invalid))
+        return Extraction(verdicts, top, note=join_notes(invalid, "judge returned no log-probabilities; verdict parsed from text"))
+    return Extraction(
+        [], top, error=join_notes(f"no log-probabilities and no parsable verdict in {text[:120]!r}", invalid), error_code="no_option"
+    )
 
 
 _NUMBER = re.compile(r"\s*[:=]?\s*\**\s*(\d+(?:[.,]\d+)?)(?![\d.,eE])\s*(%|/\s*100|/\s*10\b)?")
@@ -344,7 +359,8 @@ def stated_confidence(text: str, marker: str) -> tuple[float | None, str | None]
     return value, None
 
 
-def _join(*notes: str | None) -> str | None:
+def join_notes(*notes: str | None) -> str | None:
+    """The notes that say something, joined by ``; `` (None when none does)."""
     return "; ".join(n for n in notes if n) or None
 
 

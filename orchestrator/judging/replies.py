@@ -66,22 +66,22 @@ def error_text(exc: BaseException, limit: int = 500) -> str:
 
 def classify_error(exc: BaseException) -> tuple[str, bool, float | None]:
     """(error type, retryable, Retry-After seconds) for an exception raised by litellm."""
-    import litellm
+    from litellm import exceptions as errors  # where every litellm release keeps them all
 
     retry_after = None
     # litellm keeps the provider's headers on the exception; its .response may be a stub
     headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None) or {}
     retry_after = parse_retry_after(headers.get("retry-after"))
-    if isinstance(exc, litellm.RateLimitError):
+    if isinstance(exc, errors.RateLimitError):
         return "rate_limit", True, retry_after
-    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError)):
+    if isinstance(exc, (errors.Timeout, asyncio.TimeoutError)):
         return "timeout", True, None
-    if isinstance(exc, litellm.APIConnectionError):
+    if isinstance(exc, errors.APIConnectionError):
         return "connection", True, None
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+    if isinstance(exc, (errors.AuthenticationError, errors.PermissionDeniedError)):
         return "auth", False, None
-    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)):
+    if isinstance(exc, (errors.BadRequestError, errors.NotFoundError)):
         return "bad_request", False, None
-    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.APIError)):
+    if isinstance(exc, (errors.InternalServerError, errors.ServiceUnavailableError, errors.APIError)):
         return "server", True, retry_after
     return "other", False, None

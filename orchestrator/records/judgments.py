@@ -11,7 +11,29 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .templates import Template
 
-__all__ = ["JudgeRequest", "Judgment", "request_key"]
+__all__ = ["FAILURE_CODES", "JudgeRequest", "Judgment", "request_key"]
+
+FAILURE_CODES: dict[str, str] = {
+    "rate_limit": "the provider refused the call for now (HTTP 429); retried after its Retry-After",
+    "server": "the provider failed (HTTP 5xx, a failed batch line); retried",
+    "timeout": "no answer in time; retried",
+    "connection": "the provider could not be reached; retried",
+    "bad_request": "the provider refused the request (HTTP 400, 404: a wrong model name or parameter)",
+    "auth": "the provider refused the key (HTTP 401, 403)",
+    "unparsed": "the answer could not be read at all (not the provider's format, probabilities that are not numbers)",
+    "no_option": "the answer holds none of the template's options where they are read",
+    "no_verdict": "no verdict after the template's markers",
+    "thinking_unclosed": "a thinking judge's thinking block never closed (it ran out of tokens)",
+    "no_verdict_after_thinking": "a thinking judge wrote no verdict after its thinking",
+    "invalid": "the answer failed the checks every answer passes (another key, impossible probabilities)",
+    "not_in_log": "a replayed log holds no answer to this request",
+    "no_answer": "the candidate model's answer to the prompt could not be generated",
+    "budget": "not asked: the budget ran out first",
+    "other": "anything else (the message says what)",
+}
+"""``Judgment.error_type``: what went wrong, as code reads it (the advice a run prints is keyed by
+it, :func:`orchestrator.judging.extract.failure_advice`); the message in ``error`` is for people.
+A provider may use a code of its own; these are the ones the package writes."""
 
 
 class JudgeRequest(BaseModel):
@@ -109,7 +131,7 @@ class Judgment(BaseModel):
     latency_s: float = 0.0
     error: str | None = None
     error_type: str | None = None
-    """``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``, ``auth``, ``unparsed`` or ``other``."""
+    """What went wrong, as a code (:data:`FAILURE_CODES`)."""
     retryable: bool = False
     retry_after_s: float | None = None
     note: str | None = None

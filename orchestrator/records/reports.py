@@ -17,17 +17,35 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["SCHEMA_VERSION", "Comparison", "Ranking", "Status", "json_schemas", "write_schemas"]
+__all__ = ["SCHEMA_VERSION", "Comparison", "Ranking", "Status", "StopKind", "json_schemas", "write_schemas"]
 
-SCHEMA_VERSION = 2
-"""Bumped when a field is removed or changes meaning (adding an optional field is not a new version)."""
+SCHEMA_VERSION = 3
+"""Bumped when a field is removed or changes meaning, or a closed list gains a value (adding an
+optional field is not a new version)."""
+
+StopKind = Literal["campaign", "budget", "pilot", "fail_fast", "judges_stopped", "no_success", "done", "interrupted", "extended"]
+"""Why a run stopped, as code reads it (the words are ``stop_reason``): ``campaign``, the campaign's
+own rule (a stopping rule, a decision, nothing left to ask); ``budget``, a budget ran out; ``pilot``,
+the ``--pilot`` calls are spent (resume goes on); ``fail_fast``, the first judge calls all failed;
+``judges_stopped``, every judge was stopped by its own fail-fast; ``no_success``, the run ended
+without one successful judgment; ``done``, no reason given; ``interrupted``, a signal or an error
+stopped it (resume goes on); ``extended``, ``extend`` added prompts or candidates (resume goes on)."""
 
 
-class _Closed(BaseModel):
+class _Printed(BaseModel):
+    """A record a command prints with ``--json``."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as ``--json`` prints it: the fields that were set, in JSON types (what
+        ``model_dump(mode="json", exclude_unset=True)`` gives)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class _Closed(_Printed):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class _Open(BaseModel):
+class _Open(_Printed):
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
 
@@ -192,8 +210,6 @@ class Comparison(_Closed):
     """Points of win rate that count as a difference worth deciding on."""
     alpha: float
     """The confidence sequence's error level (valid at every look)."""
-    prompts_judged: int
-    prompts_available: int
     win_rate: float | None
     """Head to head: candidate over baseline on the prompts judged, percent (ties ½); None before any
     (and through an anchor)."""
@@ -203,6 +219,14 @@ class Comparison(_Closed):
     """Through an anchor: the candidate's win rate against it on the prompts judged, percent."""
     baseline_win_rate: float | None = None
     """Through an anchor: the baseline's, on the same prompts."""
+    design: Literal["anytime", "planned"] = "planned"
+    """``anytime``: valid at every look; ``planned``: valid at the planned looks (the ends of rounds)."""
+    max_prompts: int | None = None
+    """The most prompts the run could read, fixed at its start (None: a run made before it was stored)."""
+    guarantee: str = ""
+    """Which guarantee the interval holds, in one sentence."""
+    prompts_judged: int
+    prompts_available: int
     difference: float | None
     """Head to head: ``win_rate`` − 50; through an anchor: the candidate's win rate minus the baseline's, points."""
     difference_low: float
@@ -217,12 +241,6 @@ class Comparison(_Closed):
     exit_code: int
     """0 better (with ``--require not-worse``: also equivalent and not worse), 10 worse, 11
     equivalent, 12 not yet known, 13 not better."""
-    design: Literal["anytime", "planned"] = "planned"
-    """``anytime``: valid at every look; ``planned``: valid at the planned looks (the ends of rounds)."""
-    max_prompts: int | None = None
-    """The most prompts the run could read, fixed at its start (None: a run made before it was stored)."""
-    guarantee: str = ""
-    """Which guarantee the interval holds, in one sentence."""
     sentence: str
     """The decision in one sentence."""
     construction: str
@@ -244,9 +262,9 @@ class Ranking(_Closed):
     """False: no leader may be named (the judges carry no detectable information)."""
     information: dict[str, dict[str, Any]] = {}
     """Per judge: its test of carrying information (``judgments``, ``p_value``, ``first_share``, ``first_probability``)."""
+    comparison: Comparison | None = None
     flags: dict[str, list[str]] = {}
     """Per candidate: what looks wrong in its responses (empty answers, duplicates …)."""
-    comparison: Comparison | None = None
     answers: dict[str, dict[str, Any]] | None = None
     """Per candidate that is a model: its ``model``, answers ``generated``, ``failed``, ``truncated``,
     ``cached``, ``pending`` of ``prompts``, their ``prompt_tokens``, ``completion_tokens``, ``usd``
@@ -261,6 +279,9 @@ class Status(_Closed):
     state: str
     """``running``, ``finished``, ``stopped``, ``failed`` …"""
     stop_reason: str
+    stop_kind: StopKind | None = None
+    """Why it stopped, as a code (:data:`StopKind`); None while it runs, and for a run file written
+    before the kind was stored."""
     rounds: int
     requests: dict[str, int]
     """Requests by status (``done``, ``failed``, ``pending``)."""
@@ -282,11 +303,11 @@ class Status(_Closed):
     """Per endpoint of a judge with several deployments: calls and failures (open)."""
     people: dict[str, Any] | None = None
     """People's labelling progress (open)."""
-    comparison: Comparison | None = None
-    mean_spearman_vs_truth: float | None = None
     answers: dict[str, dict[str, int]] | None = None
     """Per candidate that is a model: its answers ``ok`` (generated), ``failed``, ``pending``
     (reserved, not yet written), ``truncated``, ``cached``, and the run's ``prompts``."""
+    comparison: Comparison | None = None
+    mean_spearman_vs_truth: float | None = None
 
 
 def json_schemas() -> dict[str, dict]:

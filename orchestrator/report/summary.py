@@ -35,7 +35,7 @@ def failures_said(judgments) -> str:
     reasons = Counter(why).most_common()
     said = ", ".join(f"{n} {reason}" for reason, n in reasons[:3]) + (", …" if len(reasons) > 3 else "")
     commonest = failed[why.index(reasons[0][0])]
-    advice = failure_advice(commonest.error or "", commonest.judge, commonest.template)
+    advice = failure_advice(commonest.error_type, commonest.judge, commonest.template)
     return f"; {len(failed)} failed: {said}" + (f" — {advice}" if advice else "")
 
 

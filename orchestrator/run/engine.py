@@ -224,11 +224,11 @@ class RunEngine:
         error = " ".join(error.split("Traceback (most recent call last)")[0].split())
         return f"{n} × {error_type}: {error[:200]}"
 
-    def _set_status_safely(self, status: str, reason: str) -> None:
+    def _set_status_safely(self, status: str, reason: str, kind: str) -> None:
         """Mark the run's state on the way out of an error; a run file that cannot be written (a
         full disk) keeps ``running``, which resume treats like ``interrupted``."""
         try:
-            self.store.set_status(status, reason)
+            self.store.set_status(status, reason, kind)
         except sqlite3.Error:
             pass
 
@@ -269,7 +269,7 @@ class RunEngine:
             for r in sorted(in_flight):  # what was planned is asked (and paid) before stopping
                 await in_flight.pop(r)
             if self.drain.draining:
-                self.store.set_status("interrupted", "interrupted; resume to continue")
+                self.store.set_status("interrupted", "interrupted; resume to continue", "interrupted")
                 drained = True
                 raise KeyboardInterrupt
         except BaseException as exc:
@@ -277,7 +277,7 @@ class RunEngine:
             # handler, an error) stops now: what was in flight is asked again on resume
             if not (drained and isinstance(exc, KeyboardInterrupt)):
                 await cancel_all(in_flight.values())
-                self._set_status_safely("interrupted", "interrupted; resume to continue")
+                self._set_status_safely("interrupted", "interrupted; resume to continue", "interrupted")
             raise
         return self._finish(reason, failed, round_no)
 
@@ -291,7 +291,7 @@ class RunEngine:
                 if self._failed:
                     reason = reason.extended(f"; typical failure: {self._typical_error()}")
         if failed:
-            self.store.set_status("failed", reason)
+            self.store.set_status("failed", reason, kind_of(reason))
             raise RunFailed(
                 f"{self.store.path}: the run failed: {reason}. The run file keeps every failure "
                 f"(`orchestrator status {self.store.path}`); fix the judge or the config, then "
@@ -302,7 +302,7 @@ class RunEngine:
             reason = StopReason(reason, kind_of(reason)).extended("; " + "; ".join(self.judge_stops))
         if self.people is not None:  # the last rounds' items too: a run of one or two rounds asks here only
             self.people.after_round(round_no + 1, self.store.judgments())
-        self.store.set_status("interrupted" if self._pilot_done else "finished", reason)
+        self.store.set_status("interrupted" if self._pilot_done else "finished", reason, kind_of(reason))
         with self.drain.cpu_work():
             summary = self.planner.summary(None)
             forecast = self._forecast(None) if self.progress is not None else None

@@ -86,9 +86,8 @@ def extend(
         before = store.spend().calls
         config = config.model_copy(update={"selection": selection, "budget": budget})
         extend_snapshot(store, Dataset(new_prompts, by_prompt), redact_json(config.to_json()))
-        store.set_status(
-            "interrupted", f"extended with {added_responses} responses ({', '.join(new_candidates) or 'new prompts'}); resume to continue"
-        )
+        said = f"extended with {added_responses} responses ({', '.join(new_candidates) or 'new prompts'}); resume to continue"
+        store.set_status("interrupted", said, "extended")
     reason = resume(run, progress=progress, judges=judges, cache=cache)
     with open_run(run, write=False) as store:
         made = store.spend().calls - before

@@ -65,6 +65,7 @@ def smoke_calls(judges: dict[str, Judge], requests_by_judge: dict[str, list[Judg
             row["method"] = judgment.method
         else:
             row["error"] = f"{judgment.error_type}: {' '.join((judgment.error or '').split())[:200]}"
+            row["error_type"] = judgment.error_type
         return row
 
     async def every() -> list[dict[str, Any]]:

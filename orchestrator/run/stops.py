@@ -6,15 +6,9 @@ unchanged; code that must act on why a run stopped reads :attr:`StopReason.kind`
 
 from __future__ import annotations
 
-from typing import Literal
+from ..records.reports import StopKind
 
 __all__ = ["StopKind", "StopReason"]
-
-StopKind = Literal["campaign", "budget", "pilot", "fail_fast", "judges_stopped", "no_success", "done"]
-"""``campaign``: the planner's own rule (a stopping rule, a decision, nothing left to ask); ``budget``:
-a budget ran out; ``pilot``: the ``--pilot`` calls are spent (resume goes on); ``fail_fast``: the first
-judge calls all failed; ``judges_stopped``: every judge was stopped by its own fail-fast;
-``no_success``: the run ended without one successful judgment; ``done``: no reason given."""
 
 
 class StopReason(str):

@@ -65,7 +65,7 @@ __all__ = [
     "refuse_existing",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def create_run(
@@ -205,7 +205,8 @@ def _migrate(store: RunStore) -> None:
     """Bring an older run file to this version: version 2 adds ``repeat`` (0 for every existing
     row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed), version 4
     ``judgments.samples``, ``judgments.completions`` and ``requests.reserved_calls`` (NULL: 1),
-    version 5 ``judgments.stated`` (NULL: no stated confidence)."""
+    version 5 ``judgments.stated`` (NULL: no stated confidence), version 6 ``runs.stop_kind`` (NULL:
+    the kind was not stored)."""
     version = next(store.db.query("PRAGMA user_version"))["user_version"]
     if version >= SCHEMA_VERSION:
         return
@@ -221,6 +222,8 @@ def _migrate(store: RunStore) -> None:
                     store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [{column}] INTEGER")
         if version < 5 and "stated" not in store.db["judgments"].columns_dict:
             store.db.execute("ALTER TABLE [judgments] ADD COLUMN [stated] FLOAT")
+        if version < 6 and "stop_kind" not in store.db["runs"].columns_dict:
+            store.db.execute("ALTER TABLE [runs] ADD COLUMN [stop_kind] TEXT")
         store.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         store.db.execute("update runs set schema_version = ?", [SCHEMA_VERSION])
 

@@ -82,8 +82,10 @@ class JudgmentRecord(Judgment):
     @classmethod
     def _built(cls, fields: dict) -> "JudgmentRecord":
         """The record over ``fields``, built without validation (the row was validated when it was
-        written): the instance takes the dict as it is, where an ``__init__`` that sets each of the
-        30 fields made loading 100k judgments 3x slower (``benchmarks/speed/rebuild.py``)."""
+        written): the instance takes the dict as it is, its three pydantic slots written through
+        their descriptors — faster than ``model_construct`` (``benchmarks/speed/record_load.py``),
+        and kept only while tests/run/test_loaded_records.py finds the record the same as a
+        validated one."""
         candidates = fields["candidates"]
         fields["candidates"] = list(parse_candidates(candidates)) if isinstance(candidates, str) else list(candidates)
         fields["probs"] = _load(fields["probs"], None) or []

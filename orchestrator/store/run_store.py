@@ -136,10 +136,12 @@ class RunStore:
         """The templates the run was created with (role → template), so a resume asks the same."""
         return {role: Template.model_validate(t) for role, t in json.loads(self.run["templates"]).items()}
 
-    def set_status(self, status: str, reason: str = "") -> None:
+    def set_status(self, status: str, reason: str = "", kind: str | None = None) -> None:
+        """The run's state, why it stopped in words and as a code (``kind``: :data:`~orchestrator.records.reports.StopKind`)."""
         with self._transaction():
             self.db.execute(
-                "update runs set status = ?, stop_reason = ?, updated_at = ? where id = 1", [status, redact(reason) or "", time.time()]
+                "update runs set status = ?, stop_reason = ?, stop_kind = ?, updated_at = ? where id = 1",
+                [status, redact(reason) or "", kind, time.time()],
             )
 
     # -- dataset snapshot --------------------------------------------------------------------

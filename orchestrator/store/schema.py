@@ -17,7 +17,7 @@ TABLES: dict[str, dict] = {
     "runs": {
         "columns": _columns(
             "id:int name:str config:str seed:int dataset_fingerprint:str schema_version:int status:str stop_reason:str "
-            "templates:str created_at:float updated_at:float"
+            "templates:str created_at:float updated_at:float stop_kind:str"
         ),
         "pk": "id",
     },

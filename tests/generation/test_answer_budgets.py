@@ -44,7 +44,7 @@ def test_the_answers_count_in_max_usd_with_their_own_prices(tmp_path):
         path, reason = api.start(config, cache=False)
     n, _, usd = answer_totals(path)
     assert n >= 1 and usd == n * (50 * 10 + 20 * 30) / 1e6  # what the server said each answer took, at the stated prices
-    assert usd <= 0.004 and api.status(path)["spent"]["usd"] <= 0.01
+    assert usd <= 0.004 and api.status(path).as_dict()["spent"]["usd"] <= 0.01
     assert "max_answer_usd" in str(reason)
 
 
@@ -52,7 +52,7 @@ def test_a_pilot_forecasts_the_answers_the_whole_run_will_generate(tmp_path):
     writers = Writers()
     with FakeOpenAIServer(behaviour=writers) as server:
         path, reason = api.start(model_campaign(tmp_path, server.url, prompts=10, max_calls=60), cache=False, pilot=8)
-        forecast = api.status(path)["forecast"]
+        forecast = api.status(path).as_dict()["forecast"]
         made = sum(writers.asked.values())
         assert "pilot" in str(reason) and made >= 1
         # at most one answer per prompt and model; never fewer than already generated

@@ -75,10 +75,10 @@ def test_a_run_generates_only_the_answers_it_judges_once_each_and_shows_them_to_
         in printed
     )
     assert "flagged: good" not in printed and "flagged: bad" not in printed  # unwritten answers are not empty answers
-    ranking = api.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path).as_dict()["groups"][0]["ranking"]
     order = [r["candidate"] for r in ranking]
     assert order[0] == "good" and order[-1] == "bad"  # the hidden qualities: 0.95, 0.3–0.7, 0.05
-    status = api.status(path)
+    status = api.status(path).as_dict()
     assert status["answers"]["good"]["ok"] + status["answers"]["bad"]["ok"] == len(generated)
     assert status["answers"]["good"]["prompts"] == 8
     # what the answers cost is in the run's tokens: 70 per answer beside the judges' own
@@ -102,8 +102,8 @@ def test_answers_from_a_file_replay_the_campaign_without_any_model(tmp_path):
     assert sum(writers.asked.values()) == 0  # no candidate model was called
     replayed = tmp_path / "replay" / "runs" / "replay.sqlite"
     assert [(p, c, t) for p, c, s, t, *_ in answers(replayed) if s == "ok"] == [(r["prompt_id"], r["candidate"], r["text"]) for r in rows]
-    assert [r["candidate"] for r in api.ranking(replayed)["groups"][0]["ranking"]] == [
-        r["candidate"] for r in api.ranking(live)["groups"][0]["ranking"]
+    assert [r["candidate"] for r in api.ranking(replayed).as_dict()["groups"][0]["ranking"]] == [
+        r["candidate"] for r in api.ranking(live).as_dict()["groups"][0]["ranking"]
     ]
 
 
@@ -187,8 +187,8 @@ def test_extend_grows_a_run_with_candidate_models_and_generates_nothing_twice(tm
         assert "is a candidate model of the run" in capsys.readouterr().err
     assert all(writers.asked[k] == n for k, n in before.items())  # nothing generated before was asked again
     assert max(writers.asked.values()) == 1
-    assert "M9" in [r["candidate"] for r in api.ranking(path)["groups"][0]["ranking"]]
-    assert api.status(path)["answers"]["good"]["ok"] == sum(1 for (m, _), n in writers.asked.items() if m == "writer-good")
+    assert "M9" in [r["candidate"] for r in api.ranking(path).as_dict()["groups"][0]["ranking"]]
+    assert api.status(path).as_dict()["answers"]["good"]["ok"] == sum(1 for (m, _), n in writers.asked.items() if m == "writer-good")
 
 
 def test_the_generation_cache_answers_a_second_run_with_nothing_generated(tmp_path):
@@ -199,7 +199,7 @@ def test_the_generation_cache_answers_a_second_run_with_nothing_generated(tmp_pa
         paid = sum(writers.asked.values())
         second, _ = api.start(model_campaign(tmp_path / "b", server.url, prompts=5, max_calls=16, name="b"), cache=cache)
     assert paid > 0 and sum(writers.asked.values()) == paid  # the second run generated nothing
-    assert api.status(second)["answers"]["good"]["cached"] == api.status(second)["answers"]["good"]["ok"] > 0
+    assert api.status(second).as_dict()["answers"]["good"]["cached"] == api.status(second).as_dict()["answers"]["good"]["ok"] > 0
     assert [a[3] for a in answers(second)] == [a[3] for a in answers(first)]
 
 
@@ -260,7 +260,7 @@ backoff_initial_s = 0.01
         config = tmp_path / "models.toml"
         config.write_text(text)
         path, _ = api.start(config, cache=False)
-    assert [r["candidate"] for r in api.ranking(path)["groups"][0]["ranking"]] == ["good", "bad"]
+    assert [r["candidate"] for r in api.ranking(path).as_dict()["groups"][0]["ranking"]] == ["good", "bad"]
     config.write_text(text.split("[candidates.good]")[0])
     with pytest.raises(OrchestratorError, match="give a responses file, or candidates that are models"):
         api.load_config(config)

@@ -63,7 +63,7 @@ def test_a_reference_leaderboard_and_absolute_scores_with_candidate_models(tmp_p
     assert page is not None
     html = page.read_text()
     assert "Answers of the candidate models" in html and "(openai/writer-good)" in html and "Answer by writer-good" in html
-    board = [r["candidate"] for r in api.ranking(ref_path)["groups"][0]["ranking"]]
+    board = [r["candidate"] for r in api.ranking(ref_path).as_dict()["groups"][0]["ranking"]]
     assert board[0] == "good" and board[-1] == "bad"
     for path in (ref_path, abs_path):
         assert all(made == judged for made, judged in generated_and_judged(path).values())
@@ -98,4 +98,4 @@ def test_a_rate_limited_model_is_asked_again_and_a_model_that_is_down_fails_with
     assert {(c, s) for c, s, _, _ in rows} == {("good", "ok"), ("bad", "failed")}  # the 429s were retried; the 500s failed for good
     assert all("the model is down" in e for c, _, _, e in rows if c == "bad")
     assert judged_bad == 0 and no_answer >= 1  # no judge was asked about an answer that does not exist
-    assert api.status(path)["answers"]["bad"]["failed"] == sum(1 for c, *_ in rows if c == "bad")
+    assert api.status(path).as_dict()["answers"]["bad"]["failed"] == sum(1 for c, *_ in rows if c == "bad")

@@ -36,14 +36,16 @@ def test_start_rank_export_replay_through_the_api(tmp_path):
         estimate = orc.dry_run(config)
         assert estimate["max_calls"] == 24 and server.requests == []
         path, reason = orc.start(config)
-    assert reason.startswith("budget") and orc.status(path)["spent"]["calls"] == 24
-    board = orc.ranking(path, level=0.9)
-    assert board["level"] == 0.9 and len(board["groups"]) == 2
+    status = orc.status(path)
+    assert reason.startswith("budget") and status.spent["calls"] == 24 and status.stop_kind == "budget"
+    board = orc.ranking(path, level=0.9)  # the typed record `rank --json` prints
+    assert board.level == 0.9 and len(board.groups) == 2
+    assert json.loads(json.dumps(board.as_dict())) == board.model_dump(mode="json", exclude_unset=True)
     assert orc.resume(path) is None  # finished already
     out = tmp_path / "api.jsonl"
     assert orc.export(path, out=out) == 24 and len(out.read_text().splitlines()) == 24
     report = orc.replay(out, responses=responses, truth="coherence")
-    ranked = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"]}
+    ranked = {g.group: [r.candidate for r in g.ranking] for g in board.groups}
     assert report.to_json()["rankings"] == ranked  # the export reproduces the run's ranking
     assert json.loads(json.dumps(report.to_json()))["strategy"] == "lookahead"  # the default strategy
     try:
@@ -98,3 +100,29 @@ def test_fit_raee_takes_its_settings_or_their_fields_never_both(tmp_path):
         orc.fit_raee(log=log, settings=orc.RaeeSettings(), soft=True)
     with pytest.raises(orc.OrchestratorError, match="unknown setting 'judge'"):
         orc.fit_raee(log=log, judge=["j"])
+
+
+def test_the_front_of_the_api_is_small_and_docs_api_md_lists_exactly_it():
+    """``orchestrator.api`` exports the verbs a user calls and the records they get back (at most
+    30 names), each of them real; docs/api.md's table of exports names the same ones, in order."""
+    import re
+    from pathlib import Path
+
+    import orchestrator.api as front
+
+    assert len(front.__all__) <= 30 and len(set(front.__all__)) == len(front.__all__)
+    for name in front.__all__:
+        assert getattr(front, name) is not None
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    table = text.split("<!-- api-exports -->")[1].split("<!-- /api-exports -->")[0]
+    documented = re.findall(r"^\| `(\w+)` \|", table, flags=re.M)
+    assert documented == list(front.__all__)
+    # what left the front is still importable from its module
+    from orchestrator.api.compare import junit_xml
+    from orchestrator.api.lifecycle import summary
+    from orchestrator.api.presentation import failure_advice, format_raee
+    from orchestrator.api.settings import RaeeSettings, ReplaySettings, SimplexSettings
+
+    assert all(callable(f) for f in (junit_xml, summary, failure_advice, format_raee, RaeeSettings, ReplaySettings, SimplexSettings))
+    for gone in ("summary", "junit_xml", "format_raee", "ReplaySettings", "failure_advice"):
+        assert not hasattr(front, gone), gone

@@ -85,7 +85,7 @@ def test_a_provider_from_outside_the_package_runs_a_campaign_from_the_cli(tmp_pa
     import my_judges  # (the module the profile named, as the run imported it)
 
     assert my_judges.QualityReader.calls == 24
-    groups = api.ranking(path)["groups"]
+    groups = api.ranking(path).as_dict()["groups"]
     assert all(g["spearman_vs_truth"] > 0.5 for g in groups if "spearman_vs_truth" in g)
 
 
@@ -136,7 +136,7 @@ def test_a_campaign_kind_from_the_recipe_runs_from_the_config(tmp_path, provider
         by_round.setdefault(round_no, set()).add(prompt)
     assert [sorted(v) for _, v in sorted(by_round.items())] == [["p0"], ["p1"], ["p2"]]  # a prompt per round, in order
     assert "every pair has been asked" in db.execute("select stop_reason from runs").fetchone()[0]
-    assert all(g["judged"] for g in api.ranking(path)["groups"])
+    assert all(g["judged"] for g in api.ranking(path).as_dict()["groups"])
     assert run_cli(["resume", str(path), "--no-cache"]) == 0
     assert sqlite3.connect(path).execute("select count(*) from requests").fetchone()[0] == len(rounds)
 

@@ -79,9 +79,9 @@ def test_every_command_of_the_guide_runs_as_written_against_a_local_openai_serve
     assert (tmp_path / "cooking.html").is_file()
     import orchestrator as orc
 
-    ranking = orc.ranking(tmp_path / "runs" / "cooking.sqlite")["groups"][0]["ranking"]
+    ranking = orc.ranking(tmp_path / "runs" / "cooking.sqlite").as_dict()["groups"][0]["ranking"]
     assert ranking[0]["candidate"] == "careful-bot" and ranking[-1]["candidate"] == "wrong-bot"
-    board = orc.ranking(tmp_path / "runs" / "vs-careful.sqlite")["groups"][0]["ranking"]
+    board = orc.ranking(tmp_path / "runs" / "vs-careful.sqlite").as_dict()["groups"][0]["ranking"]
     assert board[-1]["candidate"] == "wrong-bot"
 
 

@@ -31,7 +31,7 @@ def server():
 def _ranking(path):
     return {
         g["group"]: [(r["candidate"], round(r["score"], 9), r["rank_low"], r["rank_high"]) for r in g["ranking"]]
-        for g in api.ranking(path)["groups"]
+        for g in api.ranking(path).as_dict()["groups"]
     }
 
 
@@ -57,7 +57,7 @@ def test_the_same_config_under_a_second_name_sends_nothing_and_ranks_identically
     assert note.startswith("from the judgment cache (paid")
     # the first run's judgments are not marked: it paid for them
     assert sqlite3.connect(first).execute("select sum(cached) from judgments").fetchone()[0] == 0
-    status = api.status(second)
+    status = api.status(second).as_dict()
     assert status["spent"]["cached"] == 24 and status["spent"]["tokens"] == 0
     exported = tmp_path / "second.jsonl"
     api.export(second, out=exported, fmt="jsonl")

@@ -70,7 +70,7 @@ def test_calibrate_cli_on_a_run_and_temperature_fit_in_a_run(tmp_path, capsys):
     (judge,) = json.loads(capsys.readouterr().out)["judges"]
     assert judge["judge"] == "local-openai" and judge["n"] >= 5 and judge["temperature"] > 0
     assert (tmp_path / "cal.png").stat().st_size > 1000
-    assert api.ranking(path)["groups"][0]["ranking"]
+    assert api.ranking(path).as_dict()["groups"][0]["ranking"]
 
 
 def test_bad_calibration_requests_are_one_line(tmp_path, capsys):

@@ -81,7 +81,7 @@ def test_no_logprobs_falls_back_to_verdict_and_samples():
 def test_garbage_and_failures_are_recorded_not_raised():
     with FakeOpenAIServer(lambda body: (200, {}, completion("I refuse", [logprob_entry("I", [("I", 0.9), ("Sorry", 0.1)])]))) as server:
         judgment = run(LiteLLMJudge(PROFILE, api_base=server.url).judge(_request()))
-    assert judgment.status == "failed" and judgment.error_type == "unparsed" and not judgment.retryable
+    assert judgment.status == "failed" and judgment.error_type == "no_option" and not judgment.retryable
     assert judgment.text == "I refuse" and judgment.top_logprobs
     faults = [
         (429, {"Retry-After": "7"}, {"error": {"message": "slow down"}}),

@@ -13,6 +13,7 @@ import pytest
 
 from judgekit import QUALITY, run_cli, write_config, write_dataset, write_judge
 from orchestrator import api
+from orchestrator.api import lifecycle
 from orchestrator.judging.extract import after_thinking
 from orchestrator.judging.profiles import JudgeProfile
 from orchestrator.judging.testserver import FakeOpenAIServer, completion
@@ -108,19 +109,25 @@ def test_a_thinking_judge_is_read_after_its_thinking_and_its_reasoning_is_paid(t
     assert all(r[4] == 90 and "80 reasoning tokens" in r[5] for r in rows)
     assert all(s["reasoning_effort"] == "low" and s["thinking"] is None for s in seen)  # an OpenAI-style model: no `thinking`
     assert all(s["max_tokens"] == 16 + 256 and not s["logprobs"] for s in seen)
-    ranking = api.ranking(path)
+    ranking = api.ranking(path).as_dict()
     assert ranking["groups"]
 
 
-@pytest.mark.parametrize("answer, said", [("unclosed", "the thinking block never closed"), ("no verdict", "no verdict after the thinking")])
-def test_no_verdict_after_thinking_is_a_failed_judgment_with_its_tokens_paid(thinking_judge, answer, said):
+@pytest.mark.parametrize(
+    "answer, said, code",
+    [
+        ("unclosed", "the thinking block never closed", "thinking_unclosed"),
+        ("no verdict", "no verdict after the thinking", "no_verdict_after_thinking"),
+    ],
+)
+def test_no_verdict_after_thinking_is_a_failed_judgment_with_its_tokens_paid(thinking_judge, answer, said, code):
     with FakeOpenAIServer(_thinker(answer)) as server:
         with pytest.raises(Exception):
             api.start(_write(thinking_judge, server.url, name=answer.replace(" ", "-"), max_calls=4))
     path = thinking_judge / "runs" / f"{answer.replace(' ', '-')}.sqlite"
     db = sqlite3.connect(path)
     rows = db.execute("select status, error_type, error, completion_tokens from judgments").fetchall()
-    assert rows and all(r[0] == "failed" and r[1] == "unparsed" and said in r[2] and r[3] == 90 for r in rows)
+    assert rows and all(r[0] == "failed" and r[1] == code and said in r[2] and r[3] == 90 for r in rows)
     asked = db.execute("select count(*) from requests").fetchone()[0]
     assert asked == len(rows) <= 4  # every paid call recorded once; none asked again
 
@@ -132,7 +139,7 @@ def test_a_run_whose_thinking_judge_fails_says_why_and_what_to_change(thinking_j
     behaviour = {name: _thinker(name) for name in ("normal", "unclosed", "no verdict")}
     with FakeOpenAIServer(lambda body: behaviour[next(answers)](body)) as server:
         path, _ = api.start(_write(thinking_judge, server.url, name="mixed", max_calls=12))
-    text, _ = api.summary(path)
+    text, _ = lifecycle.summary(path)
     db = sqlite3.connect(path)
     failed = db.execute("select error from judgments where status = 'failed'").fetchall()
     unclosed = sum("never closed" in e for (e,) in failed)
@@ -220,7 +227,7 @@ def test_max_calls_counts_paid_completions_of_sampled_verdicts(thinking_judge):
     rows = db.execute("select method, samples, completions from judgments").fetchall()
     assert rows and all(r == ("samples", 3, 3) for r in rows)
     assert len(answered) == sum(r[2] for r in rows) <= 12  # the budget held in completions, not requests
-    assert api.status(path)["spent"]["calls"] == len(answered)
+    assert api.status(path).as_dict()["spent"]["calls"] == len(answered)
 
 
 def test_adaptive_sampling_asks_one_verdict_at_a_time_up_to_the_ceiling(thinking_judge):

@@ -126,7 +126,7 @@ def test_csv_with_scores_runs_end_to_end(tmp_path):
         config = write_config(tmp_path, server.url, prompts=out / "prompts.jsonl", responses=out / "responses.jsonl", max_calls=12)
         config.write_text(config.read_text().replace('truth = "coherence"', 'truth = "quality"'))
         path, _ = api.start(config)
-    assert min(g["spearman_vs_truth"] for g in api.ranking(path)["groups"]) >= 0.8
+    assert min(g["spearman_vs_truth"] for g in api.ranking(path).as_dict()["groups"]) >= 0.8
 
 
 @pytest.mark.parametrize(

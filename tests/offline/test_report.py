@@ -129,7 +129,7 @@ def test_a_reference_campaign_report_carries_the_raee_section(tmp_path):
     html = write_report(path, tmp_path / "ref.html").read_text()  # type: ignore[union-attr]
     assert "RAEE: reference-anchored Elo" in html and "judge screen" in html and "SE Elo" in html
     # the leaderboard as `rank` prints it: rows in Elo order, each win rate and interval as in `rank --json`
-    rows = api.ranking(path)["groups"][0]["ranking"]
+    rows = api.ranking(path).as_dict()["groups"][0]["ranking"]
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
     for r in rows:
         cells = f'<td>{r["candidate"]}</td><td>{r["rank_low"]}–{r["rank_high"]}</td><td class="num">{round(r["score"])}</td>'

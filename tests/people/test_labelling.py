@@ -99,7 +99,7 @@ def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, ca
     kind, prompt_id, *names = json.loads(rows[0][0])
     assert kind == "pairwise" and item["prompt"].startswith(f"Article {prompt_id[1:]}:") and names == sorted(rows[0][2:4])
     # the run is untouched otherwise and still a run file; the labels are exported and used by `judges`
-    assert api.status(path)["state"] == "finished" and api.export(path, out=tmp_path / "log.jsonl") == 16
+    assert api.status(path).as_dict()["state"] == "finished" and api.export(path, out=tmp_path / "log.jsonl") == 16
     capsys.readouterr()
     assert run_cli(["label", str(path), "--export", str(tmp_path / "ana.jsonl")]) == 0
     (exported,) = [json.loads(line) for line in (tmp_path / "ana.jsonl").read_text().splitlines()]
@@ -108,7 +108,7 @@ def test_each_verdict_is_stored_once_and_read_by_judges(judged_run, tmp_path, ca
     (row,) = json.loads(capsys.readouterr().out)["judges"]
     assert row["compared"] >= 1
     # `rank` shows people's ranking beside the judges' for the group the label speaks to (per_prompt)
-    groups = {g["group"]: g for g in api.ranking(path)["groups"]}
+    groups = {g["group"]: g for g in api.ranking(path).as_dict()["groups"]}
     assert {key for key, g in groups.items() if "people" in g} == {prompt_id} and groups[prompt_id]["people"]["labels"] == 1
     assert run_cli(["rank", str(path)]) == 0
     assert f"{prompt_id}: people's ranking" in capsys.readouterr().out
@@ -281,7 +281,7 @@ def test_a_run_asks_people_between_rounds_and_the_page_offers_those_items_first(
         assert status == 200 and first["item"]["asked_by_run"] is True
         assert call_label_server(api_server.url + "api/label", {"item": first["item"]["id"], "verdict": "tie"})[1]["stored"] is True
         assert call_label_server(api_server.url + "api/next")[1]["item"]["asked_by_run"] is True
-    assert api.status(path)["people"] == {"asked": len(asked), "asked_labelled": 1, "labels": 1}
+    assert api.status(path).as_dict()["people"] == {"asked": len(asked), "asked_labelled": 1, "labels": 1}
     capsys.readouterr()
     assert run_cli(["status", str(path)]) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if "items asked of people" in line]

@@ -45,7 +45,7 @@ def test_a_pilot_stops_resumably_with_a_forecast_and_the_run_then_finishes(tmp_p
         err = capsys.readouterr().err
         path = tmp_path / "runs" / "test.sqlite"
         assert "pilot of 8 calls done" in err and f"orchestrator resume {path}" in err
-        status = api.status(path)
+        status = api.status(path).as_dict()
         assert status["state"] == "interrupted"
         forecast = status["forecast"]
         assert forecast["after_calls"] == 8
@@ -56,8 +56,8 @@ def test_a_pilot_stops_resumably_with_a_forecast_and_the_run_then_finishes(tmp_p
         assert run_cli(["status", str(path), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["forecast"]["calls"] == forecast["calls"]
         api.resume(path)
-        actual = api.status(path)["spent"]["calls"]
-    assert api.status(path)["forecast"] is None  # a finished run has nothing left to forecast
+        actual = api.status(path).as_dict()["spent"]["calls"]
+    assert api.status(path).as_dict()["forecast"] is None  # a finished run has nothing left to forecast
     assert 0.25 <= forecast["calls"] / actual <= 4.0, (forecast, actual)
 
 
@@ -84,7 +84,7 @@ def test_a_pilot_never_pays_for_more_calls_than_it_names(tmp_path, data, capsys,
         assert f"pilot of {pilot} calls done" in capsys.readouterr().err
         # what the judge was asked (paid for), not only what the run file says
         assert len(server.requests) == pilot
-    assert api.status(tmp_path / "runs" / "test.sqlite")["spent"]["calls"] == pilot
+    assert api.status(tmp_path / "runs" / "test.sqlite").as_dict()["spent"]["calls"] == pilot
 
 
 def test_a_dry_run_refuses_a_run_name_that_exists_as_the_real_run_does(tmp_path, data, capsys):

@@ -230,7 +230,7 @@ def test_replay_with_a_sparse_posterior_runs_through_the_engine(tmp_path):
                         "probs": {"A": prob, "B": 1 - prob},
                     }
                     fh.write(json.dumps(record) + "\n")
-    from orchestrator.api import ReplaySettings
+    from orchestrator.api.settings import ReplaySettings
 
     kwargs = dict(responses=tmp_path / "responses.jsonl", truth="quality")
     sparse = replay(tmp_path / "log.jsonl", settings=ReplaySettings(scope="items", batch=50, budget=400, posterior="sparse"), **kwargs)
@@ -255,7 +255,8 @@ def test_a_non_finite_hessian_raises_instead_of_damping_for_ever():
 
 def test_replay_refuses_a_batch_above_the_configs_bound(tmp_path):
     """``--batch`` beyond what a run's config allows was an internal error (a validation traceback)."""
-    from orchestrator.api import ReplaySettings, replay
+    from orchestrator.api import replay
+    from orchestrator.api.settings import ReplaySettings
     from orchestrator.errors import OrchestratorError
     from orchestrator.records.config import MAX_BATCH
 

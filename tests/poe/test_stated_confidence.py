@@ -164,7 +164,7 @@ def test_a_run_stores_the_stated_confidence_and_says_what_it_was_worth(tmp_path,
     assert rows and all(r[0] == "verdict" and r[1] == pytest.approx(0.95) for r in rows)
     assert all(sorted(json.loads(r[2])[0].values()) == [0.0, 1.0] for r in rows)  # stored as the one verdict it is
     assert not any(seen)  # no log-probabilities asked of it
-    read = api.ranking(path)["groups"][0]["judges"][0]["read_as"]
+    read = api.ranking(path).as_dict()["groups"][0]["judges"][0]["read_as"]
     assert read["method"] == "verdict" and read["stated"]["judgments"] == len(rows)
     assert read["stated"]["mean"] == pytest.approx(0.95)
     assert capsys.readouterr() is not None

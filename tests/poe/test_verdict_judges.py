@@ -108,5 +108,5 @@ def test_a_log_of_verdicts_replays_as_verdicts_and_is_fitted_as_counts(tmp_path)
     api.export(again, out=exported_again)
     lines = [json.loads(x) for x in exported_again.read_text().splitlines()]
     assert {(x["method"], x.get("samples")) for x in lines if x["kind"] == "pairwise"} == {("verdict", 1)}
-    ranking = api.ranking(again)
+    ranking = api.ranking(again).as_dict()
     assert ranking["groups"]

@@ -78,11 +78,11 @@ def test_one_candidate_on_a_board_stops_early_on_a_true_claim(tmp_path, capsys, 
         )
         full, _ = api.start(full_config)
     run = tmp_path / "runs" / "adaptive.sqlite"
-    status = api.status(run)
+    status = api.status(run).as_dict()
     assert "place on the board is settled" in status["stop_reason"] and words in status["stop_reason"]
     assert status["spent"]["calls"] < 40  # stopped before the pool was spent
-    (truth,) = api.ranking(full)["groups"][0]["ranking"]
-    board_rates = api.ranking(run)["groups"][0]["board"]["leaderboard"]
+    (truth,) = api.ranking(full).as_dict()["groups"][0]["ranking"]
+    board_rates = api.ranking(run).as_dict()["groups"][0]["board"]["leaderboard"]
     if quality > 0.5:
         assert truth["win_rate"] > max(board_rates.values())
     else:
@@ -99,4 +99,4 @@ def test_without_a_resolution_a_newcomer_among_close_models_spends_its_budget(tm
         config.write_text(config.read_text().replace("soft = true\n", 'soft = true\nallocation = "adaptive"\n'))
         config.write_text(config.read_text().replace(f'board = "{board.name}"', f'board = "runs/{board.name}"'))
         path, reason = api.start(config)
-    assert api.status(path)["spent"]["calls"] == 20 and "settled" not in reason
+    assert api.status(path).as_dict()["spent"]["calls"] == 20 and "settled" not in reason

@@ -80,7 +80,7 @@ def test_ranking_keeps_uncertainty_when_every_prompt_is_judged(tmp_path, two_jud
     )
     report = fit_raee(path, RaeeSettings(soft=True))
     assert all(r.se_p_fpc == 0.0 and r.se_elo_raw > 0 for r in report.rows)
-    ranking = api.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path).as_dict()["groups"][0]["ranking"]
     assert all(r["sd"] > 0 for r in ranking)
     assert any(r["rank_high"] - r["rank_low"] >= 2 for r in ranking)  # two prompts cannot order six candidates
     # soft outcomes: the ranking's SE is the spread one (delta method), not the Beta one
@@ -154,7 +154,7 @@ def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, ca
         reference='anchor = "M0"\nsoft = true\n',
     )
     path, _ = api.start(config)
-    (group,) = api.ranking(path)["groups"]
+    (group,) = api.ranking(path).as_dict()["groups"]
     slices = {part["slice"]: part for part in group["slices"]}
     assert set(slices) == {"maths", "writing"} and all(part["prompts"] == 3 for part in slices.values())
     order = {name: [r["candidate"] for r in part["ranking"]] for name, part in slices.items()}
@@ -182,7 +182,7 @@ def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, ca
     assert "category maths" in html and "category writing" in html
     # a data set without categories: no slices
     plain, _ = reference_run(tmp_path, two_judges, name="plain", judges='["local-openai"]', reference_toml='anchor = "M0"\n')
-    assert "slices" not in api.ranking(plain)["groups"][0]
+    assert "slices" not in api.ranking(plain).as_dict()["groups"][0]
 
 
 def _categories_log(tmp_path, quality: dict[str, tuple[float, float]], prompts: int = 40) -> tuple[dict[str, str], dict]:
@@ -257,7 +257,7 @@ def test_reading_a_leaderboard_imports_neither_torch_nor_scipy_stats(tmp_path):
     path, _ = _categories_run(tmp_path, "read", 'allocation = "all"\n', max_calls=20)
     code = (
         "import json, sys; from orchestrator import api; ranking = api.ranking(sys.argv[1]);"
-        "print(json.dumps([len(ranking['groups'][0]['slices']), 'torch' in sys.modules, 'scipy.stats' in sys.modules]))"
+        "print(json.dumps([len(ranking.groups[0].slices), 'torch' in sys.modules, 'scipy.stats' in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [2, False, False]
@@ -272,7 +272,7 @@ def test_a_reference_campaign_of_one_candidate_against_the_prompts_references(tm
             tmp_path, server.url, name="one", prompts=prompts, responses=responses, max_calls=None, reference="soft = true\n"
         )
         path, _ = api.start(config)
-    (group,) = api.ranking(path)["groups"]
+    (group,) = api.ranking(path).as_dict()["groups"]
     (row,) = group["ranking"]
     assert row["candidate"] == "M0" and row["prompts"] == 12 and 0 < row["win_rate"] < 100
     # by hand: the plain mean of the soft outcomes against the anchor (every prompt judged)
@@ -301,8 +301,8 @@ def test_a_new_model_is_placed_on_an_existing_board_from_few_prompts(tmp_path, c
         config = placed_config(tmp_path, server.url, prompts, new_responses, board.name)
         config.write_text(config.read_text().replace(f'board = "{board.name}"', f'board = "runs/{board.name}"'))
         placed, _ = api.start(config)
-    (truth,) = api.ranking(full)["groups"][0]["ranking"]
-    (group,) = api.ranking(placed)["groups"]
+    (truth,) = api.ranking(full).as_dict()["groups"][0]["ranking"]
+    (group,) = api.ranking(placed).as_dict()["groups"]
     (own,) = group["ranking"]
     row = own["placement"]  # the board's figures: a sub-record, the run's own win rate left as it is
     assert own["prompts"] == 24 and own["win_rate"] != row["win_rate"]
@@ -336,12 +336,12 @@ def test_extend_of_a_reference_run_places_the_newcomer_on_the_run_itself(tmp_pat
             tmp_path, server.url, name="grown", prompts=prompts, responses=board_responses, max_calls=None, reference="soft = true\n"
         )
         grown, _ = api.start(config)
-        before = api.ranking(grown)["groups"][0]
+        before = api.ranking(grown).as_dict()["groups"][0]
         assert "board" not in before  # a run that was never extended has no board of its own
         added, _ = api.extend(grown, responses=new_responses, add_calls=24)
     assert added == ["M8"]
-    (truth,) = api.ranking(full)["groups"][0]["ranking"]
-    (group,) = api.ranking(grown)["groups"]
+    (truth,) = api.ranking(full).as_dict()["groups"][0]["ranking"]
+    (group,) = api.ranking(grown).as_dict()["groups"]
     row = next(r for r in group["ranking"] if r["candidate"] == "M8")["placement"]
     assert group["board"]["models"] == 8 and group["board"]["prompts"] == 40 and "this run" in group["board"]["path"]
     assert row["prompts"] == 24

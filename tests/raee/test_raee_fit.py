@@ -82,7 +82,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
         (r["judge"], r["candidate"], round(r["p_bar"], 12)) for r in data["rows"]
     ]
     # the run's ranking and status use RAEE for a reference campaign
-    ranking = api.ranking(path)
+    ranking = api.ranking(path).as_dict()
     order = [r["candidate"] for r in ranking["groups"][0]["ranking"]]
     assert set(order[:3]) == {"M3", "M4", "M5"} and set(order[-2:]) == {"M0", "M1"}  # hard outcomes saturate
     # every prompt judged: the win rate is the plain mean over prompts (the official AlpacaEval
@@ -91,7 +91,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
         rates = [r.p_hat for r in hard.rows if r.candidate == row["candidate"] and r.judge != "pooled"]
         assert row["win_rate"] == pytest.approx(100 * np.mean(rates), abs=1e-3)
         assert row["win_rate_low"] == row["win_rate"] == row["win_rate_high"] and row["prompts"] == 4
-    assert api.status(path)["mean_entropy"] is None
+    assert api.status(path).as_dict()["mean_entropy"] is None
 
 
 def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_judges, capsys):
@@ -118,7 +118,7 @@ def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_j
     assert per["M1"] < sum(crowd) / 3 and per["M1"] < max(crowd)
     assert min(per.values()) > 3
     assert sum(per.values()) == 40
-    ranking = api.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path).as_dict()["groups"][0]["ranking"]
     for row in ranking:  # a budget cut: intervals around every win rate, the prompts each got
         assert row["win_rate_low"] < row["win_rate"] < row["win_rate_high"] or row["win_rate"] in (0.0, 100.0)
         assert row["prompts"] == per[row["candidate"]]
@@ -339,7 +339,7 @@ def test_a_version_1_run_file_is_migrated_when_opened_for_writing(tmp_path, two_
     db.execute("pragma user_version = 1")
     db.commit()
     db.close()
-    assert len(list(api.ranking(path)["groups"])) == 2  # read-only use of a version-1 file works
+    assert len(list(api.ranking(path).as_dict()["groups"])) == 2  # read-only use of a version-1 file works
     with open_run(path) as store:
         assert {r.repeat for r in store.judgments()} == {0}
         assert {r.samples for r in store.judgments()} == {None}

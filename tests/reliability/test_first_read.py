@@ -16,6 +16,7 @@ import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
+from orchestrator.api import lifecycle
 from orchestrator.judging.testserver import FakeOpenAIServer, completion, logprob_entry
 from orchestrator.poe.information import content_test
 
@@ -55,7 +56,7 @@ def test_the_content_test_against_a_hand_made_judge():
 
 
 def test_a_judge_without_information_gets_a_plain_warning_and_no_leader(runs, capsys):
-    ranking = api.ranking(runs["first"])
+    ranking = api.ranking(runs["first"]).as_dict()
     assert ranking["leader"] is False and len(ranking["warnings"]) == 1
     warning = ranking["warnings"][0]
     assert "carry no detectable information about the answers" in warning and "No leader is named" in warning
@@ -65,17 +66,17 @@ def test_a_judge_without_information_gets_a_plain_warning_and_no_leader(runs, ca
     assert run_cli(["rank", str(runs["first"])]) == 0
     out = capsys.readouterr().out
     assert out.startswith("warning: The judge local-openai's verdicts carry no detectable information")
-    status = api.status(runs["first"])
+    status = api.status(runs["first"]).as_dict()
     assert status["warnings"] == [warning] and status["top"] == {}
     assert run_cli(["status", str(runs["first"])]) == 0
     assert capsys.readouterr().out.startswith("warning: ")
-    paragraph, _ = api.summary(runs["first"])
+    paragraph, _ = lifecycle.summary(runs["first"])
     assert paragraph.startswith(warning) and " leads " not in paragraph
     html = api.report(runs["first"], out=runs["first"].with_suffix(".html")).read_text()
     assert "No leader is named" in html
     # an informative judge: no warning, a leader
-    good = api.ranking(runs["good"])
-    assert good["warnings"] == [] and good["leader"] is True and " leads (95% rank interval" in api.summary(runs["good"])[0]
+    good = api.ranking(runs["good"]).as_dict()
+    assert good["warnings"] == [] and good["leader"] is True and " leads (95% rank interval" in lifecycle.summary(runs["good"])[0]
 
 
 def test_plain_words_first_and_the_figures_with_details(runs, capsys):

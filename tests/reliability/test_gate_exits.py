@@ -46,7 +46,7 @@ def test_every_command_that_reports_on_a_comparison_exits_with_its_code(tmp_path
         assert len(server.requests) == asked  # nothing paid again
     for command in (["status", str(run)], ["status", str(run), "--json"], ["rank", str(run)], ["rank", str(run), "--json"]):
         assert run_cli(command) == code, command
-    assert api.status(run)["comparison"]["exit_code"] == code
+    assert api.status(run).as_dict()["comparison"]["exit_code"] == code
 
 
 def test_a_comparison_still_running_reports_not_yet_known(tmp_path, capsys):
@@ -75,7 +75,7 @@ def test_extend_of_a_comparison_is_one_line_and_changes_nothing(tmp_path, capsys
         err = capsys.readouterr().err
         assert "a comparison's run is not extended" in err and len(err.strip().splitlines()) == 1
     assert sqlite3.connect(run).execute("select count(*) from judgments").fetchone()[0] == before
-    assert api.ranking(run)["comparison"]["decision"] == "better"
+    assert api.ranking(run).as_dict()["comparison"]["decision"] == "better"
 
 
 def test_a_baseline_run_whose_judge_now_names_another_model_is_refused_before_any_call(tmp_path, capsys, monkeypatch):

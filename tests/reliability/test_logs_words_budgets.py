@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from judgekit import run_cli, write_config, write_dataset, write_judge
 from orchestrator import api
+from orchestrator.api import lifecycle
 from orchestrator.judging.extract import stated_confidence
 from orchestrator.judging.testserver import FakeOpenAIServer, completion
 
@@ -115,11 +116,11 @@ def test_a_replayed_log_of_sampled_verdicts_never_spends_past_its_budget_and_say
     run = tmp_path / "runs" / "from-log.sqlite"
     completions = sqlite3.connect(run).execute("select sum(coalesce(completions, 1)), count(*) from judgments").fetchone()
     assert completions[0] <= 10 and completions[0] == 3 * completions[1]
-    status = api.status(run)
+    status = api.status(run).as_dict()
     assert status["spent"]["calls"] == completions[0]
     said = re.search(r"max_calls \((\d+) of 10 used\)", status["stop_reason"])
     assert said and int(said.group(1)) == completions[0]
-    text, _ = api.summary(run)
+    text, _ = lifecycle.summary(run)
     assert f"It spent {completions[0]} judge calls over {completions[1]} requests" in text
 
 
@@ -200,7 +201,7 @@ def test_with_no_judgment_nothing_leads(tmp_path, capsys):
         assert run_cli(["run", str(config), "--no-cache"]) == 2
     run = tmp_path / "runs" / "none.sqlite"
     capsys.readouterr()
-    ranking, status = api.ranking(run), api.status(run)
+    ranking, status = api.ranking(run).as_dict(), api.status(run).as_dict()
     assert ranking["leader"] is False and status["top"] == {}
     assert "No judgment has succeeded yet" in ranking["warnings"][0]
     assert run_cli(["status", str(run)]) == 0

@@ -94,4 +94,4 @@ def test_nothing_committed_is_asked_again_across_kills_whatever_the_provider_ans
             assert "nan" not in probs.lower()
         else:
             assert error_type in (INVALID, "server")
-    assert api.status(run)["spent"]["calls"] <= 48
+    assert api.status(run).as_dict()["spent"]["calls"] <= 48

@@ -53,18 +53,18 @@ def test_fault_campaign_every_request_ends_nothing_lost_nothing_paid_twice(tmp_p
     assert summary["retries"] > 0
     # answers with none of the options are permanent failures with their reason; answers without
     # log-probabilities fall back to the parsed verdict, recorded as such
-    assert set(summary["failed"].values()) <= {"unparsed"}
+    assert set(summary["failed"].values()) <= {"no_option", "unparsed"}
     db = sqlite3.connect(path)
     assert db.execute("select count(*) from judgments where method = 'verdict'").fetchone()[0] >= 1
     # budget never exceeded
-    status = api.status(path)
+    status = api.status(path).as_dict()
     assert status["spent"]["calls"] <= 160 and status["spent"]["usd"] <= 0.5
     # the posterior of the run equals the one rebuilt from its exported log
     log = tmp_path / "faults.jsonl"
     api.export(path, out=log, fmt="jsonl")
     from orchestrator.offline.replay.replay import replay_files
 
-    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path)["groups"]}
+    ranking = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(path).as_dict()["groups"]}
     assert replay_files(log, data[1], "coherence", "reorder").to_json()["rankings"] == ranking
 
 

@@ -1,4 +1,4 @@
-"""Reliability, third campaign (issue #31), classes 2 and 5: a batch is found again however many
+"""Reliability, classes 2 and 5: a batch is found again however many
 batches the provider lists before it, a damaged output line costs only its own request, and every
 place that stores provider text redacts secrets (deployment keys, keys quoted in batch errors).
 Real run files, the test server's real files and batches endpoints on 127.0.0.1."""
@@ -60,7 +60,7 @@ def test_a_damaged_output_line_commits_every_other_answer_and_asks_only_its_own_
     assert reason.startswith("budget: max_calls")
     assert sorted(lines.values()).count(2) == damaged and max(lines.values()) == 2  # only the damaged ones again
     assert _judgments(batched) == _judgments(live)
-    assert api.status(batched)["failures"] == {}
+    assert api.status(batched).as_dict()["failures"] == {}
 
 
 def test_keys_of_deployments_and_keys_quoted_in_batch_errors_are_never_stored(tmp_path, data, monkeypatch):

@@ -1,4 +1,4 @@
-"""Reliability, third campaign (issue #31), class 3: never more spent than asked, never success
+"""Reliability, class 3: never more spent than asked, never success
 without work. ``run --pilot N`` pays for at most N calls whatever the round's size, judges and
 orders; ``extend`` on a spent budget says which limit and which option, exits 2 and writes nothing;
 an extension that made no judgment is an error, not "finished". Real runs, a real HTTP judge."""
@@ -65,7 +65,7 @@ def test_a_pilot_never_pays_for_more_calls_than_asked(tmp_path, server, monkeypa
         return
     assert run_cli(["run", str(config), "--pilot", str(pilot), "--no-report"]) == 0
     assert 0 < len(server.requests) <= pilot
-    status = api.status(tmp_path / "runs" / "test.sqlite")
+    status = api.status(tmp_path / "runs" / "test.sqlite").as_dict()
     assert status["spent"]["calls"] <= pilot and status["state"] == "interrupted"
 
 
@@ -111,7 +111,7 @@ def test_extend_on_a_spent_budget_names_the_limit_and_the_option_and_writes_noth
 def test_an_extension_that_made_no_judgment_is_an_error_not_finished(tmp_path, server, monkeypatch, capsys):
     path, added = _spent_run(tmp_path, server, monkeypatch, max_usd=0.5)
     sent = len(server.requests)
-    spent = api.status(path)["spent"]["usd"]
+    spent = api.status(path).as_dict()["spent"]["usd"]
     assert spent < 0.5  # the rest is smaller than one request's reservation
     # the newcomer's answers are long: a raise that covers a typical request of the run does not
     # cover one of the newcomer's, so the run goes on, asks nothing, and must say so
@@ -122,4 +122,4 @@ def test_an_extension_that_made_no_judgment_is_an_error_not_finished(tmp_path, s
     err = capsys.readouterr().err
     assert code == 2 and "no judgment was made" in err and "--add-usd" in err, err
     assert len(server.requests) == sent
-    assert api.status(path)["state"] != "failed"  # nothing lost: a later extend/resume goes on
+    assert api.status(path).as_dict()["state"] != "failed"  # nothing lost: a later extend/resume goes on

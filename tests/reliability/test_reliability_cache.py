@@ -1,4 +1,4 @@
-"""Reliability, third campaign (issue #31), class 1: the judgment cache never answers for someone
+"""Reliability, class 1: the judgment cache never answers for someone
 else and never blames the judge for its own damage. Real run files, a real cache file, a real HTTP
 judge on 127.0.0.1."""
 
@@ -40,7 +40,7 @@ def test_an_edited_profile_is_not_answered_from_the_old_models_judgments(tmp_pat
     api.start(_config(tmp_path, server, data, "new"), cache=cache)
     asked = [body["model"] for _, body in server.requests[sent:]]
     assert len(asked) == 12 and set(asked) == {"other"}  # the new model was asked everything
-    assert api.status(tmp_path / "runs" / "new.sqlite")["spent"]["cached"] == 0
+    assert api.status(tmp_path / "runs" / "new.sqlite").as_dict()["spent"]["cached"] == 0
     # the same model again (the profile edited back) is answered from the import
     write_judge(judges, "local-openai")
     sent = len(server.requests)
@@ -102,7 +102,7 @@ def test_a_damaged_cache_is_bypassed_with_one_line_and_never_charged_to_the_judg
         _config(tmp_path, server, data, "after"), cache=cache if named else None, progress=lambda e: lines.append(e.reason)
     )
     assert reason.startswith("budget: max_calls (12 of 12")
-    status = api.status(path)
+    status = api.status(path).as_dict()
     assert status["failures"] == {} and status["spent"]["calls"] == 12 and status["spent"]["cached"] == 0
     assert len(server.requests) == sent + 12  # asked the judge, as without a cache
     warnings = [line for line in lines if line and "judgment cache cannot be read" in line]

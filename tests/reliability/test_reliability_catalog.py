@@ -1,4 +1,4 @@
-"""Reliability, second campaign (issue #16): a catalog of hostile inputs and sloppy providers, by
+"""The reliability catalog, classes 1–8: a catalog of hostile inputs and sloppy providers, by
 class of defect. Every case runs the real ``orchestrator`` command in a child process, on real
 files, against a real HTTP judge server on 127.0.0.1, and checks what a user would see: the exit
 code, one clear line (never a traceback), and that nothing stored was lost or changed.
@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import childkit
 import pytest
-from catalog_cases import cases_one_to_four
-from catalog_cases2 import cases_five_to_eight
+from cases_display_locks_secrets import cases_display_locks_secrets
+from cases_inputs_and_numbers import cases_inputs_and_numbers
 from catalog_kit import Case
 from catalog_world import make_world, run_case
 
@@ -35,7 +35,7 @@ def world(tmp_path_factory):
 
 
 def catalog() -> list[Case]:
-    return cases_one_to_four() + cases_five_to_eight()
+    return cases_inputs_and_numbers() + cases_display_locks_secrets()
 
 
 def test_the_catalog_has_at_least_sixty_cases_in_every_class():

@@ -1,4 +1,4 @@
-"""Reliability, third campaign (issue #31), class 7: every importer and the dataset and log readers,
+"""Reliability, class 7: every importer and the dataset and log readers,
 fuzzed — random truncation, type swaps, deep nesting, encodings, broken quoting, stray bytes. Each
 input either reads or fails with one OrchestratorError line; never a traceback, never a partial
 output (the output folder holds the old files, or both new ones complete). Real files, in-process

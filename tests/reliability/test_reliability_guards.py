@@ -1,4 +1,4 @@
-"""Reliability, first campaign (continued): prompt injection, secrets, concurrency and graceful interrupts."""
+"""Reliability: prompt injection, secrets, concurrency and graceful interrupts."""
 
 import sqlite3
 

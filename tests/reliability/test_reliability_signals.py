@@ -1,4 +1,4 @@
-"""Reliability, third campaign (issue #31), class 4: a signal while calls wait out a provider's
+"""Reliability, class 4: a signal while calls wait out a provider's
 ``Retry-After`` (or a batch's polling interval) stops at once and sends nothing new. The real
 ``orchestrator run`` in a child process against a real HTTP judge on 127.0.0.1."""
 

@@ -50,7 +50,7 @@ def test_rounds_go_out_as_batches_at_half_price_and_equal_a_live_run(tmp_path, j
         assert server.batch.created == 6 and set(server.batch.lines.values()) == {1} and len(server.batch.lines) == 24
     assert reason.startswith("budget: max_calls")
     assert _judgments(batched) == _judgments(live)
-    spent_live, spent_batch = api.status(live)["spent"], api.status(batched)["spent"]
+    spent_live, spent_batch = api.status(live).as_dict()["spent"], api.status(batched).as_dict()["spent"]
     assert spent_batch["usd"] == pytest.approx(spent_live["usd"] / 2)
     db = sqlite3.connect(batched)
     assert db.execute("select count(*), min(status), max(status) from batches").fetchone() == (6, "completed", "completed")

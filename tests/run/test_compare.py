@@ -12,6 +12,7 @@ import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
+from orchestrator.api import lifecycle
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.raee.sequence import confidence_sequence, decide
 
@@ -90,8 +91,8 @@ def test_compare_stops_when_it_knows_and_exits_with_the_decision(tmp_path, capsy
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == ("0" if code == 0 else "1")
     run = result["run"]
-    assert api.ranking(run)["comparison"]["decision"] == decision
-    assert api.status(run)["comparison"]["exit_code"] == code
+    assert api.ranking(run).as_dict()["comparison"]["decision"] == decision
+    assert api.status(run).as_dict()["comparison"]["exit_code"] == code
 
 
 def test_a_budget_too_small_for_any_decision_is_one_line_and_not_worse_passes(tmp_path, capsys):
@@ -148,7 +149,7 @@ def test_a_one_candidate_adaptive_reference_campaign_spends_its_budget_and_claim
         )
         path, reason = api.start(config)
     assert reason.startswith("budget: max_calls (20 of 20")  # not "separated from its neighbours" after the warm-up
-    text, _ = api.summary(path)
+    text, _ = lifecycle.summary(path)
     assert " leads " not in text and "0 of 0" not in text and "no order is claimed" in text
 
 

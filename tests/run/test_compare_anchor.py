@@ -17,7 +17,7 @@ from judgekit import reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.raee.sequence import confidence_sequence, decide
-from orchestrator.run.planners.compare_anchor import anchored_outcomes, shares
+from orchestrator.run.planners.compare_anchor import AnchorJudgment, anchored_outcomes, shares
 
 # M0 weak, M1 strong, M2 as strong as M1; every prompt has a reference text of middling quality
 BASE = [0.2, 0.8, 0.8, 0.5]
@@ -49,7 +49,7 @@ def test_through_the_anchor_both_judged_decides_and_the_numbers_are_the_run_file
         assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["decision"] == "better" and result["anchor"] == "reference" and result["baseline_run"] is None
-    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "compare-v2.schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" / "compare-v3.schema.json").read_text())
     jsonschema.validate(result, schema)
     db = sqlite3.connect(result["run"])
     rows = db.execute("select kind, candidates, probs, judge, prompt_id from judgments where status = 'ok'").fetchall()
@@ -78,11 +78,7 @@ def test_through_the_anchor_both_judged_decides_and_the_numbers_are_the_run_file
 
 
 def _shares(rows, system):
-    return shares(
-        [{"judge": r[3], "prompt_id": r[4], "candidates": json.loads(r[1]), "probs": json.loads(r[2])[0]} for r in rows],
-        system,
-        "reference",
-    )
+    return shares([AnchorJudgment(r[3], r[4], tuple(json.loads(r[1])), json.loads(r[2])[0]) for r in rows], system, "reference")
 
 
 def test_with_the_baseline_from_an_earlier_run_only_the_candidate_is_judged(tmp_path, capsys):
@@ -120,7 +116,7 @@ def test_with_the_baseline_from_an_earlier_run_only_the_candidate_is_judged(tmp_
     )
     # the baseline's judgments are kept in the run file: moving the board changes nothing
     shutil.move(board, tmp_path / "moved.sqlite")
-    assert api.ranking(result["run"])["comparison"] == {k: v for k, v in result.items() if k != "run"}
+    assert api.ranking(result["run"]).as_dict()["comparison"] == {k: v for k, v in result.items() if k != "run"}
 
 
 def test_a_baseline_run_judged_with_another_template_or_judge_is_one_line_before_any_call(tmp_path, capsys):
@@ -183,9 +179,9 @@ def _seeded(run) -> list[str]:
 
 def _seeded_with_baseline(run) -> list[str]:
     from orchestrator.records.config import RunConfig
-    from orchestrator.run.planners.compare_anchor import anchored_order
+    from orchestrator.run.planners.compare_anchor import anchored_order, kept_judgments
     from orchestrator.store import open_run
 
     with open_run(run, write=False) as store:
         kept = store.attachment("baseline")
-        return anchored_order(RunConfig.from_stored(store.config), store.dataset(), kept["payload"]["judgments"])
+        return anchored_order(RunConfig.from_stored(store.config), store.dataset(), kept_judgments(kept))

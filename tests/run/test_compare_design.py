@@ -114,7 +114,7 @@ def test_a_planned_gate_decides_at_the_end_of_a_round_and_says_which_guarantee_h
     db = sqlite3.connect(result["run"])
     stored = json.loads(db.execute("select config from runs").fetchone()[0])["compare"]
     assert stored["max_prompts"] == 80 and stored["design"] == "planned"  # fixed at the start, in the run file
-    assert api.ranking(result["run"])["comparison"]["decision"] == "better"
+    assert api.ranking(result["run"]).as_dict()["comparison"]["decision"] == "better"
 
 
 def test_an_anytime_gate_is_sized_for_its_horizon(tmp_path, capsys):
@@ -198,7 +198,7 @@ def test_a_comparison_run_file_from_before_designs_reads_as_the_anytime_sequence
         stored["compare"].pop(field)
     db.execute("update runs set config = ?", [json.dumps(stored)])
     db.commit()
-    result = api.ranking(run)["comparison"]
+    result = api.ranking(run).as_dict()["comparison"]
     assert result["design"] == "anytime" and result["max_prompts"] is None and "at every look" in result["guarantee"]
     assert run_cli(["status", str(run)]) == result["exit_code"]
 

@@ -89,5 +89,5 @@ def test_mixed_kinds_ask_absolute_scores_where_they_pay_and_comparisons_elsewher
     last_absolute = db.execute("select max(round) from judgments where kind = 'absolute'").fetchone()[0]
     print(kinds, list(db.execute("select round, kind, count(*) from judgments group by round, kind")))
     assert first_pairwise <= last_absolute  # interleaved by value, not a warm start followed by comparisons
-    (group,) = api.ranking(path)["groups"]
+    (group,) = api.ranking(path).as_dict()["groups"]
     assert [r["candidate"] for r in group["ranking"][:3]] == ["M0", "M1", "M2"]

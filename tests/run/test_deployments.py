@@ -59,7 +59,7 @@ def test_three_endpoints_one_slow_one_dying_nothing_lost_or_paid_twice(tmp_path,
             except Exception:
                 pass
     assert reason.startswith("budget: max_calls (60 of 60")
-    status = api.status(path)
+    status = api.status(path).as_dict()
     assert status["failures"] == {} and status["spent"]["calls"] == 60
     counts = status["deployments"]["pool-openai"]
     assert sum(counts.values()) == 60

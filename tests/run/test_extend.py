@@ -40,9 +40,9 @@ def test_two_new_candidates_are_placed_without_asking_anything_twice(tmp_path, c
     assert [n for (n,) in db.execute("select responses from snapshots order by version")] == [8, 12]
     fingerprints = [f for (f,) in db.execute("select fingerprint from snapshots order by version")]
     assert fingerprints[-1] == db.execute("select dataset_fingerprint from runs").fetchone()[0] != fingerprints[0]
-    report = api.ranking(path)
+    report = api.ranking(path).as_dict()
     assert all({r["candidate"] for r in g["ranking"]} == {f"M{i}" for i in range(6)} for g in report["groups"])
-    assert api.status(path)["state"] == "finished"
+    assert api.status(path).as_dict()["state"] == "finished"
 
 
 def test_bad_extensions_change_nothing(tmp_path):
@@ -83,5 +83,5 @@ def test_a_reference_campaign_asks_only_the_newcomer(tmp_path):
         assert new == ["M3"] and len(server.requests) == asked + 3
         shown = [c for (c,) in sqlite3.connect(path).execute("select candidates from requests")]
     assert sum("M3" in c for c in shown) == 3
-    leaderboard = api.ranking(path)
+    leaderboard = api.ranking(path).as_dict()
     assert any("M3" in {r["candidate"] for r in g["ranking"]} for g in leaderboard["groups"])

@@ -56,9 +56,9 @@ def test_a_broken_judge_in_a_panel_is_stopped_and_the_others_go_on(world):
     assert broken <= 8 + 4 * 2  # stopped after 8 failures; at most the rounds in flight (batch 4, depth 2) follow
     assert good == 60  # every ordered pair of both prompts was still asked of the working judge
     assert "judge 'judge-broken-openai' stopped after 8 of its last 8 calls failed" in reason
-    assert "unparsed" in reason and "poe-pairwise" in reason
-    assert api.status(path)["state"] == "finished"
-    (judges,) = {tuple(j["judge"] for j in g["judges"]) for g in api.ranking(path)["groups"]}
+    assert "no_option" in reason and "poe-pairwise" in reason
+    assert api.status(path).as_dict()["state"] == "finished"
+    (judges,) = {tuple(j["judge"] for j in g["judges"]) for g in api.ranking(path).as_dict()["groups"]}
     assert "judge-good-openai" in judges
 
 

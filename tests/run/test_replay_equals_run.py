@@ -68,7 +68,7 @@ def test_replaying_an_export_reproduces_the_run(world, scope, debias, warm, judg
     path, log, _ = run_and_export(
         world, name, scope=scope, debias=debias, warm_start=warm, judges=JUDGES[judges], strategy=strategy, max_calls=60
     )
-    board = api.ranking(path)
+    board = api.ranking(path).as_dict()
     run_rankings = {g["group"]: [r["candidate"] for r in g["ranking"]] for g in board["groups"] if g["comparisons"] > 0}
     assert run_rankings  # something was compared
     report = replay_files(log, responses, "coherence", strategy, scope=scope, debias=debias, with_absolute=warm)
@@ -103,7 +103,7 @@ def test_the_engine_rerun_on_its_own_export_asks_the_same_and_ranks_the_same(wor
         return sorted(db.execute("select round, judge, prompt_id, candidates, status from judgments"))
 
     assert asked(rerun) == asked(path)
-    ranked = lambda p: {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(p)["groups"]}  # noqa: E731
+    ranked = lambda p: {g["group"]: [r["candidate"] for r in g["ranking"]] for g in api.ranking(p).as_dict()["groups"]}  # noqa: E731
     assert ranked(rerun) == ranked(path)
 
 
@@ -130,7 +130,7 @@ def test_replay_with_the_runs_seed_and_budget_asks_what_the_run_asked(world, sco
     )
     (group,) = report.groups
     assert [k for k, _, _ in group.curve] == ([] if warm else [0]) + cumulative
-    run_ranking = [r["candidate"] for r in api.ranking(path)["groups"][0]["ranking"]]
+    run_ranking = [r["candidate"] for r in api.ranking(path).as_dict()["groups"][0]["ranking"]]
     assert report.to_json()["rankings"][group.key] == run_ranking
 
 

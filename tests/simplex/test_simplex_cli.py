@@ -119,9 +119,9 @@ def test_absolute_campaign_scores_every_answer_once_and_fits(tmp_path, capsys, m
     assert len(rows) == 120 and {k for _, k, _ in rows} == {"absolute"}
     assert all(set(json.loads(p)[0]) == {"1", "2", "3", "4", "5"} for *_, p in rows)
     assert [n for (n,) in db.execute("select n_requests from rounds order by round")] == [30] * 4  # 3 prompts a round
-    ranking = api.ranking(path)["groups"][0]["ranking"]
+    ranking = api.ranking(path).as_dict()["groups"][0]["ranking"]
     assert [r["candidate"] for r in ranking] == ["M4", "M3", "M2", "M1", "M0"]
-    assert api.status(path)["mean_entropy"] is None
+    assert api.status(path).as_dict()["mean_entropy"] is None
     # fit simplex on the run, and on its export
     assert run_cli(["fit", "simplex", str(path), "--levels", "5", "--chains", "2", "--warmup", "200", "--draws", "200", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

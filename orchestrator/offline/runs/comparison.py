@@ -13,7 +13,15 @@ from ...errors import OrchestratorError
 from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...run.planners.compare import comparison_order, completed_rounds, decision_of, describe, prompt_outcomes, round_looks
-from ...run.planners.compare_anchor import anchor_name, anchored_decision, anchored_order, anchored_outcomes, shares
+from ...run.planners.compare_anchor import (
+    AnchorJudgment,
+    anchor_name,
+    anchored_decision,
+    anchored_order,
+    anchored_outcomes,
+    kept_judgments,
+    shares,
+)
 from ...store import RunStore, open_run
 
 __all__ = ["EXIT_CODES", "comparison", "comparison_in", "exit_code", "outcome_spread"]
@@ -113,9 +121,11 @@ def _outcomes(store: RunStore, config: RunConfig) -> tuple[list[str], list[str],
         return order, prompts, x, rows, None
     anchor = anchor_name(section.anchor)
     kept = store.attachment("baseline")
-    baseline_rows = kept["payload"]["judgments"] if kept else rows
-    order = anchored_order(config, store.dataset(), kept["payload"]["judgments"] if kept else None)
-    prompts, x, wc, wb = anchored_outcomes(order, shares(rows, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor))
+    mine = [AnchorJudgment.of_record(r) for r in rows]
+    kept_rows = kept_judgments(kept)
+    order = anchored_order(config, store.dataset(), kept_rows)
+    baseline_rows = kept_rows if kept_rows is not None else mine
+    prompts, x, wc, wb = anchored_outcomes(order, shares(mine, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor))
     return order, prompts, x, rows, (anchor, kept, wc, wb)
 
 

@@ -260,6 +260,7 @@ def status(path: str | Path) -> dict:
         "name": run["name"],
         "state": run["status"],
         "stop_reason": run["stop_reason"],
+        "stop_kind": run.get("stop_kind"),
         "rounds": rounds,
         "requests": counts,
         "failures": failures,

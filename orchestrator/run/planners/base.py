@@ -5,7 +5,7 @@ stopping and resume; each round it asks the campaign's planner what to ask next.
 the log through :meth:`Planner.add` (every committed successful judgment, in commit order — also
 the ones a resumed run reads back) and plans from it alone, so a resumed run plans what an
 uninterrupted one would. Adding a campaign kind is one new file here and one entry in
-:data:`orchestrator.run.planners.PLANNERS`.
+:data:`orchestrator.run.planners.registry.PLANNERS` (``package.module:Class``, loaded as an outside one is).
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -31,7 +32,15 @@ from ..requests import PlanContext, seeded_hash
 from .base import Plan, PlannerBase
 from .compare import completed_rounds, decision_of, decision_summary, describe, planned_order, prompt_batch, round_looks
 
-__all__ = ["AnchoredComparePlanner", "anchored_outcomes", "anchored_decision", "baseline_snapshot", "shares"]
+__all__ = [
+    "AnchorJudgment",
+    "AnchoredComparePlanner",
+    "anchored_outcomes",
+    "anchored_decision",
+    "baseline_snapshot",
+    "kept_judgments",
+    "shares",
+]
 
 DEFAULT_TEMPLATE = "raee-pairwise-summary"
 
@@ -40,19 +49,42 @@ def anchor_name(anchor: str) -> str:
     return DATASET_ANCHOR if anchor == "dataset" else anchor
 
 
-def shares(rows: Iterable, system: str, anchor: str) -> dict[tuple[str, str], dict[bool, float]]:
+@dataclass(frozen=True)
+class AnchorJudgment:
+    """What a comparison through an anchor reads of one judgment: a judgment of this run, or one
+    kept from the baseline run (:func:`baseline_snapshot`)."""
+
+    judge: str
+    prompt_id: str
+    candidates: tuple[str, ...]
+    """As shown, first shown first."""
+    probs: dict[str, float]
+    """The option probabilities of the first read position."""
+    template: str | None = None
+
+    @classmethod
+    def of_record(cls, row: JudgmentRecord) -> AnchorJudgment:
+        return cls(row.judge, row.prompt_id, tuple(row.candidates), row.probs[0], row.template)
+
+    @classmethod
+    def of_kept(cls, row: dict[str, Any]) -> AnchorJudgment:
+        return cls(row["judge"], row["prompt_id"], tuple(row["candidates"]), row["probs"], row.get("template"))
+
+
+def kept_judgments(kept: dict | None) -> list[AnchorJudgment] | None:
+    """The baseline run's judgments a comparison keeps (its ``baseline`` attachment), or None without one."""
+    return [AnchorJudgment.of_kept(row) for row in kept["payload"]["judgments"]] if kept else None
+
+
+def shares(rows: Iterable[AnchorJudgment], system: str, anchor: str) -> dict[tuple[str, str], dict[bool, float]]:
     """``(prompt, judge) → {anchor shown first: the system's win share}`` from reference judgments
-    (rows with ``judge``, ``prompt_id``, ``candidates``, ``probs``) of ``system`` against ``anchor``;
-    repeats of one order are averaged."""
+    of ``system`` against ``anchor``; repeats of one order are averaged."""
     found: dict[tuple[str, str], dict[bool, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        candidates = list(row["candidates"] if isinstance(row, dict) else row.candidates)
-        if set(candidates) != {system, anchor}:
+        if set(row.candidates) != {system, anchor}:
             continue
-        probs = row["probs"] if isinstance(row, dict) else row.probs[0]
-        _, win, tie, _, swapped = reference_wtl(candidates, anchor, probs)
-        judge, prompt = (row["judge"], row["prompt_id"]) if isinstance(row, dict) else (row.judge, row.prompt_id)
-        found[(prompt, judge)][not swapped].append(win + 0.5 * tie)
+        _, win, tie, _, swapped = reference_wtl(list(row.candidates), anchor, row.probs)
+        found[(row.prompt_id, row.judge)][not swapped].append(win + 0.5 * tie)
     return {key: {first: float(np.mean(v)) for first, v in orders.items()} for key, orders in found.items()}
 
 
@@ -98,10 +130,7 @@ def baseline_snapshot(path: Path, baseline: str, anchor: str) -> dict:
         rows = [r for r in store.judgments() if set(r.candidates) == {baseline, anchor} and r.kind in ("reference", "pairwise")]
     if not rows:
         raise OrchestratorError(f"compare.baseline_run: {path} holds no judgment of {baseline!r} against the anchor {anchor!r}")
-    judgments = [
-        {"judge": r.judge, "prompt_id": r.prompt_id, "candidates": list(r.candidates), "probs": r.probs[0], "template": r.template}
-        for r in rows
-    ]
+    judgments = [{**asdict(AnchorJudgment.of_record(r)), "candidates": list(r.candidates)} for r in rows]
     return {
         "source": str(path),
         "digest": file_sha256(Path(path)),
@@ -162,7 +191,7 @@ class AnchoredComparePlanner(PlannerBase):
         assert section.anchor is not None
         self.anchor = anchor_name(section.anchor)
         kept = ctx.attachment("baseline") if ctx.attachment is not None else None
-        self.baseline_rows = kept["payload"]["judgments"] if kept else None
+        self.baseline_rows = kept_judgments(kept)
         self.baseline_orders = _baseline_orders(self.baseline_rows, section.baseline, self.anchor)  # fixed: read once
         self.order = anchored_order(ctx.config, ctx.dataset, self.baseline_rows)
 
@@ -189,14 +218,15 @@ class AnchoredComparePlanner(PlannerBase):
             raise OrchestratorError(f'compare.anchor: {section.anchor!r} is neither "dataset" nor a system with responses')
         snapshot = None
         if section.baseline_run is not None:
-            snapshot = baseline_snapshot(section.baseline_run, section.baseline, anchor_name(section.anchor))["payload"]["judgments"]
-            used = sorted({r["template"] for r in snapshot})
+            snapshot = kept_judgments(baseline_snapshot(section.baseline_run, section.baseline, anchor_name(section.anchor)))
+            assert snapshot is not None
+            used = sorted({str(r.template) for r in snapshot})
             if template.name not in used:
                 raise OrchestratorError(
                     f"compare.baseline_run: {section.baseline_run} judged {section.baseline!r} with {', '.join(used)}; this run "
                     f"uses {template.name!r}: win shares from two templates are not comparable (set compare.template)"
                 )
-            judges = {r["judge"] for r in snapshot}
+            judges = {r.judge for r in snapshot}
             if not judges & set(config.judging.judges):
                 raise OrchestratorError(
                     f"compare.baseline_run: {section.baseline_run}'s judges ({', '.join(sorted(judges))}) are not this run's "
@@ -232,7 +262,7 @@ class AnchoredComparePlanner(PlannerBase):
             self.rows.append(row)
 
     def outcomes(self, cutoff: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
+        rows = [AnchorJudgment.of_record(r) for r in self.rows if cutoff is None or r.round <= cutoff]
         baseline = self.baseline_rows if self.baseline_rows is not None else rows
         return anchored_outcomes(
             self.order, shares(rows, self.section.candidate, self.anchor), shares(baseline, self.section.baseline, self.anchor)
@@ -278,21 +308,21 @@ def _anchor_text(anchor: str, dataset: Dataset, prompt_id: str) -> str | None:
     return found.text if found is not None else None
 
 
-def _baseline_orders(rows: list[dict] | None, baseline: str, anchor: str) -> dict[tuple[str, str], set[bool]]:
+def _baseline_orders(rows: list[AnchorJudgment] | None, baseline: str, anchor: str) -> dict[tuple[str, str], set[bool]]:
     """``(prompt, judge) → {anchor shown first?}`` of the baseline run's judgments."""
     out: dict[tuple[str, str], set[bool]] = defaultdict(set)
     for row in rows or []:
-        out[(row["prompt_id"], row["judge"])].add(row["candidates"][0] == anchor)
+        out[(row.prompt_id, row.judge)].add(row.candidates[0] == anchor)
     return out
 
 
-def anchored_order(config: RunConfig, dataset: Dataset, baseline_rows: list[dict] | None) -> list[str]:
+def anchored_order(config: RunConfig, dataset: Dataset, baseline_rows: list[AnchorJudgment] | None) -> list[str]:
     """The prompts in the order they are asked (seeded, random: unbiased at any stop): those with the
     anchor's text and the candidate's answer, and the baseline's answer — or, with a baseline run,
     a judgment of the baseline by one of this run's judges."""
     section = config.compare
     assert section is not None and section.anchor is not None
-    judged = {r["prompt_id"] for r in baseline_rows if r["judge"] in config.judging.judges} if baseline_rows is not None else None
+    judged = {r.prompt_id for r in baseline_rows if r.judge in config.judging.judges} if baseline_rows is not None else None
     prompts = [
         p
         for p, by in dataset.responses.items()
@@ -309,8 +339,8 @@ def _baseline_template(config: RunConfig) -> str | None:
     if section is None or section.baseline_run is None or section.anchor is None or not Path(section.baseline_run).is_file():
         return None
     try:
-        rows = baseline_snapshot(section.baseline_run, section.baseline, anchor_name(section.anchor))["payload"]["judgments"]
+        rows = kept_judgments(baseline_snapshot(section.baseline_run, section.baseline, anchor_name(section.anchor))) or []
     except OrchestratorError:
         return None
-    names = [r["template"] for r in rows if r["template"]]
+    names = [r.template for r in rows if r.template]
     return max(set(names), key=names.count) if names else None

@@ -22,11 +22,11 @@ def available_prompts(config: RunConfig, dataset: Dataset) -> list[str]:
         from .compare import comparison_order
 
         return comparison_order(dataset, section.candidate, section.baseline, config.seed)
-    from .compare_anchor import anchor_name, anchored_order, baseline_snapshot
+    from .compare_anchor import anchor_name, anchored_order, baseline_snapshot, kept_judgments
 
     snapshot = None
     if section.baseline_run is not None:
-        snapshot = baseline_snapshot(section.baseline_run, section.baseline, anchor_name(section.anchor))["payload"]["judgments"]
+        snapshot = kept_judgments(baseline_snapshot(section.baseline_run, section.baseline, anchor_name(section.anchor)))
     return anchored_order(config, dataset, snapshot)
 
 

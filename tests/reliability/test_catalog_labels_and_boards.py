@@ -1,11 +1,11 @@
-"""Reliability, fourth campaign (issue #54): the surfaces added last — the judges board, label
+"""The reliability catalog, classes 16–23: the judges board, label
 files, family maps, category boards, the labelling server, names, and readers beside a live run —
 attacked with inputs nobody here wrote. Each case runs the real command (in this process, on real
 files; the server cases against the real labelling server on 127.0.0.1, the signal cases against
 the real ``orchestrator label`` process) and checks what a user sees: the exit code, one clear
 line, nothing stored changed, and every printed number against an independent computation.
 
-Classes (numbered after the third campaign's fifteen): 16 readers beside a writer, 17 every verdict
+Classes: 16 readers beside a writer, 17 every verdict
 kind everywhere (and a price of $0), 18 labels as data with identity, 19 family maps, 20 honest
 small slices, 21 the labelling page as a server that can be attacked, 22 names that display as
 others, 23 hostile values of the new options.
@@ -232,7 +232,7 @@ def test_a_category_of_one_or_two_prompts_never_gets_point_ranks(tmp_path):
             tmp_path, server.url, name="slices", prompts=prompts, responses=responses, max_calls=None, reference="soft = true\n"
         )
         path, _ = api.start(config)
-    (group,) = api.ranking(path)["groups"]
+    (group,) = api.ranking(path).as_dict()["groups"]
     slices = {part["slice"]: part for part in group["slices"]}
     overall_widths = [r["rank_high"] - r["rank_low"] for r in group["ranking"]]
     for name, size in (("tiny", 1), ("pair", 2)):

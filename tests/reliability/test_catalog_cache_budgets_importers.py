@@ -1,9 +1,9 @@
-"""Reliability, third campaign (issue #31): the catalog's new classes, each case the real
+"""The reliability catalog, classes 9–15 (the cache, batches, budgets, secrets, the report, importers): each case the real
 ``orchestrator`` command in a child process on real files against real HTTP servers on 127.0.0.1
 (the world and the runner of :mod:`test_reliability_catalog`): the right exit code, one clear line
 on errors, no traceback, nothing stored changed.
 
-Classes (numbered after the second campaign's eight): 9 the cache answers only for who answered and
+Classes: 9 the cache answers only for who answered and
 never blames the judge, 10 batches, 11 spending more than asked and success without work,
 12 signals while waiting (tests/reliability/test_reliability_signals.py), 13 secrets in new places,
 14 the report broken by the data, 15 importers and readers of peers' messy files.
@@ -19,8 +19,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from catalog3_cases import importer_cases
-from catalog3_kit import (
+from cases_importers import importer_cases
+from catalog_kit import Case
+from catalog_setups import (
     _both,
     _breakers_data,
     _cached_run_ok,
@@ -31,7 +32,6 @@ from catalog3_kit import (
     _run_state,
     _spent_run,
 )
-from catalog_kit import Case
 from catalog_world import make_world, run_case
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The second campaign's world (:func:`catalog_world.make_world`): its servers, files and runs."""
+    """The catalog's world (:func:`catalog_world.make_world`): its servers, files and runs."""
     yield from make_world(tmp_path_factory)
 
 
@@ -145,14 +145,14 @@ def catalog() -> list[Case]:
     return c
 
 
-def test_the_third_campaign_catalog_covers_its_classes():
+def test_the_catalog_covers_classes_nine_to_fifteen():
     cases = catalog()
     assert len(cases) >= 40
     assert {case.klass for case in cases} == {9, 11, 14, 15}
     assert len({case.name for case in cases}) == len(cases)
 
 
-def test_reliability_catalog_third_campaign(world):
+def test_catalog_classes_nine_to_fifteen(world):
     """Every case: the right exit code, one clear line, no traceback, nothing stored changed."""
     cases = catalog()
     for case in cases:

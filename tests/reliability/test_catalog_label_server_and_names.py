@@ -1,4 +1,4 @@
-"""The fourth reliability campaign (continued): the labelling page as a server that can be attacked, names that display as others, hostile values of the new options, readers beside a writer."""
+"""The reliability catalog, classes 21–23: the labelling page as a server that can be attacked, names that display as others, hostile values of the new options, readers beside a writer."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_reliability_catalog4 import _err, _graded_log, _labels, _write
+from test_catalog_labels_and_boards import _err, _graded_log, _labels, _write
 
 from judgekit import call_label_server, quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
@@ -260,7 +260,7 @@ def test_readers_beside_a_writer_always_see_one_commit(labelled_run, tmp_path):
 
     def read(kind: str) -> tuple[int, int]:
         if kind == "status":
-            status = api.status(path)
+            status = api.status(path).as_dict()
             return status["spent"]["calls"], status["requests"].get("done", 0)
         if kind == "export":
             with open_run(path, write=False) as store:

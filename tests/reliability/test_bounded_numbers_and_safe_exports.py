@@ -1,4 +1,4 @@
-"""The fifth reliability campaign (issue #59): numbers that respect their own data, exports safe to
+"""Numbers that respect their own data, exports safe to
 open, inputs that cannot silently mean nothing. Each test fails on the code before its fix."""
 
 from __future__ import annotations
@@ -312,11 +312,11 @@ def test_a_placed_run_outlives_its_board_file_moved_or_edited(tmp_path, capsys):
         prompts, new_responses, board = board_run(tmp_path, server)
         config = placed_config(tmp_path, server.url, prompts, new_responses, board.as_posix())
         placed, _ = api.start(config)
-    first = api.ranking(placed)["groups"][0]
+    first = api.ranking(placed).as_dict()["groups"][0]
     assert first["board"]["file"] == "unchanged since this run started"
     moved = tmp_path / "elsewhere.sqlite"
     shutil.move(board, moved)
-    again = api.ranking(placed)["groups"][0]
+    again = api.ranking(placed).as_dict()["groups"][0]
     assert "no longer at" in again["board"]["file"]
     assert again["ranking"] == first["ranking"]  # the same placements from the run's own copy
     assert run_cli(["status", str(placed)]) == 0 and run_cli(["rank", str(placed)]) == 0
@@ -328,7 +328,7 @@ def test_a_placed_run_outlives_its_board_file_moved_or_edited(tmp_path, capsys):
     )
     db.commit()
     db.close()
-    edited = api.ranking(placed)["groups"][0]
+    edited = api.ranking(placed).as_dict()["groups"][0]
     assert "has changed since this run started" in edited["board"]["file"]
     assert edited["ranking"] == first["ranking"]
 
@@ -388,6 +388,6 @@ def test_a_signal_during_a_board_placement_run_drains_and_resume_places_it(tmp_p
     db = sqlite3.connect(run)
     keys = [k for (k,) in db.execute("select key from judgments")]
     assert len(keys) == len(set(keys)) == 24  # every call once, none paid twice
-    (group,) = api.ranking(run)["groups"]
+    (group,) = api.ranking(run).as_dict()["groups"]
     (row,) = group["ranking"]
     assert row["placement"]["prompts"] == 24 and group["board"]["file"] == "unchanged since this run started"

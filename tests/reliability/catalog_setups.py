@@ -1,4 +1,4 @@
-"""The third reliability campaign's setups and checks (tests/reliability/test_reliability_catalog3.py)."""
+"""Setups and checks for the catalog's classes 9–15 (tests/reliability/test_catalog_cache_budgets_importers.py)."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def _shows_names(folder, names):
     return check
 
 
-def cases_five_to_eight() -> list[Case]:
+def cases_display_locks_secrets() -> list[Case]:
     c: list[Case] = []
     # 5. display injection ------------------------------------------------------------------------
     markup = ["[/]", "[bold]x[/bold]", ":smile:", "[link=http://x]y[/link]"]

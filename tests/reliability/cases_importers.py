@@ -1,4 +1,4 @@
-"""The third reliability campaign, class 15: importers and readers (FastChat, CSV, JSONL, Parquet
+"""The reliability catalog, class 15: importers and readers (FastChat, CSV, JSONL, Parquet
 files built to break them)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import codecs
 import json
 
-from catalog3_kit import NESTED, Q, _answer, _both, _csv_text, _fastchat, _file, _imported, _old_output, _untouched
 from catalog_kit import Case
+from catalog_setups import NESTED, Q, _answer, _both, _csv_text, _fastchat, _file, _imported, _old_output, _untouched
 
 
 def importer_cases() -> list[Case]:

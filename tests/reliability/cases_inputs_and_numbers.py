@@ -24,7 +24,7 @@ from catalog_kit import Case
 from judgekit import write_config
 
 
-def cases_one_to_four() -> list[Case]:
+def cases_inputs_and_numbers() -> list[Case]:
     c: list[Case] = []
     # 1. outputs that destroy inputs -------------------------------------------------------------
     c += [
@@ -311,7 +311,7 @@ def cases_one_to_four() -> list[Case]:
             "every answer unparsed",
             ["run", "{dir}/chatty.toml"],
             2,
-            "unparsed",
+            "no_option",
             setup=_edit_config("chatty", "chatty", max_calls=60),
             check=_failed_run("chatty", max_calls=60),
         ),
