@@ -51,10 +51,9 @@ TAU_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 SPREAD_MULTIPLES = (0.0, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)
 """τ as multiples of the judges' spread (:func:`spread_grid`), log-spaced: for scores on a scale with
-no fixed unit (the simplex model's expected scores; a logit is one). Measured (SummEval's
-simplex fits, 5% labels): :data:`TAU_GRID`'s linear 0…3 on that scale weighted large τ the labels
-could not tell apart (intervals 1.6–1.8× as wide, coverage no higher than with this grid's 1.4×); on
-the PoE logs this grid in place of :data:`TAU_GRID` lost coverage (2% labels 0.944 → 0.919)."""
+no fixed unit (the simplex model's expected scores; a logit is one). On that scale a linear grid
+like :data:`TAU_GRID` weights large τ the labels cannot tell apart, and on the PoE logs this grid
+in place of :data:`TAU_GRID` lost coverage (the figures: benchmarks/history/2026-11-29.md)."""
 
 
 def judges_spread(mean: np.ndarray, cov: np.ndarray) -> float:

@@ -35,7 +35,8 @@ from a stated probability, and both are read from the data rather than assumed:
    (:func:`log_evidence`), and the mixture of the Laplace posteriors moment-matched to one Gaussian
    (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). A
    sparse posterior (thousands of candidates) takes the fixed point alone. The figures behind this
-   choice are in ``benchmarks/history/2026-11-27.md`` (session 10).
+   choice are in ``benchmarks/history/2026-11-27.md``; what a posterior told the truth's scale
+   reaches, in ``benchmarks/selection/verdict_scale_oracle.py``.
 
 Log-probability judges keep the fixed prior (their scores' scale is set by their probabilities).
 

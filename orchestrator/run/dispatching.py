@@ -165,7 +165,7 @@ class RoundDispatcher:
             await self._batch_runner(judge, round_no).run([r for r in ready if r is not None], round_no)
 
         # Grouped by prompt: consecutive requests then share the prompt's prefix, which a local
-        # llama.cpp judge reuses from its cache (6.5x faster on CPU; benchmarks/RESULTS.md).
+        # llama.cpp judge reuses from its cache (much faster on CPU: benchmarks/RESULTS.md).
         await asyncio.gather(
             *(one(r) for r in sorted(live, key=lambda r: (r.prompt_id, r.key))),
             *(batch(j, judge_rows) for j, judge_rows in batched.items()),

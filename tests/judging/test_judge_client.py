@@ -136,3 +136,14 @@ def test_unresolved_two_token_option_is_resolved_by_a_follow_up_call():
     total = 0.5 + 0.4 + 0.1 + 6 * 0.1  # six levels capped at the smallest returned probability
     assert probs["10"] == pytest.approx(0.4 * 0.8 / total) and probs["1"] == pytest.approx(0.4 * 0.2 / total)
     assert judgment.unresolved == [[]]
+
+
+def test_the_advice_after_a_failure_is_keyed_by_its_code_not_its_words():
+    from orchestrator.judging.extract import ADVICE, failure_advice
+    from orchestrator.records.judgments import FAILURE_CODES
+
+    assert set(ADVICE) <= set(FAILURE_CODES)
+    said = failure_advice("no_option", "j", "generic-pairwise")
+    assert "generic-pairwise-noprefill" in said and failure_advice("thinking_unclosed", "j", "t").startswith("the thinking ran out")
+    # the words of a message change nothing: only the code is read
+    assert failure_advice("rate_limit", "j", "t") == "" and failure_advice(None, "j", "t") == ""

@@ -21,6 +21,9 @@ def _profile(folder, servers, name="pool-openai"):
     return folder
 
 
+# slow: its share of calls per endpoint is a matter of timing that a loaded machine blurs with older
+# litellm releases (the lowest-versions job runs the fast suite only; the main job runs this)
+@pytest.mark.slow
 def test_three_endpoints_one_slow_one_dying_nothing_lost_or_paid_twice(tmp_path, monkeypatch):
     data = write_dataset(tmp_path / "d", prompts=3, candidates=6, seed=2)
     fast = FakeOpenAIServer(quality_behaviour, delay_s=0.05)
