@@ -194,6 +194,7 @@ class AnchoredComparePlanner(PlannerBase):
         self.baseline_rows = kept_judgments(kept)
         self.baseline_orders = _baseline_orders(self.baseline_rows, section.baseline, self.anchor)  # fixed: read once
         self.order = anchored_order(ctx.config, ctx.dataset, self.baseline_rows)
+        self.read: list[AnchorJudgment] = []
 
     @staticmethod
     def roles(config: RunConfig) -> dict[str, str]:
@@ -260,9 +261,10 @@ class AnchoredComparePlanner(PlannerBase):
     def add(self, row: JudgmentRecord) -> None:
         if row.kind == "reference":
             self.rows.append(row)
+            self.read.append(AnchorJudgment.of_record(row))  # what the shares read, made once per judgment
 
     def outcomes(self, cutoff: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        rows = [AnchorJudgment.of_record(r) for r in self.rows if cutoff is None or r.round <= cutoff]
+        rows = self.read if cutoff is None else [a for a, r in zip(self.read, self.rows) if r.round <= cutoff]
         baseline = self.baseline_rows if self.baseline_rows is not None else rows
         return anchored_outcomes(
             self.order, shares(rows, self.section.candidate, self.anchor), shares(baseline, self.section.baseline, self.anchor)
