@@ -115,7 +115,7 @@ JUDGE_GOALS: list[Goal] = [
         "#62",
         "judges without log-probabilities: paid completions to reach the log-probability judge's Spearman at 100 and 200 calls, adaptive sampling ≤ 0.6× the best fixed k (Qwen SummEval logs)",
         "selection.verdict_cost",
-        "--seeds 5",
+        "--seeds 10",
         "",
         readers_verdicts.verdict_cost_figure,
         readers_verdicts.verdict_cost_verdict,

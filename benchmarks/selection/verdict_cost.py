@@ -24,7 +24,7 @@ each judgment's probability does not tell which judgments the ranking needs, so 
 nothing. The bound is `verdict_oracle.py`: an oracle that also knows the scores and chooses both the
 judgments and their verdicts gains nothing over its own best fixed k on this judge (1.00×, 0.99×).
 
-    python -m benchmarks.selection.verdict_cost [--seeds 5] [--ks 1,2,3,4,5] [--ceiling 8] [--oracle-c 2,4,6,8]
+    python -m benchmarks.selection.verdict_cost [--seeds 10] [--ks 1,2,3,4,5] [--ceiling 8] [--oracle-c 2,4,6,8]
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def first(curve: np.ndarray, target: float) -> int | None:
 
 def main() -> None:
     p = harness.parser(__doc__, quick="2 draw seeds, k = 1 and 3, ceiling 4, budgets to 1,200 completions")
-    p.add_argument("--seeds", type=harness.count, default=5)
+    p.add_argument("--seeds", type=harness.count, default=10)
     p.add_argument("--ks", default="1,2,3,4,5")
     p.add_argument("--oracle-c", default="2,4,6,8", help="the oracle allocations' c (module docstring); empty: none")
     p.add_argument("--ceiling", type=harness.count, default=8)

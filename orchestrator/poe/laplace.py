@@ -24,6 +24,7 @@ from .sparse import SPARSE_MIN_N, SparseCovariance, damping_schedule, sparse_cov
 
 __all__ = [
     "Posterior",
+    "ScaleMixture",
     "fit_laplace",
     "newton_map",
     "threads_for",
@@ -41,6 +42,35 @@ SMALL_GROUP = 256
 QUASI_NEWTON_MIN_DIM = 256
 """Below this many parameters a Cholesky factorisation is cheaper than the extra iterations of
 frozen-Hessian steps (measured: 3.6 vs 5.3 ms per round at N=16), so warm starts use Newton."""
+
+
+@dataclass(frozen=True)
+class ScaleMixture:
+    """A posterior that is a mixture of Laplace posteriors, one per value of the prior's scale
+    (:func:`orchestrator.poe.verdicts.fit_prior_scale`): component ``k`` is ``N(means[k], covs[k])``
+    with weight ``weights[k]``."""
+
+    weights: Tensor
+    """``(K,)`` the components' posterior weights (sum 1)."""
+    means: Tensor
+    """``(K, N)`` each component's mode of the scores."""
+    covs: Tensor
+    """``(K, N, N)`` each component's Laplace covariance of the scores."""
+
+    def draws(self, n_samples: int, generator: torch.Generator) -> Tensor:
+        """``(n_samples, N)`` draws: a component by its weight, then a Gaussian draw from it."""
+        component = torch.multinomial(self.weights, n_samples, replacement=True, generator=generator)
+        z = torch.randn((n_samples, self.means.shape[1]), generator=generator, dtype=self.means.dtype)
+        out = torch.empty_like(z)
+        eye = torch.eye(self.means.shape[1], dtype=self.means.dtype)
+        for k in range(len(self.weights)):
+            rows = (component == k).nonzero().flatten()
+            if len(rows):
+                chol, info = torch.linalg.cholesky_ex(self.covs[k])
+                if int(info) != 0:
+                    chol = torch.linalg.cholesky(self.covs[k] + 1e-10 * eye)
+                out[rows] = self.means[k] + z[rows] @ chol.T
+        return out
 
 
 @dataclass(frozen=True)
@@ -77,6 +107,11 @@ class Posterior:
     sparse: SparseCovariance | None = None
     """For many candidates (:mod:`orchestrator.poe.sparse`): posterior draws and the sparse
     precision instead of ``cov``."""
+
+    mixture: ScaleMixture | None = None
+    """For a verdict judge's posterior averaged over the prior's scale: the mixture itself, which
+    the rank intervals sample (``mean`` and ``cov`` are its first two moments, which everything
+    else reads); None: the posterior is the one Gaussian ``N(mean, cov)``."""
 
     @property
     def n(self) -> int:

@@ -81,9 +81,11 @@ class RankIntervals:
 def rank_intervals(
     posterior: Posterior, *, level: float = 0.95, n_samples: int = 4000, generator: torch.Generator | None = None
 ) -> RankIntervals:
-    """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3). A sparse
-    posterior's own draws are used (:data:`~orchestrator.poe.sparse.N_DRAWS` of them, so the
-    interval ends are those of a few dozen draws).
+    """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3), or the
+    mixture of Laplace posteriors a verdict judge's fit averages over (:attr:`Posterior.mixture`),
+    component by component. A sparse posterior's own draws are used
+    (:data:`~orchestrator.poe.sparse.N_DRAWS` of them, so the interval ends are those of a few
+    dozen draws).
 
     Raises:
         ValueError: level outside (0, 1) or fewer than 100 samples.
@@ -94,6 +96,8 @@ def rank_intervals(
         raise ValueError(f"n_samples must be >= 100, got {n_samples}")
     generator = generator or torch.Generator().manual_seed(0)
     n = posterior.n
+    if posterior.mixture is not None:
+        return rank_intervals_from_draws(posterior.mixture.draws(n_samples, generator), level=level)
     if posterior.cov is None:
         assert posterior.sparse is not None
         return rank_intervals_from_draws(posterior.mean + posterior.sparse.draws, level=level)

@@ -30,19 +30,28 @@ from a stated probability, and both are read from the data rather than assumed:
    (type-II maximum likelihood, the evidence approximation: MacKay 1992, *Bayesian
    interpolation*, Eq. 4.9), by the fixed point of :func:`fixed_point_scale`; a single estimate
    of ``τ`` is noisy when the data are thin (and a ``τ`` too large is exactly when the intervals
-   miss), so the posterior averages over it instead: a log-uniform hyperprior on ``τ ∈ [0.01, 1]``
-   (λ on :data:`PRIOR_GRID`), each ``λ`` weighted by its Laplace evidence ``p(data | λ)``
-   (:func:`log_evidence`), and the mixture of the Laplace posteriors moment-matched to one Gaussian
-   (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``). A
-   sparse posterior (thousands of candidates) takes the fixed point alone. The figures behind this
-   choice are in ``benchmarks/history/2026-11-27.md``; what a posterior told the truth's scale
-   reaches, in ``benchmarks/selection/verdict_scale_oracle.py``.
+   miss), so the posterior averages over it instead: each ``λ = τ⁻²`` of :data:`PRIOR_GRID`
+   (τ from 1 down to 0.01, even in ``log τ``) is weighted by its Laplace evidence
+   ``p(data | λ)`` (:func:`log_evidence`) times a proper prior on ``τ``, a half-Cauchy of scale 1
+   (Gelman 2006; :func:`log_scale_prior`), cut at τ = 1. The prior matters because the evidence
+   is flat as τ → 0 (the scores' spread is below what the verdicts resolve): under a log-uniform
+   prior every decade of small ``τ`` would carry the same weight and the grid's arbitrary lower
+   end would decide how wide the intervals are, while the half-Cauchy's mass below ``τ`` shrinks
+   like ``τ`` and the lower end stops mattering. The rank intervals sample the mixture of the
+   Laplace posteriors component by component (:class:`~orchestrator.poe.laplace.ScaleMixture`);
+   everything else (reordering probabilities, selection, stopping) reads its first two moments
+   (:func:`fit_prior_scale`: mean ``Σ w_λ μ_λ``, covariance ``Σ w_λ (Σ_λ + μ_λ μ_λᵀ) − μ μᵀ``).
+   A sparse posterior (thousands of candidates) takes the fixed point alone. The figures behind
+   these choices are in ``benchmarks/history/2026-11-27.md`` and ``2026-11-29.md``; what a
+   posterior told the truth's scale reaches, in ``benchmarks/selection/verdict_scale_oracle.py``.
 
 Log-probability judges keep the fixed prior (their scores' scale is set by their probabilities).
 
 References
 ----------
 [PoE] §3.1 (soft Bradley–Terry expert), §4.1 (Laplace), §4.2 (the unit Gaussian prior).
+Gelman, A. (2006). Prior distributions for variance parameters in hierarchical models.
+*Bayesian Analysis* 1(3), 515–534.
 MacKay, D. J. C. (1992). Bayesian interpolation. *Neural Computation* 4(3), 415–447.
 Davidson, R. R. (1970). On extending the Bradley–Terry model to accommodate ties in paired
 comparison experiments. *JASA* 65(329), 317–328.
@@ -55,7 +64,7 @@ import math
 
 import torch
 
-from .laplace import Posterior, fit_laplace, marginal_variances
+from .laplace import Posterior, ScaleMixture, fit_laplace, marginal_variances
 from .objective import NegLogPosterior, Observations, PoEConfig
 
 __all__ = [
@@ -64,7 +73,9 @@ __all__ = [
     "PRIOR_SCALE_ROUNDS",
     "MIN_PRIOR_PRECISION",
     "MAX_PRIOR_PRECISION",
+    "MIXTURE_MIN_WEIGHT",
     "fit_prior_scale",
+    "log_scale_prior",
     "fixed_point_scale",
     "log_evidence",
     "is_verdict",
@@ -74,6 +85,9 @@ VERDICT_METHODS = ("verdict", "samples")
 """``Judgment.method`` values whose probabilities are counts of verdicts, not stated probabilities."""
 PRIOR_GRID = tuple(float(10 ** (k / 2)) for k in range(9))
 """The prior precisions λ = 1, 10^½, …, 10⁴ (τ from 1 down to 0.01) the posterior averages over."""
+MIXTURE_MIN_WEIGHT = 1e-4
+"""Components of the scale mixture below this weight are left out of what the rank intervals sample
+(the rest renormalised): they would change a 4,000-draw interval by under one draw."""
 PRIOR_SCALE_ROUNDS = 12
 """At most this many refits of the fixed point (sparse posteriors)."""
 MIN_PRIOR_PRECISION = 1.0
@@ -99,32 +113,45 @@ def log_evidence(obs: Observations, config: PoEConfig, posterior: Posterior) -> 
     return -value + 0.5 * obs.n * math.log(config.prior_precision) + 0.5 * float(logdet)
 
 
-def fit_prior_scale(obs: Observations, config: PoEConfig, posterior: Posterior) -> Posterior:
+def log_scale_prior(tau: float) -> float:
+    """The log prior weight of a grid point at scale ``τ`` (up to a constant): the half-Cauchy(1)
+    density ``2 / (π (1 + τ²))`` times the Jacobian ``τ`` of a grid even in ``log τ``."""
+    return math.log(tau / (1.0 + tau * tau))
+
+
+def fit_prior_scale(obs: Observations, config: PoEConfig, posterior: Posterior, *, grid: tuple[float, ...] = PRIOR_GRID) -> Posterior:
     """The posterior with the prior's scale averaged over (module docstring, item 2): a Laplace fit
-    at every λ of :data:`PRIOR_GRID` (warm-started along the grid), weighted by its evidence, the
-    mixture moment-matched. The mode ``theta`` (warm starts, nuisance parameters) is the most
-    probable λ's. ``posterior.judges["prior_scale"]`` holds the posterior mean of ``τ``. A sparse
-    posterior takes :func:`fixed_point_scale`."""
+    at every λ of ``grid`` (warm-started along it), weighted by its evidence times the half-Cauchy
+    prior on ``τ = λ^{-1/2}``; ``mean`` and ``cov`` are the mixture's moments and ``mixture`` the
+    mixture itself. The mode ``theta`` (warm starts, nuisance parameters) is the most probable λ's.
+    ``posterior.judges["prior_scale"]`` holds the posterior mean of ``τ``. A sparse posterior takes
+    :func:`fixed_point_scale`."""
     if posterior.cov is None or posterior.theta_cov is None:
         return fixed_point_scale(obs, config, posterior)
     fits: list[tuple[float, Posterior]] = []
     values = []
     post = posterior
-    for lam in PRIOR_GRID:
+    for lam in grid:
         grid_config = dataclasses.replace(config, prior_precision=lam)
         post = fit_laplace(obs, grid_config, warm_start=post)
         fits.append((lam, post))
-        values.append(log_evidence(obs, grid_config, post))
+        values.append(log_evidence(obs, grid_config, post) + log_scale_prior(lam**-0.5))
     weight = torch.softmax(torch.tensor(values, dtype=torch.float64), 0)
     mean = sum(float(w) * p.mean for w, (_, p) in zip(weight, fits))
     second = sum(float(w) * (p.dense_cov() + torch.outer(p.mean, p.mean)) for w, (_, p) in zip(weight, fits))
     assert isinstance(mean, torch.Tensor) and isinstance(second, torch.Tensor)
     cov = second - torch.outer(mean, mean)
     cov = 0.5 * (cov + cov.T)
+    kept = [k for k in range(len(fits)) if float(weight[k]) >= MIXTURE_MIN_WEIGHT]
+    mixture = ScaleMixture(
+        weights=weight[kept] / weight[kept].sum(),
+        means=torch.stack([fits[k][1].mean for k in kept]),
+        covs=torch.stack([fits[k][1].dense_cov() for k in kept]),
+    )
     best = fits[int(torch.argmax(weight))][1]
-    tau = sum(float(w) * lam**-0.5 for w, (lam, _) in zip(weight, fits))
+    tau = float(weight @ torch.tensor([lam**-0.5 for lam, _ in fits], dtype=torch.float64))
     judges = {**posterior.judges, **best.judges, "prior_scale": torch.tensor([tau], dtype=torch.float64)}
-    return dataclasses.replace(best, mean=mean, cov=cov, judges=judges)
+    return dataclasses.replace(best, mean=mean, cov=cov, judges=judges, mixture=mixture)
 
 
 def fixed_point_scale(obs: Observations, config: PoEConfig, posterior: Posterior, *, rounds: int = PRIOR_SCALE_ROUNDS) -> Posterior:

@@ -23,6 +23,7 @@ from .preparation import check_judges, people_profile, prepare
 
 if TYPE_CHECKING:
     from ..generation.answering import Answering
+    from ..generation.generators import RecordedAnswers
 
 __all__ = ["answering_for", "resume", "start"]
 
@@ -36,10 +37,11 @@ def _execute(
     judges: dict[str, Judge] | None,
     cache: str | Path | bool | None = False,
     pilot: int | None = None,
-    answers_from: str | Path | None = None,
+    recorded: RecordedAnswers | None = None,
 ) -> str:
     """Run the engine. ``cache``: see :func:`start`; injected ``judges`` use the cache only when
-    it is named (a path or True); ``answers_from``: see :func:`start`."""
+    it is named (a path or True); ``recorded``: the answers of ``--answers-from``, read and checked
+    (:func:`recorded_answers`)."""
     if judges is not None and cache is None:
         cache = False
     record_identities(store, config, profiles, judges)
@@ -75,7 +77,7 @@ def _execute(
             # embedded judges only: one request at a time, in planned order — llama.cpp reuses the previous
             # request's computation, so arrival order changes its answers slightly
             concurrency=1 if embedded and embedded == set(profiles) else None,
-            answering=answering_for(config, answers_from, opened, servers, stack, say) if config.candidates else None,
+            answering=answering_for(config, recorded, opened, servers, stack, say) if config.candidates else None,
         )
         raw = judges
 
@@ -90,9 +92,32 @@ def _execute(
         return asyncio.run(drive())
 
 
+def recorded_answers(config: RunConfig, answers_from: str | Path | None) -> RecordedAnswers | None:
+    """The file of ``--answers-from`` read and checked against the config's candidate models, before
+    anything is written or started.
+
+    Raises:
+        OrchestratorError: no candidate models, an unreadable file or row, or a model it has no answer of.
+    """
+    if answers_from is None:
+        return None
+    if not config.candidates:
+        raise OrchestratorError(f"--answers-from {answers_from}: the config names no candidate models ([candidates.NAME]) to answer for")
+    from ..generation.generators import RecordedAnswers
+
+    recorded = RecordedAnswers(answers_from)
+    absent = [name for name in config.candidates if name not in recorded.candidates()]
+    if absent:
+        raise OrchestratorError(
+            f"--answers-from {answers_from}: no answer of the candidate model {absent[0]!r} in it "
+            f"(it has {', '.join(sorted(recorded.candidates())[:8])})"
+        )
+    return recorded
+
+
 def answering_for(
     config: RunConfig,
-    answers_from: str | Path | None,
+    recorded: RecordedAnswers | None,
     cache: JudgmentCache | None,
     servers: dict,
     stack: contextlib.ExitStack,
@@ -103,27 +128,20 @@ def answering_for(
     cache in the judgment cache's file."""
     from ..generation.answering import Answering, candidate_prices
     from ..generation.cache import GenerationCache
-    from ..generation.generators import Generator, LiteLLMGenerator, RecordedAnswers
+    from ..generation.generators import Generator, LiteLLMGenerator
     from ..generation.settings import resolve_candidates
     from .judges import embedded_server
 
     settings = resolve_candidates(config.candidates, config.beside("judges"))
     generators: dict[str, Generator] = {}
-    if answers_from is not None:
-        recorded = RecordedAnswers(answers_from)
-        absent = [name for name in settings if name not in recorded.candidates()]
-        if absent:
-            raise OrchestratorError(
-                f"--answers-from {answers_from}: no answer of the candidate model {absent[0]!r} in it "
-                f"(it has {', '.join(sorted(recorded.candidates())[:8])})"
-            )
+    if recorded is not None:
         generators = {name: recorded for name in settings}
     else:
         for name, s in settings.items():
             base = embedded_server(s.embedded, servers, stack, say, "candidate").api_base if s.embedded else None
             generators[name] = LiteLLMGenerator(base, candidate_router(config.candidates[name].model, config.beside("judges")))
     prices = candidate_prices(settings, max_usd=config.budget.max_usd)
-    return Answering(settings, generators, prices, GenerationCache(cache, say) if cache is not None and answers_from is None else None)
+    return Answering(settings, generators, prices, GenerationCache(cache, say) if cache is not None and recorded is None else None)
 
 
 def candidate_router(model: str, dirs: list[Path]) -> object | None:
@@ -182,8 +200,7 @@ def start(
         config = load_config(config)
     if runs_dir is not None:
         config = config.model_copy(update={"runs_dir": runs_dir})
-    if answers_from is not None and not config.candidates:
-        raise OrchestratorError(f"--answers-from {answers_from}: the config names no candidate models ([candidates.NAME]) to answer for")
+    recorded = recorded_answers(config, answers_from)
     if from_log is not None:  # the log first: a line it cannot mean is named before the config's other checks
         judges = log_judges(from_log, config.judging.judges)
     prepared = prepare(config, need_keys=from_log is None)
@@ -210,7 +227,7 @@ def start(
     )
     try:
         with store:
-            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges, cache, pilot, answers_from)
+            reason = _execute(store, config, prepared.templates, prepared.profiles, progress, judges, cache, pilot, recorded)
     except RunFailed:
         raise
     except OrchestratorError:
@@ -266,4 +283,5 @@ def resume(
         modules_beside(config.config_dir)  # resuming runs the config again: what it names may be imported
         profiles = {name: get_profile(name, config.beside("judges")) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
-        return _execute(store, config, store.templates(), profiles, progress, judges, cache, answers_from=answers_from)
+        recorded = recorded_answers(config, answers_from)
+        return _execute(store, config, store.templates(), profiles, progress, judges, cache, recorded=recorded)

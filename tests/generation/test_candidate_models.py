@@ -264,3 +264,21 @@ backoff_initial_s = 0.01
     config.write_text(text.split("[candidates.good]")[0])
     with pytest.raises(OrchestratorError, match="give a responses file, or candidates that are models"):
         api.load_config(config)
+
+
+@pytest.mark.parametrize("bad", ["missing", "lacks a model"])
+def test_a_bad_answers_file_on_resume_is_refused_before_any_model_or_judge_is_asked(tmp_path, bad, capsys):
+    writers = Writers()
+    with FakeOpenAIServer(behaviour=writers) as server:
+        path, reason = api.start(model_campaign(tmp_path, server.url, prompts=6, max_calls=40), cache=False, pilot=8)
+        assert "pilot" in str(reason)
+        asked, requests = sum(writers.asked.values()), len(server.requests)
+        before = answers(path)
+        recorded = tmp_path / "answers.jsonl"
+        if bad == "lacks a model":
+            recorded.write_text(json.dumps({"prompt_id": "p0", "candidate": "good", "text": "an answer"}) + "\n")
+        assert run_cli(["resume", str(path), "--answers-from", str(recorded), "--no-cache", "--no-report"]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert ("no such file" if bad == "missing" else "no answer of the candidate model 'bad'") in err, err
+        assert sum(writers.asked.values()) == asked and len(server.requests) == requests  # nothing asked, nothing paid
+    assert answers(path) == before

@@ -15,38 +15,85 @@ from orchestrator import api
 from orchestrator.errors import OrchestratorError
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.poe import Observations, PoEConfig, fit_with_reliability, get_expert, permutation_debias, rank_intervals
+from orchestrator.poe.laplace import fit_laplace
+from orchestrator.poe.verdicts import MIXTURE_MIN_WEIGHT, PRIOR_GRID, fit_prior_scale
 from orchestrator.records.log import LogRecord, load_log
 from orchestrator.store import open_run
 
 CONFIG = PoEConfig(expert=get_expert("soft_bt"), judge_sharpness=True, judge_precision=True)
 
 
-def _verdict_coverage(empirical: bool, *, seeds: int = 30, n: int = 12, pairs: int = 60, tau: float = 0.2, bias: float = 1.5) -> float:
-    """Coverage of the true ranks by the 95% rank intervals of a Bradley–Terry judge with position
-    bias that returns one verdict per shown order (both orders of each pair, permutation-debiased)."""
+def _verdicts(seed: int, *, n: int = 12, pairs: int = 60, tau: float = 0.2, bias: float = 1.5) -> tuple[np.ndarray, Observations]:
+    """True scores and the verdicts of a Bradley–Terry judge with position bias that returns one
+    verdict per shown order (both orders of each pair, permutation-debiased)."""
+    rng = np.random.default_rng(seed)
+    true = rng.normal(0.0, tau, n)
+    comparisons = []
+    for _ in range(pairs):
+        i, j = rng.choice(n, 2, replace=False)
+        first = rng.random() < 1 / (1 + np.exp(-(true[i] - true[j] + bias)))
+        second = rng.random() < 1 / (1 + np.exp(-(true[j] - true[i] + bias)))
+        comparisons.append((int(i), int(j), float(permutation_debias(float(first), float(second)))))
+    return true, Observations.from_lists(n, comparisons)
+
+
+def _verdict_coverage(empirical: bool, *, seeds: int = 30, **simulation) -> float:
+    """Coverage of the true ranks by the 95% rank intervals fitted to :func:`_verdicts`."""
     covered = []
     for seed in range(seeds):
-        rng = np.random.default_rng(seed)
-        true = rng.normal(0.0, tau, n)
+        true, obs = _verdicts(seed, **simulation)
         ranks = (-true).argsort().argsort() + 1
-        comparisons = []
-        for _ in range(pairs):
-            i, j = rng.choice(n, 2, replace=False)
-            first = rng.random() < 1 / (1 + np.exp(-(true[i] - true[j] + bias)))
-            second = rng.random() < 1 / (1 + np.exp(-(true[j] - true[i] + bias)))
-            comparisons.append((int(i), int(j), float(permutation_debias(float(first), float(second)))))
-        post = fit_with_reliability(Observations.from_lists(n, comparisons), dataclasses.replace(CONFIG, empirical_prior_scale=empirical))
+        post = fit_with_reliability(obs, dataclasses.replace(CONFIG, empirical_prior_scale=empirical))
         intervals = rank_intervals(post, generator=torch.Generator().manual_seed(seed))
         low, high = intervals.lower.numpy(), intervals.upper.numpy()
         covered.extend(((low <= ranks) & (ranks <= high)).tolist())
     return float(np.mean(covered))
 
 
-def test_rank_intervals_from_verdicts_cover_the_true_ranking():
+def test_rank_intervals_from_verdicts_cover_the_true_ranking_at_their_level():
     # read as stated probabilities under the unit prior, the verdicts' intervals miss (0.85 here);
-    # with the prior's scale averaged over by its evidence they cover
+    # with the prior's scale averaged over by its evidence they cover, without covering everything
     assert _verdict_coverage(False) < 0.9
-    assert _verdict_coverage(True) >= 0.93
+    assert 0.93 <= _verdict_coverage(True) <= 0.985
+    # scores far closer together than the verdicts resolve: still covered
+    assert _verdict_coverage(True, seeds=20, tau=0.05) >= 0.93
+
+
+def test_the_lower_end_of_the_scale_grid_does_not_decide_how_wide_the_intervals_are():
+    # under a proper prior on the scale the mass below τ shrinks like τ, so a grid taken two
+    # decades further down (τ to 0.0001) moves neither the scale nor the intervals
+    config = dataclasses.replace(CONFIG, empirical_prior_scale=True)
+    low_grid = PRIOR_GRID + tuple(float(10 ** (k / 2)) for k in range(9, 17))
+    for seed, tau in [(0, 0.2), (1, 0.02)]:
+        _, obs = _verdicts(seed, tau=tau)
+        start = fit_laplace(obs, config)
+        post, extended = (fit_prior_scale(obs, config, start, grid=grid) for grid in (PRIOR_GRID, low_grid))
+        assert extended.mixture is not None and post.mixture is not None
+        assert float(extended.judges["prior_scale"][0]) == pytest.approx(float(post.judges["prior_scale"][0]), rel=0.1)
+        intervals = [rank_intervals(p, generator=torch.Generator().manual_seed(0)) for p in (post, extended)]
+        widths = [float((i.upper - i.lower).double().mean()) for i in intervals]
+        assert abs(widths[0] - widths[1]) < 0.3
+
+
+def test_the_scale_mixture_is_what_the_intervals_sample_and_its_moments_are_the_posterior():
+    _, obs = _verdicts(3)
+    post = fit_with_reliability(obs, dataclasses.replace(CONFIG, empirical_prior_scale=True))
+    mixture = post.mixture
+    assert mixture is not None and post.cov is not None
+    assert float(mixture.weights.sum()) == pytest.approx(1.0)
+    assert bool((mixture.weights >= MIXTURE_MIN_WEIGHT).all()) and len(mixture.weights) > 1
+    mean = mixture.weights @ mixture.means
+    second = torch.einsum("k,kij->ij", mixture.weights, mixture.covs + mixture.means[:, :, None] * mixture.means[:, None, :])
+    assert torch.allclose(mean, post.mean, atol=1e-3)
+    assert torch.allclose(second - torch.outer(mean, mean), post.cov, atol=1e-3)
+    # the intervals come from the mixture's draws, not from one Gaussian with its moments
+    draws = mixture.draws(4000, torch.Generator().manual_seed(5))
+    assert torch.allclose(draws.mean(0), post.mean, atol=0.02)
+    gaussian = dataclasses.replace(post, mixture=None)
+    sampled = rank_intervals(post, generator=torch.Generator().manual_seed(5))
+    matched = rank_intervals(gaussian, generator=torch.Generator().manual_seed(5))
+    assert sampled.rank_probs is not None and matched.rank_probs is not None
+    assert not torch.equal(sampled.rank_probs, matched.rank_probs)
 
 
 def _record(**fields) -> dict:
