@@ -12,7 +12,7 @@ was fitted on, and its 95% rank intervals are read from:
 - ``before``: the posterior the product reported when the goal was set (a log-uniform prior on τ
   over the same grid, the mixture moment-matched to one Gaussian);
 - ``half-Cauchy, moment-matched``: the product's weights, one Gaussian (what sampling adds);
-- ``grid to τ = 0.001``: the product with its grid extended a decade and a half down (whether the
+- ``grid to τ = 0.001``: the product with its grid extended a decade further down (whether the
   grid's lower end still decides the width);
 - ``oracle scale``: one Laplace posterior at the true scale, τ = the standard deviation of the
   reference scores (the judge's own full-data ranking, which the intervals are scored against): a
@@ -208,7 +208,7 @@ def main() -> None:
                 gen = torch.Generator().manual_seed(seed)
                 fits = grid_fits(obs, config, posterior)
                 half_cauchy = [log_scale_prior(tau) for tau, *_ in fits]
-                low_grid = PRIOR_GRID + tuple(float(10 ** (k / 2)) for k in range(9, 12))
+                low_grid = PRIOR_GRID + tuple(float(10 ** (j / 2)) for j in range(9, 13))  # τ down to 0.001
                 assert result.final.mixture is not None
                 draws = {
                     "product": result.final.mixture.draws(DRAWS, gen),
