@@ -119,6 +119,13 @@ def at_scale(obs, config, posterior, tau: float, gen: torch.Generator) -> torch.
     return gaussian_draws(post.mean, post.dense_cov(), DRAWS, gen)
 
 
+def replay(derived, budget: int, seed: int, reference: np.ndarray):
+    """The product's replay of a derived verdict log, as :mod:`benchmarks.selection.verdict_judges` runs it."""
+    return replay_group(
+        derived, "lookahead", vj.CONFIG, scope="global", debias="permutation", batch=10, budget=budget, seed=seed, reference=reference
+    )
+
+
 class LogUniformScalePrior:
     """The product's fit with the log-uniform prior on τ it had before (every grid point weighted
     by its evidence alone), while the replay runs."""
@@ -140,17 +147,7 @@ def ranking_under_each_prior(records, reference: np.ndarray, seeds: int) -> None
         derived = vj.one_group(vj.as_verdicts(records, 1, 1000 + seed))
         for name, found in rhos.items():
             with LogUniformScalePrior() if name.startswith("log") else contextlib.nullcontext():
-                result = replay_group(
-                    derived,
-                    "lookahead",
-                    vj.CONFIG,
-                    scope="global",
-                    debias="permutation",
-                    batch=10,
-                    budget=400,
-                    seed=seed,
-                    reference=reference,
-                )
+                result = replay(derived, 400, seed, reference)
             order = [result.names.index(n) for n in derived.names]
             found.append(spearman(result.final.mean.numpy()[order], reference))
     print(f"\nthe ranking a run ends with, one verdict at 400 calls, {seeds} draw seeds (the selection reads each prior)\n")
@@ -191,17 +188,7 @@ def main() -> None:
             for seed in range(seeds):
                 derived = vj.one_group(vj.as_verdicts(records, k, 1000 + seed))
                 with LastVerdictFit() as last:
-                    result = replay_group(
-                        derived,
-                        "lookahead",
-                        vj.CONFIG,
-                        scope="global",
-                        debias="permutation",
-                        batch=10,
-                        budget=budget,
-                        seed=seed,
-                        reference=reference,
-                    )
+                    result = replay(derived, budget, seed, reference)
                 assert last.args is not None, "the replay made no verdict fit"
                 obs, config, posterior = last.args
                 order = [result.names.index(n) for n in derived.names]
