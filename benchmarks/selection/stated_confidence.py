@@ -34,11 +34,9 @@ os.environ.setdefault("ORCHESTRATOR_JUDGMENT_CACHE", "off")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness  # noqa: E402
-from benchmarks.selection.verdict_judges import CONFIG, coverage_over_seeds, one_group, pairwise_records  # noqa: E402
-from orchestrator.offline.replay.replay import group_dataset  # noqa: E402
+from benchmarks.selection.verdict_judges import coverage_over_seeds, pairwise_records, reference_scores  # noqa: E402
 from orchestrator.poe.stated import fit_calibration  # noqa: E402
 from orchestrator.records.log import LogRecord  # noqa: E402
-from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
 
 READINGS = ("verdicts", "face value", "calibrated")
 
@@ -117,10 +115,7 @@ def main() -> None:
     args = p.parse_args()
     seeds, budgets = (2, [200]) if args.quick else (args.seeds, [int(b) for b in args.budgets.split(",")])
     records = pairwise_records()
-    group = one_group(records)
-    run_group = build_groups_for(group_dataset(group), "global")[0]
-    full = fit_group(run_group, group.rows, CONFIG, debias="permutation", with_absolute=False).mean.numpy()
-    reference = np.asarray([full[run_group.names.index(n)] for n in group.names])
+    reference = reference_scores(records)
     _, truth = stating_judge(records, args.ceiling, 2000)
     error = calibration_error(truth)
     mean_stated, mean_q = np.mean([t[0] for t in truth]), np.mean([t[1] for t in truth])

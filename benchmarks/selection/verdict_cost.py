@@ -38,10 +38,9 @@ os.environ.setdefault("ORCHESTRATOR_JUDGMENT_CACHE", "off")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import harness  # noqa: E402
-from benchmarks.selection.verdict_judges import CONFIG, as_verdicts, one_group, pairwise_records  # noqa: E402
-from orchestrator.offline.replay.replay import group_dataset, replay_group  # noqa: E402
+from benchmarks.selection.verdict_judges import CONFIG, as_verdicts, one_group, pairwise_records, reference_scores  # noqa: E402
+from orchestrator.offline.replay.replay import replay_group  # noqa: E402
 from orchestrator.records.log import LogRecord  # noqa: E402
-from orchestrator.run.groups import build_groups_for, fit_group  # noqa: E402
 
 STEP = 20
 
@@ -108,10 +107,7 @@ def main() -> None:
     )
     oracle_cs = [] if args.quick else [float(c) for c in args.oracle_c.split(",") if c.strip()]
     records = pairwise_records()
-    group = one_group(records)
-    run_group = build_groups_for(group_dataset(group), "global")[0]
-    full = fit_group(run_group, group.rows, CONFIG, debias="permutation", with_absolute=False).mean.numpy()
-    reference = np.asarray([full[run_group.names.index(n)] for n in group.names])
+    reference = reference_scores(records)
     logprob = np.mean([spearman_curve(records, reference, 400, s) for s in range(3)], axis=0)
     targets = {100: float(logprob[100 // STEP - 1]), 200: float(logprob[200 // STEP - 1])}
     print(f"log-probability judge: Spearman with its own full-data ranking {targets[100]:.3f} at 100 calls, {targets[200]:.3f} at 200\n")

@@ -74,6 +74,15 @@ def one_group(records: list[LogRecord]) -> Group:
     return build_groups([(0, r) for r in records], rows, "none", "global", judge=None, source="qwen", responses_source="qwen")[0]
 
 
+def reference_scores(records: list[LogRecord]) -> np.ndarray:
+    """The log-probability judge's full-data fit (global scope, permutation-debiased), in the order
+    of ``one_group(records).names``: the ranking the verdicts' intervals are scored against."""
+    group = one_group(records)
+    run_group = build_groups_for(group_dataset(group), "global")[0]
+    full = fit_group(run_group, group.rows, CONFIG, debias="permutation", with_absolute=False).mean.numpy()
+    return np.asarray([full[run_group.names.index(n)] for n in group.names])
+
+
 def measure(records: list[LogRecord], reference: np.ndarray, k: int, budget: int, seeds: int, before: bool) -> dict[str, float]:
     def derived(seed: int) -> list[LogRecord]:
         group = as_verdicts(records, k, 1000 + seed)
@@ -112,11 +121,8 @@ def main() -> None:
     seeds, ks = (2, [0, 1]) if args.quick else (args.seeds, [int(k) for k in args.ks.split(",")])
     budgets = [int(b) for b in args.budgets.split(",")]
     records = pairwise_records()
-    group = one_group(records)
-    run_group = build_groups_for(group_dataset(group), "global")[0]
-    full = fit_group(run_group, group.rows, CONFIG, debias="permutation", with_absolute=False).mean.numpy()
-    reference = np.asarray([full[run_group.names.index(n)] for n in group.names])
-    print(f"{len(records)} pairwise judgments, {len(group.names)} systems; reference: the log-probability judge's full-data fit\n")
+    reference = reference_scores(records)
+    print(f"{len(records)} pairwise judgments, {len(reference)} systems; reference: the log-probability judge's full-data fit\n")
     print(
         "| judge | calls | coverage of the judge's own ranks | mean width (ranks of 16) | Spearman with it | before #62: coverage, width |"
     )

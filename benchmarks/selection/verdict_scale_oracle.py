@@ -38,14 +38,13 @@ import torch
 
 from benchmarks import harness
 from benchmarks.selection import verdict_judges as vj
-from orchestrator.offline.replay.replay import group_dataset, replay_group
+from orchestrator.offline.replay.replay import replay_group
 from orchestrator.offline.replay.report import spearman
 from orchestrator.poe import reliability, verdicts
 from orchestrator.poe.laplace import Posterior, fit_laplace
 from orchestrator.poe.objective import NegLogPosterior
 from orchestrator.poe.uncertainty import rank_intervals, rank_intervals_from_draws
 from orchestrator.poe.verdicts import PRIOR_GRID, fit_prior_scale, log_evidence, log_scale_prior
-from orchestrator.run.groups import build_groups_for, fit_group
 
 DRAWS = 4000
 SIMULATIONS = 4
@@ -171,10 +170,7 @@ def main() -> None:
         (2, [400], [1]) if args.quick else (args.seeds, [int(b) for b in args.budgets.split(",")], [int(k) for k in args.ks.split(",")])
     )
     records = vj.pairwise_records()
-    group = vj.one_group(records)
-    run_group = build_groups_for(group_dataset(group), "global")[0]
-    full = fit_group(run_group, group.rows, vj.CONFIG, debias="permutation", with_absolute=False).mean.numpy()
-    reference = np.asarray([full[run_group.names.index(n)] for n in group.names])
+    reference = vj.reference_scores(records)
     ref_rank = (-reference).argsort().argsort() + 1
     true_tau = float(reference.std())
     print(f"reference: the log-probability judge's full-data fit; the truth's scale τ = {true_tau:.3f}\n")
