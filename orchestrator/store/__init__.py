@@ -48,6 +48,7 @@ from ..records.dataset import Dataset, turns_json
 from ..records.templates import Template
 from .answers import create_answers_table
 from .attachments import write_attachments
+from .integrity import fill_request_status, inconsistencies
 from .locks import RunLock, creation_lock, readonly, snapshot_reader
 from .rows import JudgmentRecord, PlannedRequest
 from .run_store import RunStore, Spend, connect
@@ -187,6 +188,7 @@ def check_run_file(path: Path) -> None:
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+        wrong = inconsistencies(conn, tables) if version <= SCHEMA_VERSION else []
     except sqlite3.DatabaseError as exc:
         raise OrchestratorError(f"{path}: not a run file ({exc})") from None
     finally:
@@ -199,6 +201,11 @@ def check_run_file(path: Path) -> None:
     missing = {"runs", "prompts", "responses", "requests", "judgments", "rounds"} - tables
     if version < 1 or missing:
         raise OrchestratorError(f"{path}: not a run file (missing tables: {', '.join(sorted(missing)) or 'none'})")
+    if wrong:
+        raise OrchestratorError(
+            f"{path}: an inconsistent run file, which no version of the orchestrator writes: {'; '.join(wrong)}; "
+            "nothing was read or changed (restore it from a copy)"
+        )
 
 
 def _migrate(store: RunStore) -> None:
@@ -206,11 +213,16 @@ def _migrate(store: RunStore) -> None:
     row), version 3 ``judgments.cached`` (0: nothing was cached before the cache existed), version 4
     ``judgments.samples``, ``judgments.completions`` and ``requests.reserved_calls`` (NULL: 1),
     version 5 ``judgments.stated`` (NULL: no stated confidence), version 6 ``runs.stop_kind`` (NULL:
-    the kind was not stored)."""
+    the kind was not stored). A request whose status is NULL (a file another tool wrote or a person
+    edited) gets the one its judgment implies, at any version (:mod:`.integrity`)."""
     version = next(store.db.query("PRAGMA user_version"))["user_version"]
     if version >= SCHEMA_VERSION:
+        if store.db.conn.execute("select 1 from requests where status is null limit 1").fetchone():
+            with store._transaction():
+                fill_request_status(store.db.conn)
         return
     with store._transaction():
+        fill_request_status(store.db.conn)
         if version < 2:
             for table in ("requests", "judgments"):
                 store.db.execute(f"ALTER TABLE [{table}] ADD COLUMN [repeat] INTEGER NOT NULL DEFAULT 0")

@@ -25,6 +25,7 @@ from ..records.log import GRADES, prob_first
 from ..records.templates import Template
 from ..secrets import redact
 from .attachments import read_attachment
+from .integrity import REQUEST_COUNTS, run_row
 from .locks import RunLock
 from .rows import JudgmentRecord, PlannedRequest, judgment_row, light_columns, parse_candidates
 
@@ -126,7 +127,8 @@ class RunStore:
     # -- run row -----------------------------------------------------------------------------
     @property
     def run(self) -> dict[str, Any]:
-        return next(self.db.query("select * from runs where id = 1"))
+        """The run's row, a NULL read as its default (:func:`.integrity.run_row`)."""
+        return run_row(next(self.db.query("select * from runs where id = 1")), self.path)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -162,7 +164,7 @@ class RunStore:
             responses: dict[str, dict[str, ResponseText]] = {p: {} for p in prompts}
             for r in self.db.query("select prompt_id, candidate, text, human from responses order by rowid"):
                 responses[r["prompt_id"]][r["candidate"]] = ResponseText.model_construct(
-                    prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"])
+                    prompt_id=r["prompt_id"], candidate=r["candidate"], text=r["text"], human=json.loads(r["human"]) if r["human"] else {}
                 )
             from .answers import with_answers
 
@@ -298,7 +300,7 @@ class RunStore:
 
     def request_counts(self) -> dict[str, int]:
         """Planned requests by status (``pending``, ``done``, ``failed``)."""
-        return {r["status"]: r["n"] for r in self.db.query("select status, count(*) as n from requests group by status")}
+        return {r["status"]: r["n"] for r in self.db.query(REQUEST_COUNTS)}
 
     def failure_counts(self) -> dict[str, int]:
         """Permanent failures by error type."""
