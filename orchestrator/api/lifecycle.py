@@ -102,6 +102,8 @@ def dry_run(config: str | Path | Any, *, runs_dir: str | Path | None = None, smo
     preparation.check_new_run(cfg)
     prepared = preparation.prepare(cfg)
     estimate = preparation.dry_run(prepared)
+    if smoke and cfg.candidates:  # the candidate models first: a judge's smoke call shows their answers
+        estimate["generation"] = preparation.smoke_candidates(prepared)
     if smoke:
         estimate["smoke"] = preparation.smoke(prepared)
     return estimate
@@ -115,12 +117,16 @@ def resume(
     judges: dict | None = None,
     cache: str | Path | bool | None = None,
     answers_from: str | Path | None = None,
+    allow_changed: bool = False,
 ) -> str | None:
     """Continue an interrupted (or failed) run; the stop reason, or None when it had finished
-    (``cache`` and ``answers_from`` as in :func:`start`)."""
+    (``cache`` and ``answers_from`` as in :func:`start`; ``allow_changed``: go on although a
+    candidate model's settings changed since its answers were generated)."""
     from ..run.service import resume as resume_run
 
-    return resume_run(run, progress=progress, judges=judges, api_base=api_base, cache=cache, answers_from=answers_from)
+    return resume_run(
+        run, progress=progress, judges=judges, api_base=api_base, cache=cache, answers_from=answers_from, allow_changed=allow_changed
+    )
 
 
 def status(run: str | Path) -> Status:

@@ -40,7 +40,7 @@ def compare_cmd(
     require: CompareRequire = None,
     design: CompareDesign = None,
     plan: ComparePlan = False,
-    effect: CompareEffect = 3.0,
+    effect: CompareEffect = None,
     spread: CompareSpread = None,
     spread_from: CompareSpreadFrom = None,
     json_out: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
@@ -65,7 +65,7 @@ def compare_cmd(
     from ..api.compare import junit_xml
 
     _check_range(max_calls, "--max-calls", 1)
-    if not plan and (effect != 3.0 or spread is not None or spread_from is not None):
+    if not plan and (effect is not None or spread is not None or spread_from is not None):
         raise OrchestratorError("--effect, --spread and --spread-from go with --plan (they size a plan; a run reads its own outcomes)")
     if plan:
         _print_plan(config, runs_dir, margin, alpha, max_calls, require, design, baseline, effect, spread, spread_from, json_out)
@@ -112,7 +112,7 @@ def _print_plan(config, runs_dir, margin, alpha, max_calls, require, design, bas
         require=require,
         design=design,
         baseline_run=baseline,
-        effect=effect,
+        effect=3.0 if effect is None else effect,
         spread=spread,
         spread_from=spread_from,
     )

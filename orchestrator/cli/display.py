@@ -39,9 +39,13 @@ def run_display(total: int | None):
                 lines.line(event.reason, force=True)
             return
         if event.kind == "draining":
+            doing = f"{event.planned_requests} judge call(s)"
+            if event.generations:
+                doing += f" and {event.generations} answer generation(s)"
+            limit = f" (at most {event.wait_limit_s:.0f} s)" if event.wait_limit_s else ""
             err_console.print(
-                f"interrupted: finishing the {event.planned_requests} call(s) in flight so nothing paid for "
-                "is lost; press Ctrl-C again to stop at once"
+                f"interrupted: finishing the {doing} in flight{limit} so nothing paid for is lost; "
+                "press Ctrl-C again to stop at once (an answer not yet written is asked again by `orchestrator resume`)"
             )
             return
         if event.kind == "judge_stopped":
@@ -108,6 +112,8 @@ def print_ranking(ranking: Ranking, limit_groups: int | None = None, details: bo
     level = f"{int(ranking.level * 100)}%"
     for entry in ranking.groups[:limit_groups]:
         out_console.print(ranking_table(entry, level, details))
+        if entry.not_judged:
+            out_console.print(f"not judged (none of their answers could be generated): {', '.join(entry.not_judged)}", soft_wrap=True)
         _leaderboard_notes(entry, level)
         _group_notes(entry, ranking.information, level, details)
     if limit_groups is not None and len(ranking.groups) > limit_groups:

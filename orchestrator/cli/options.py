@@ -141,7 +141,9 @@ ComparePlan = Annotated[
     bool, typer.Option("--plan", help="Pay nothing: print the prompts needed for a power of 0.8 and what this budget reaches.")
 ]
 
-CompareEffect = Annotated[float, number_option("--effect", "With --plan: the true difference beyond the margin the power is for (points).")]
+CompareEffect = Annotated[
+    Optional[float], number_option("--effect", "With --plan: the true difference beyond the margin the power is for (points; default 3).")
+]
 
 CompareSpread = Annotated[
     Optional[float], number_option("--spread", "With --plan: the outcomes' standard deviation (default: assumed 0.3).")

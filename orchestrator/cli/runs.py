@@ -50,12 +50,14 @@ def run_cmd(
     if dry_run:
         estimate = api.dry_run(cfg, smoke=not offline)
         smoke = estimate.pop("smoke", [])
+        generation = estimate.pop("generation", [])
         table = Table(title=f"dry run: {config} ({'nothing sent' if offline else 'one smoke call per judge and template'})")
         table.add_column("item")
         table.add_column("value", justify="right")
         for k, v in estimate.items():
             table.add_row(k.replace("_", " "), str(v))
         out_console.print(table)
+        _print_generation(generation)
         if smoke:
             calls = Table(title="smoke call: each judge's parsed answer to one request")
             for name in ("judge", "template", "answer"):
@@ -85,6 +87,22 @@ def run_cmd(
     _finished(path, f"finished: {reason}. Inspect with `orchestrator rank {path}`", report)
 
 
+def _print_generation(rows: list[dict]) -> None:
+    """The dry run's one generation per candidate model; the first that failed is one line, exit 2."""
+    if not rows:
+        return
+    table = Table(title="each candidate model's answer to one prompt")
+    for name in ("candidate", "model", "answer"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(row["candidate"], row["model"], row.get("answer") or f"FAILED: {row['error']}")
+    out_console.print(table)
+    failed = [row for row in rows if row["status"] == "failed"]
+    if failed:
+        names = ", ".join(repr(row["candidate"]) for row in failed)
+        raise OrchestratorError(f"candidate model(s) {names} did not answer: {failed[0]['error']}")
+
+
 @app.command("resume")
 def resume_cmd(
     run: Path = run_argument(),
@@ -95,6 +113,11 @@ def resume_cmd(
     cache: RunCache = None,
     no_cache: RunNoCache = False,
     answers_from: RunAnswersFrom = None,
+    allow_changed: bool = typer.Option(
+        False,
+        "--allow-changed-candidates",
+        help="Go on although a candidate model's settings changed since its answers were generated (each answer keeps its own).",
+    ),
 ) -> None:
     """Continue an interrupted run: re-ask pending requests, then go on; nothing committed is asked again.
 
@@ -102,7 +125,10 @@ def resume_cmd(
     from .. import api
 
     cached = _cache_setting(cache, no_cache)
-    reason = _live(run, lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached, answers_from=answers_from))
+    reason = _live(
+        run,
+        lambda on: api.resume(run, progress=on, api_base=api_base, cache=cached, answers_from=answers_from, allow_changed=allow_changed),
+    )
     if reason is None:
         err_console.print(f"{run}: the run has already finished ({api.status(run).stop_reason}); nothing to do")
     else:

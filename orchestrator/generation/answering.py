@@ -67,5 +67,12 @@ class Answering:
             store, ctx.dataset, self.settings, self.generators, policy, draining, sleep, concurrency=dispatch.concurrency, cache=self.cache
         )
         planned = set(stored_answers(store))
-        ctx.answers = AnswerPlanning(ctx.dataset, self.settings, planned=planned, failed=pipeline.failures, prices=self.prices)
+        ctx.answers = AnswerPlanning(
+            ctx.dataset,
+            self.settings,
+            planned=planned,
+            failed=pipeline.failures,
+            failure_rounds=pipeline.failure_rounds,
+            prices=self.prices,
+        )
         return pipeline

@@ -1,7 +1,7 @@
 """The generation cache: answers of candidate models kept in the judgment cache's file (its
-``generations`` table), keyed by what determines an answer — the model, its address, system
-message, temperature, ``max_tokens``, seed and other parameters, and the conversation — never the
-run. Only answers that were generated are kept (a failure is asked again); a hit costs nothing."""
+``generations`` table), keyed by what determines an answer — the model, its address (or its
+deployments), system message, temperature, ``max_tokens``, seed and other parameters, the
+conversation — and the candidate it was written for, never the run. Only answers that were generated are kept (a failure is asked again); a hit costs nothing."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ __all__ = ["GenerationCache", "generation_key"]
 
 
 def generation_key(request: AnswerRequest) -> str:
+    """The cache's identity of an answer: its settings (model, address or deployments, system
+    message, sampling), the conversation, and the candidate it was written for — two candidates
+    with the same settings in one run each get answers of their own (an A/A comparison of a sampled
+    model compares two draws, never a text with itself)."""
     return hashlib.sha256(
-        "\x1f".join(["generation", request.settings.identity(), json.dumps(request.messages, sort_keys=True)]).encode()
+        "\x1f".join(["generation", request.settings.identity(), json.dumps(request.messages, sort_keys=True), request.candidate]).encode()
     ).hexdigest()
 
 

@@ -6,6 +6,7 @@ raises on a failed call: the answer records why, and whether a retry could help.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,14 +42,18 @@ class LiteLLMGenerator:
             "messages": request.messages,
             "temperature": s.temperature,
             "max_tokens": s.max_tokens,
-            "timeout": TIMEOUT_S,
+            "timeout": s.timeout_s or TIMEOUT_S,
+            "max_retries": 0,  # one retry layer: the pipeline's tenacity policy (counts attempts, honours Retry-After)
         }
         if s.seed is not None:
             kwargs["seed"] = s.seed
         base = self.api_base or s.api_base
         if base and self.router is None:
             kwargs["api_base"] = base
-            kwargs.setdefault("api_key", "not-needed")  # local OpenAI-compatible servers ignore it
+        if s.api_key_env and not self.api_base:  # (a bundled model's server takes no key)
+            kwargs["api_key"] = os.environ.get(s.api_key_env)
+        elif base and self.router is None:
+            kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
         return kwargs
 
     async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
@@ -61,8 +66,10 @@ class LiteLLMGenerator:
             kwargs = self._kwargs(request)
             response = await (self.router.acompletion(**kwargs) if self.router is not None else litellm.acompletion(**kwargs))
         except Exception as exc:  # a failed call is an answer that says why
-            error_type, retryable, _ = classify_error(exc)
-            return GeneratedAnswer.failure(error_text(exc), error_type, retryable=retryable, latency_s=time.perf_counter() - started)
+            error_type, retryable, retry_after = classify_error(exc)
+            return GeneratedAnswer.failure(
+                error_text(exc), error_type, retryable=retryable, retry_after_s=retry_after, latency_s=time.perf_counter() - started
+            )
         latency = time.perf_counter() - started
         try:
             choice = response.choices[0]
@@ -107,6 +114,12 @@ class RecordedAnswers:
         self.path = Path(path)
         if not self.path.is_file():
             raise OrchestratorError(f"--answers-from {self.path}: no such file")
+        with self.path.open("rb") as fh:
+            if fh.read(16) == b"SQLite format 3\x00":
+                raise OrchestratorError(
+                    f"--answers-from {self.path}: this is a run file (SQLite), not a file of answers; write its answers out with "
+                    f"`orchestrator export {self.path} --format answers --out answers.jsonl` and give that file"
+                )
         self.texts: dict[tuple[str, str], str] = {}
         for number, row in validate_jsonl(self.path, ResponseText, "the file has no rows"):
             key = (row.prompt_id, row.candidate)
@@ -116,6 +129,21 @@ class RecordedAnswers:
 
     def candidates(self) -> set[str]:
         return {c for _, c in self.texts}
+
+    def unused(self, prompts: set[str], candidates: set[str]) -> str | None:
+        """What in the file the run will never read (rows for prompts or candidates it does not
+        have), in words, or None."""
+        other_prompts = sum(1 for p, c in self.texts if p not in prompts and c in candidates)
+        other_candidates = sorted({c for _, c in self.texts if c not in candidates})
+        said = []
+        if other_prompts:
+            said.append(f"{other_prompts} row(s) for prompts the run does not have")
+        if other_candidates:
+            rows = sum(1 for _, c in self.texts if c not in candidates)
+            said.append(
+                f"{rows} row(s) of {len(other_candidates)} candidate(s) that are not its models ({', '.join(other_candidates[:5])})"
+            )
+        return f"--answers-from {self.path}: {' and '.join(said)}; they are not used" if said else None
 
     async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
         text = self.texts.get((request.prompt_id, request.candidate))

@@ -9,27 +9,41 @@ why, and no judge is asked about it."""
 from __future__ import annotations
 
 import asyncio
-import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..failpoints import failpoint
-from ..judging.dispatch import RetryPolicy
+from ..judging.dispatch import RetryPolicy, retrier
 from ..records.answers import AnswerRequest, GeneratedAnswer
 from ..records.candidate_models import GenerationSettings
 from ..records.dataset import Dataset
 from ..records.judgments import JudgeRequest, Judgment
 from ..run.requests import PlanContext
 from ..store import PlannedRequest, RunStore
-from ..store.answers import commit_answer, stored_answers
-from .generators import Generator
+from ..store.answers import answer_round, commit_answer, stored_answers
+from .generators import TIMEOUT_S, Generator
 from .planning import BYTES_PER_TOKEN_BOUND
 from .settings import answer_messages
 
-__all__ = ["AnswerPipeline", "INTERRUPTED"]
+__all__ = ["AnswerPipeline", "INTERRUPTED", "too_long"]
 
 INTERRUPTED = "interrupted"
 """What :meth:`AnswerPipeline.ensure` says of an answer a drain left for the resume."""
+
+
+def too_long(answer: GeneratedAnswer, max_tokens: int) -> GeneratedAnswer:
+    """``answer``, or its failure ``answer_too_long`` when its text is longer than any judge
+    request reserved for it (:data:`~.planning.BYTES_PER_TOKEN_BOUND` bytes per token of
+    ``max_tokens``): such an answer is judged by no request, whatever the budget (what it cost
+    stays counted)."""
+    size = len(answer.text.encode())
+    if answer.status != "ok" or size <= BYTES_PER_TOKEN_BOUND * max_tokens:
+        return answer
+    error = (
+        f"the answer is {size:,} bytes, more than the {BYTES_PER_TOKEN_BOUND} bytes per token of its max_tokens ({max_tokens}) "
+        "that judge requests reserve for it; no judge is shown it"
+    )
+    return answer.model_copy(update={"status": "failed", "text": "", "error": error, "error_type": "answer_too_long"})
 
 
 @dataclass(eq=False)
@@ -48,9 +62,17 @@ class AnswerPipeline:
     sleep: Callable[[float], Any] = asyncio.sleep
     concurrency: int = 4
     cache: Any = None
-    """The generation cache (:class:`~orchestrator.store.cache.GenerationCache`) or None."""
+    """The generation cache (:class:`~orchestrator.generation.cache.GenerationCache`) or None."""
     failures: dict[tuple[str, str], str] = field(default_factory=dict)
     """Answers that could not be generated, with why (stored ones included)."""
+    failure_codes: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The same answers' failure codes (``error_type``)."""
+    failure_rounds: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The same answers, each with the round that first needed it."""
+    in_flight: int = 0
+    """Generation calls sent and not yet answered."""
+    attempts: dict[str, int] = field(default_factory=dict)
+    """Candidate → generation calls made this session."""
     _tasks: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -58,6 +80,8 @@ class AnswerPipeline:
         for key, record in stored_answers(self.store).items():
             if record.status == "failed":
                 self.failures[key] = record.error or record.error_type or "failed"
+                self.failure_codes[key] = record.error_type or "failed"
+                self.failure_rounds[key] = record.round
 
     async def ensure(self, prompt_id: str, candidate: str) -> str | None:
         """Wait for this answer: None once it is in the dataset, else why it is not (a stored
@@ -72,6 +96,10 @@ class AnswerPipeline:
             task = self._tasks[key] = asyncio.ensure_future(self._generate(prompt_id, candidate))
         return await asyncio.shield(task)
 
+    def time_limit_s(self) -> float:
+        """The longest one generation call may take (the slowest candidate's limit)."""
+        return max((s.timeout_s or TIMEOUT_S for s in self.settings.values()), default=TIMEOUT_S)
+
     def request(self, prompt_id: str, candidate: str) -> AnswerRequest:
         settings = self.settings[candidate]
         return AnswerRequest(
@@ -85,11 +113,14 @@ class AnswerPipeline:
             answer = await self._call(request)
             if answer is None:
                 return INTERRUPTED
+        answer = too_long(answer, request.settings.max_tokens)
         commit_answer(self.store, prompt_id, candidate, answer)
         failpoint("answer_committed")
         if answer.status != "ok":
             reason = f"no answer of {candidate!r} to prompt {prompt_id!r}: {answer.error_type}: {answer.error}"
             self.failures[(prompt_id, candidate)] = reason
+            self.failure_codes[(prompt_id, candidate)] = answer.error_type or "failed"
+            self.failure_rounds[(prompt_id, candidate)] = answer_round(self.store, prompt_id, candidate)
             return reason
         if self.cache is not None and not answer.cached:
             self.cache.remember(request, answer)
@@ -97,22 +128,32 @@ class AnswerPipeline:
         return None
 
     async def _call(self, request: AnswerRequest) -> GeneratedAnswer | None:
-        """The answer, tried again with backoff while its failure is retryable; None when a drain
-        stopped it before an answer came (left pending for the resume)."""
+        """The answer, tried again while its failure is retryable (:func:`~orchestrator.judging.dispatch.retrier`:
+        at most ``max_attempts`` calls, ``Retry-After`` honoured); None when a drain stopped it
+        before an answer came (left pending for the resume)."""
         generator = self.generators[request.candidate]
-        wait = self.policy.backoff_initial_s
-        for attempt in range(1, self.policy.max_attempts + 1):
+        self.attempts[request.candidate] = self.attempts.get(request.candidate, 0)
+
+        async def once() -> GeneratedAnswer | None:
             if self.draining():
                 return None
             async with self._semaphore:
                 if self.draining():
                     return None
-                answer = await generator.generate(request)
-            if answer.status == "ok" or not answer.retryable or attempt == self.policy.max_attempts:
-                return answer
-            await self.sleep(min(wait * (1 + random.random()), self.policy.backoff_max_s))
-            wait *= 2
-        return None
+                self.in_flight += 1
+                try:
+                    self.attempts[request.candidate] += 1
+                    return await generator.generate(request)
+                finally:
+                    self.in_flight -= 1
+
+        retrying = retrier(
+            self.policy,
+            sleep=self.sleep,
+            retry=lambda a: a is not None and a.status == "failed" and a.retryable and not self.draining(),
+            retry_after=lambda a: a.retry_after_s,
+        )
+        return await retrying(once)
 
     async def ready(
         self, row: PlannedRequest, *, ctx: PlanContext, request_of: Callable[[PlannedRequest], JudgeRequest]
@@ -127,15 +168,17 @@ class AnswerPipeline:
         reasons = await asyncio.gather(*(self.ensure(row.prompt_id, c) for c in shown))
         if INTERRUPTED in reasons:
             return None
-        failed = [r for r in reasons if r]
+        failed = [(r, c) for r, c in zip(reasons, shown) if r]
         if failed:
-            return request_of(row).failure(failed[0], error_type="no_answer", completions=0)
+            reason, candidate = failed[0]
+            code = "answer_too_long" if self.failure_codes.get((row.prompt_id, candidate)) == "answer_too_long" else "no_answer"
+            return request_of(row).failure(reason, error_type=code, completions=0)
         row = ctx.rendered(row)
-        if not ctx.fits(row):
+        if not ctx.fits(row):  # (an answer within its bound always fits; kept as the last guard)
             return request_of(row).failure(
                 f"the answer shown is longer than the request reserved for it (more than {BYTES_PER_TOKEN_BOUND} bytes per token); "
                 "not judged",
-                error_type="budget",
+                error_type="answer_too_long",
                 completions=0,
             )
         self.store.set_request_messages(row.key, row.messages)

@@ -32,6 +32,8 @@ class AnswerPlanning:
     """Answers some round has reserved already (stored rows of the ``answers`` table)."""
     failed: dict[tuple[str, str], str] = field(default_factory=dict)
     """Answers that could not be generated, with why (the pipeline's own record of them)."""
+    failure_rounds: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The same answers, each with the round that first needed it (what a comparison reads)."""
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Candidate → USD per (prompt, completion) token."""
 

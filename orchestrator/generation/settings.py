@@ -11,7 +11,7 @@ from ..errors import OrchestratorError
 from ..records.candidate_models import CandidateModel, GenerationSettings
 from ..records.dataset import PromptRow
 
-__all__ = ["answer_messages", "generation_settings", "resolve_candidates"]
+__all__ = ["answer_messages", "candidate_router", "generation_settings", "resolve_candidates"]
 
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -25,12 +25,13 @@ def generation_settings(name: str, candidate: CandidateModel, profile_dirs: list
         OrchestratorError: a model string litellm cannot route, naming the candidate.
     """
     from ..judging.embedded import EMBEDDED_MODELS
-    from ..judging.profiles import get_profile
+    from ..judging.profiles import get_profile, register_profile_secrets
     from ..judging.profiles import profile_dirs as dirs_of
 
     fields = candidate.model_dump(exclude={"model"})
     model, embedded, api_base = candidate.model, None, candidate.api_base
     prices = (candidate.price_input_per_mtok, candidate.price_output_per_mtok)
+    connection: dict = {}
     if _PROFILE_NAME.match(model) and any((d / f"{model}.toml").is_file() for d in dirs_of(profile_dirs)):
         profile = get_profile(model, profile_dirs)
         if profile.kind != "model" or profile.provider:
@@ -41,6 +42,14 @@ def generation_settings(name: str, candidate: CandidateModel, profile_dirs: list
             prices[0] if prices[0] is not None else profile.price_input_per_mtok,
             prices[1] if prices[1] is not None else profile.price_output_per_mtok,
         )
+        # the profile's key, time limit and parameters are sent as for the judge (its own fields win)
+        register_profile_secrets(profile)
+        connection = {
+            "api_key_env": profile.api_key_env,
+            "timeout_s": profile.timeout_s,
+            "deployments": sorted(d.api_base for d in profile.deployments),
+        }
+        fields["params"] = {**profile.params, **fields["params"]}
     elif model in EMBEDDED_MODELS:
         model, embedded = f"openai/{model}", model
     else:
@@ -56,6 +65,7 @@ def generation_settings(name: str, candidate: CandidateModel, profile_dirs: list
         embedded=embedded,
         price_input_per_mtok=prices[0],
         price_output_per_mtok=prices[1],
+        **connection,
     )
 
 
@@ -85,3 +95,17 @@ def answer_messages(prompt: PromptRow, settings: GenerationSettings) -> list[dic
     )
     own_system = bool(turns) and turns[0]["role"] == "system"
     return ([{"role": "system", "content": settings.system}] if settings.system and not own_system else []) + turns
+
+
+def candidate_router(model: str, dirs: list[Path]) -> object | None:
+    """A litellm Router over the endpoints of a candidate model named by a profile with
+    ``deployments`` (as for judges, docs/scaling.md), else None."""
+    from ..judging.deployments import DeploymentRouter
+    from ..judging.profiles import get_profile, profile_dirs
+
+    if not any((d / f"{model}.toml").is_file() for d in profile_dirs(dirs)):
+        return None
+    profile = get_profile(model, dirs)
+    if not profile.deployments:
+        return None
+    return DeploymentRouter.of_profile(profile)

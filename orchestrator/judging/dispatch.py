@@ -18,7 +18,7 @@ from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_ex
 
 from .client import Judge, JudgeRequest, Judgment, error_text
 
-__all__ = ["RetryPolicy", "call_with_retries"]
+__all__ = ["RetryPolicy", "call_with_retries", "retrier"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,31 @@ class RetryPolicy:
                 raise ValueError(f"{name} must be a finite number >= 0 (got {value})")
 
 
+def retrier(
+    policy: RetryPolicy, *, sleep: Callable[[float], Any], retry: Callable[[Any], bool], retry_after: Callable[[Any], float | None]
+) -> AsyncRetrying:
+    """tenacity's retrying loop for a call that returns its failure (never raises): at most
+    ``policy.max_attempts`` tries while ``retry(outcome)``, each wait the outcome's
+    ``retry_after(outcome)`` when finite, else exponential backoff with jitter, capped at
+    ``backoff_max_s``; when the tries run out, the last outcome is the answer."""
+    backoff = wait_exponential_jitter(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
+
+    def wait(state) -> float:
+        outcome = state.outcome.result() if state.outcome and not state.outcome.failed else None
+        said = retry_after(outcome) if outcome is not None else None
+        if said is not None and math.isfinite(said):
+            return min(max(said, 0.0), policy.backoff_max_s)
+        return min(backoff(state), policy.backoff_max_s)
+
+    return AsyncRetrying(
+        stop=stop_after_attempt(policy.max_attempts),
+        wait=wait,
+        retry=retry_if_result(retry),
+        retry_error_callback=_last_outcome,
+        sleep=sleep,
+    )
+
+
 async def call_with_retries(
     judge: Judge,
     request: JudgeRequest,
@@ -54,15 +79,6 @@ async def call_with_retries(
     ``stop()`` true (a run draining after Ctrl-C) makes no new attempt: the last failure is
     returned and the caller decides what it means.
     """
-    backoff = wait_exponential_jitter(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
-
-    def wait(state) -> float:
-        judgment = state.outcome.result() if state.outcome and not state.outcome.failed else None
-        retry_after = judgment.retry_after_s if judgment is not None else None
-        if retry_after is not None and math.isfinite(retry_after):
-            return min(max(retry_after, 0.0), policy.backoff_max_s)
-        return min(backoff(state), policy.backoff_max_s)
-
     attempts = 0
     last: Judgment | None = None
 
@@ -88,17 +104,13 @@ async def call_with_retries(
             )
             return last
 
-    retrying = AsyncRetrying(
-        stop=stop_after_attempt(policy.max_attempts),
-        wait=wait,
-        retry=retry_if_result(lambda j: j.status == "failed" and j.retryable and not stop()),
-        retry_error_callback=_last_judgment,
-        sleep=sleep,
+    retrying = retrier(
+        policy, sleep=sleep, retry=lambda j: j.status == "failed" and j.retryable and not stop(), retry_after=lambda j: j.retry_after_s
     )
     judgment: Judgment = await retrying(once)
     return judgment, attempts
 
 
-def _last_judgment(state: Any) -> Judgment:
+def _last_outcome(state: Any) -> Any:
     """When the attempts run out, the last failure is the answer (not an exception)."""
     return state.outcome.result()

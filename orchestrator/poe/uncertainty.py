@@ -79,13 +79,19 @@ class RankIntervals:
 
 
 def rank_intervals(
-    posterior: Posterior, *, level: float = 0.95, n_samples: int = 4000, generator: torch.Generator | None = None
+    posterior: Posterior,
+    *,
+    level: float = 0.95,
+    n_samples: int = 4000,
+    generator: torch.Generator | None = None,
+    among: list[int] | None = None,
 ) -> RankIntervals:
     """Rank credible intervals by sampling the Laplace posterior ``N(μ, Σ)`` (PoE §4.3), or the
     mixture of Laplace posteriors a verdict judge's fit averages over (:attr:`Posterior.mixture`),
     component by component. A sparse posterior's own draws are used
     (:data:`~orchestrator.poe.sparse.N_DRAWS` of them, so the interval ends are those of a few
-    dozen draws).
+    dozen draws). ``among``: the ranks among these candidates only (the draws' marginal over them),
+    in that order.
 
     Raises:
         ValueError: level outside (0, 1) or fewer than 100 samples.
@@ -97,15 +103,17 @@ def rank_intervals(
     generator = generator or torch.Generator().manual_seed(0)
     n = posterior.n
     if posterior.mixture is not None:
-        return rank_intervals_from_draws(posterior.mixture.draws(n_samples, generator), level=level)
-    if posterior.cov is None:
+        draws = posterior.mixture.draws(n_samples, generator)
+    elif posterior.cov is None:
         assert posterior.sparse is not None
-        return rank_intervals_from_draws(posterior.mean + posterior.sparse.draws, level=level)
-    chol, info = torch.linalg.cholesky_ex(posterior.cov)
-    if int(info) != 0:
-        chol = torch.linalg.cholesky(posterior.cov + 1e-10 * torch.eye(n, dtype=posterior.cov.dtype))
-    z = torch.randn((n_samples, n), generator=generator, dtype=posterior.cov.dtype)
-    return rank_intervals_from_draws(posterior.mean + z @ chol.T, level=level)
+        draws = posterior.mean + posterior.sparse.draws
+    else:
+        chol, info = torch.linalg.cholesky_ex(posterior.cov)
+        if int(info) != 0:
+            chol = torch.linalg.cholesky(posterior.cov + 1e-10 * torch.eye(n, dtype=posterior.cov.dtype))
+        z = torch.randn((n_samples, n), generator=generator, dtype=posterior.cov.dtype)
+        draws = posterior.mean + z @ chol.T
+    return rank_intervals_from_draws(draws if among is None else draws[:, among], level=level)
 
 
 def rank_intervals_from_draws(draws: Tensor | np.ndarray, *, level: float = 0.95) -> RankIntervals:

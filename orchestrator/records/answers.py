@@ -43,6 +43,8 @@ class GeneratedAnswer(BaseModel):
     error_type: str | None = None
     retryable: bool = False
     """A failure a retry could cure (a rate limit, a timeout, a dropped connection)."""
+    retry_after_s: float | None = None
+    """The server's ``Retry-After``, seconds, when it sent one."""
     cached: bool = False
     """Answered from the generation cache: nothing paid."""
 

@@ -69,11 +69,19 @@ class GenerationSettings(BaseModel):
     """The bundled llama.cpp model, when it is one (started by the run)."""
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    api_key_env: str | None = None
+    """The variable holding the key sent with every call (a judge profile's ``api_key_env``)."""
+    timeout_s: float | None = None
+    """One call's limit in seconds (a judge profile's ``timeout_s``; None: the generation default)."""
+    deployments: list[str] = Field(default_factory=list)
+    """The addresses of a profile's several endpoints, sorted (asked through litellm's Router)."""
 
     def identity(self) -> str:
-        """What makes two answers to one prompt the same answer (prices and the address of a
-        bundled model's server are not part of it)."""
-        fields = self.model_dump(exclude={"price_input_per_mtok", "price_output_per_mtok"})
+        """What makes two answers to one prompt the same answer (prices, the key, the time limit
+        and the address of a bundled model's server are not part of it)."""
+        fields = self.model_dump(exclude={"price_input_per_mtok", "price_output_per_mtok", "api_key_env", "timeout_s", "deployments"})
+        if self.deployments:
+            fields["deployments"] = self.deployments
         if self.embedded:
             fields["api_base"] = None
         return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()

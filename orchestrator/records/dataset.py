@@ -74,18 +74,22 @@ class Turn(BaseModel):
 
 def shown_conversation(turns: list[Turn], limit: int = MAX_SHOWN_HISTORY_CHARS) -> str:
     """What a judge is shown of a conversation (its ``${question}``): each turn as ``Role: text``,
-    the final user turn always whole, the turns before it newest first while they fit in ``limit``
-    characters, and a line saying how many earlier turns were left out."""
+    the system message (what the candidate was told) and the final user turn always whole, the
+    turns between them newest first while they fit in ``limit`` characters, and a line saying how
+    many earlier turns were left out."""
     lines = [f"{t.role.capitalize()}: {t.content}" for t in turns]
-    kept = [lines[-1]]
-    room = limit - len(lines[-1])
-    for line in reversed(lines[:-1]):
+    system = lines[0] if len(turns) > 1 and turns[0].role == "system" else None
+    body = lines[1:] if system is not None else lines
+    kept = [body[-1]]
+    room = limit - len(body[-1]) - (len(system) + 2 if system is not None else 0)
+    for line in reversed(body[:-1]):
         if len(line) + 2 > room:
             break
         kept.insert(0, line)
         room -= len(line) + 2
-    left_out = len(lines) - len(kept)
-    return "\n\n".join(([f"[{left_out} earlier turn{'s' if left_out != 1 else ''} not shown]"] if left_out else []) + kept)
+    left_out = len(body) - len(kept)
+    note = [f"[{left_out} earlier turn{'s' if left_out != 1 else ''} not shown]"] if left_out else []
+    return "\n\n".join(([system] if system is not None else []) + note + kept)
 
 
 class PromptRow(BaseModel):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .templates import Template
 
-__all__ = ["FAILURE_CODES", "JudgeRequest", "Judgment", "request_key"]
+__all__ = ["FAILURE_CODES", "UNASKED", "JudgeRequest", "Judgment", "request_key"]
 
 FAILURE_CODES: dict[str, str] = {
     "rate_limit": "the provider refused the call for now (HTTP 429); retried after its Retry-After",
@@ -27,13 +27,17 @@ FAILURE_CODES: dict[str, str] = {
     "no_verdict_after_thinking": "a thinking judge wrote no verdict after its thinking",
     "invalid": "the answer failed the checks every answer passes (another key, impossible probabilities)",
     "not_in_log": "a replayed log holds no answer to this request",
-    "no_answer": "the candidate model's answer to the prompt could not be generated",
+    "no_answer": "the candidate model's answer to the prompt could not be generated (no judge was asked)",
+    "answer_too_long": "the candidate model's answer is longer than a judge request may show (no judge was asked)",
     "budget": "not asked: the budget ran out first",
     "other": "anything else (the message says what)",
 }
 """``Judgment.error_type``: what went wrong, as code reads it (the advice a run prints is keyed by
 it, :func:`orchestrator.judging.extract.failure_advice`); the message in ``error`` is for people.
 A provider may use a code of its own; these are the ones the package writes."""
+
+UNASKED = ("no_answer", "answer_too_long")
+"""Failure codes of requests that asked no judge (the answer they show could not be shown)."""
 
 
 class JudgeRequest(BaseModel):

@@ -180,6 +180,9 @@ class Group(_Closed):
     max_adjacent_reorder: float | None = None
     """Largest probability that two neighbours are in the wrong order (PoE)."""
     ranking: list[RankingRow]
+    not_judged: list[str] = []
+    """Candidates that are models none of whose answers could be generated: nothing of theirs was
+    judged, so they are not ranked (``ranking`` ranks the others among themselves)."""
     judged: bool | None = None
     """False: nothing judged yet (no statistics from no data)."""
     judges: list[JudgeEntry] = []
@@ -241,6 +244,9 @@ class Comparison(_Closed):
     exit_code: int
     """0 better (with ``--require not-worse``: also equivalent and not worse), 10 worse, 11
     equivalent, 12 not yet known, 13 not better."""
+    lost: dict[str, Any] | None = None
+    """Head to head with candidate models: the prompts each system lost because its answer could
+    not be generated (``rule``: how such a prompt is read; system → count; open). Absent: none."""
     sentence: str
     """The decision in one sentence."""
     construction: str

@@ -61,6 +61,8 @@ def _ranking_section(data: ReportData, limit: int = 12) -> str:
         if g.ranking:
             parts.append(svg.rank_intervals([r.model_dump() for r in g.ranking], title=f"rank intervals: {g.group}"))
             parts.append(_group_table(g, level))
+        if g.not_judged:
+            parts.append(f"<p>Not judged (none of their answers could be generated): {escape(', '.join(g.not_judged))}</p>")
         for part in g.slices:  # per prompt category (reference campaigns)
             small = "; too few for a category board: read its ranks as unknown" if part.get("small") else ""
             parts.append(f"<h4>category {escape(part['slice'])} <span class='muted'>({part['prompts']} prompts judged{small})</span></h4>")

@@ -42,7 +42,7 @@ def failures_said(judgments) -> str:
 def spent_said(judgments: list) -> str:
     """``It spent N judge calls, T tokens and $U``: what the budget counts — paid completions (k
     sampled verdicts are k), not requests —, with what was answered free and what failed."""
-    calls = sum(r.completions or 1 for r in judgments)
+    calls = sum(1 if r.completions is None else r.completions for r in judgments)  # (0: a request that asked no judge)
     requests = len(judgments)
     usd = sum(r.cost_usd for r in judgments)
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in judgments)

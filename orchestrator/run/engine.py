@@ -24,6 +24,7 @@ from ..errors import RunFailed
 from ..judging.client import Judge, JudgeProfile, Judgment
 from ..poe import threads_for
 from ..records.config import RunConfig
+from ..records.judgments import UNASKED
 from ..records.templates import Template
 from ..store import PlannedRequest, RunStore, Spend
 from .budget import fit_budget, judge_prices
@@ -76,7 +77,7 @@ class RunEngine:
         (:mod:`orchestrator.people.asking`); ``concurrency``: calls in flight at once instead of the config's
         (1 for embedded judges only: one llama.cpp slot answers in arrival order, and a fixed order
         makes a run repeat exactly); ``answering``: the candidate models' settings, generators
-        and cache (:class:`~orchestrator.generation.pipeline.Answering`), needed when the config
+        and cache (:class:`~orchestrator.generation.answering.Answering`), needed when the config
         names candidates that are models."""
         self.store = store
         self.concurrency = concurrency or config.dispatch.concurrency
@@ -102,7 +103,11 @@ class RunEngine:
         self._pilot_done = False
         if config.candidates and answering is None:
             raise RunFailed(f"{store.path}: the config names candidate models and the run was given no way to ask them")
-        self.answers = answering.pipeline(store, self.ctx, config.dispatch, lambda: self.drain.draining, sleep) if answering else None
+        # the first SIGINT/SIGTERM drains: calls in flight finish and are committed (a provider
+        # has already charged for them), nothing new starts, and waits before a retry end
+        self.drain = Drain(on_start=self._on_drain)
+        wait = functools.partial(self.drain.wait, sleep)
+        self.answers = answering.pipeline(store, self.ctx, config.dispatch, lambda: self.drain.draining, wait) if answering else None
         self.planner = planner_for(config)(self.ctx)
         self.people = None
         if people is not None:
@@ -119,9 +124,6 @@ class RunEngine:
         counts = store.judgment_counts()
         self._failed, self._ok = counts.get("failed", 0), counts.get("ok", 0)
         self._failed_at_start = self._failed
-        # the first SIGINT/SIGTERM drains: calls in flight finish and are committed (a provider
-        # has already charged for them), nothing new starts
-        self.drain = Drain(on_start=self._on_drain)
         self.dispatcher = RoundDispatcher(store, config, judges, templates, self.drain, self._commit, sleep)
         if self.answers is not None:  # requests that show a candidate model's answer wait for it
             self.dispatcher.prepare = functools.partial(self.answers.ready, ctx=self.ctx, request_of=self.dispatcher.request)
@@ -133,7 +135,7 @@ class RunEngine:
         if self._spend is not None:  # the running total the progress events show (module: _event)
             s = self._spend
             self._spend = Spend(
-                s.calls + (committed.completions or 1),
+                s.calls + (1 if committed.completions is None else committed.completions),
                 s.tokens + committed.prompt_tokens + committed.completion_tokens,
                 s.usd + committed.cost_usd,
                 s.cached + int(committed.cached),
@@ -144,7 +146,7 @@ class RunEngine:
         else:
             self._failed += 1
         # a request about an answer that does not exist asked no judge: it says nothing of the judge
-        if judgment.error_type != "no_answer" and self.health.record(row.judge, judgment.status == "failed"):
+        if judgment.error_type not in UNASKED and self.health.record(row.judge, judgment.status == "failed"):
             self._stop_judge(row.judge)
         self._event("judgment", round_no)
 
@@ -188,7 +190,14 @@ class RunEngine:
                 raise
 
     def _on_drain(self) -> None:
-        self._event("draining", self.store.last_round(), planned_requests=self.dispatcher.in_flight_calls)
+        generations = self.answers.in_flight if self.answers is not None else 0
+        self._event(
+            "draining",
+            self.store.last_round(),
+            planned_requests=self.dispatcher.in_flight_calls,
+            generations=generations,
+            wait_limit_s=max([self.answers.time_limit_s()] if generations and self.answers is not None else [], default=None),
+        )
 
     def _stop_judge(self, judge: str) -> None:
         """Ask ``judge`` no more: its recent calls mostly failed (:mod:`.health`)."""
@@ -263,6 +272,16 @@ class RunEngine:
                     break
                 with self.drain.cpu_work():
                     reason, round_no, planned = self._plan_round(round_no, cutoff)
+                if planned is None and reason.kind == "budget" and in_flight and not reason.startswith("budget: max_calls"):
+                    # tokens and USD in flight are reserved at their worst case: such a budget ends
+                    # the run only once they are committed and their real cost has replaced it
+                    # (a call costs one call, reserved or spent)
+                    for r in sorted(in_flight):
+                        await in_flight.pop(r)
+                    if self.drain.draining:
+                        break
+                    with self.drain.cpu_work():
+                        reason, round_no, planned = self._plan_round(round_no, round_no)
                 if planned is None:
                     break
                 in_flight[round_no] = self._dispatch(planned, round_no, semaphore)

@@ -23,6 +23,10 @@ class RunEvent:
     failed: int
     spend: Spend
     planned_requests: int = 0
+    generations: int = 0
+    """``draining``: candidate models' answers being generated (``planned_requests``: judge calls in flight)."""
+    wait_limit_s: float | None = None
+    """``draining``: the longest the calls in flight may take (their time limits)."""
     entropy: float | None = None
     max_adjacent_reorder: float | None = None
     top: list[str] = field(default_factory=list)

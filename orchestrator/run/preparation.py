@@ -332,3 +332,37 @@ def smoke(prepared: Prepared) -> list[dict]:
     }
     with judges_for(prepared.profiles, api_base=config.dispatch.api_base) as (judges, _):
         return smoke_calls(judges, requests)
+
+
+def smoke_candidates(prepared: Prepared) -> list[dict]:
+    """One real generation per candidate model on the shortest prompt (at most two tries): ``candidate,
+    model, status`` and ``answer`` (its first words) or ``error``. A bundled model is started by the
+    run and is not asked here."""
+    import asyncio
+
+    from ..generation.generators import LiteLLMGenerator
+    from ..generation.settings import answer_messages, candidate_router, resolve_candidates
+    from ..judging.dispatch import RetryPolicy, retrier
+    from ..records.answers import AnswerRequest, GeneratedAnswer
+
+    config = prepared.config
+    prompt = min(prepared.dataset.prompts.values(), key=lambda p: len(p.text))
+    settings = resolve_candidates(config.candidates, config.beside("judges"))
+
+    async def one(name: str) -> dict:
+        s = settings[name]
+        row = {"candidate": name, "model": s.model}
+        if s.embedded:
+            return {**row, "status": "bundled", "answer": f"(the bundled model {s.embedded} is started by the run)"}
+        generator = LiteLLMGenerator(None, candidate_router(config.candidates[name].model, config.beside("judges")))
+        request = AnswerRequest(prompt_id=prompt.id, candidate=name, messages=answer_messages(prompt, s), settings=s)
+        tries = retrier(RetryPolicy(2, 0.5, 2.0), sleep=asyncio.sleep, retry=lambda a: a.retryable, retry_after=lambda a: a.retry_after_s)
+        answer: GeneratedAnswer = await tries(generator.generate, request)
+        if answer.status == "ok":
+            return {**row, "status": "ok", "answer": " ".join(answer.text.split())[:80]}
+        return {**row, "status": "failed", "error": f"{answer.error_type}: {' '.join((answer.error or '').split())[:200]}"}
+
+    async def every() -> list[dict]:
+        return await asyncio.gather(*(one(name) for name in settings))
+
+    return asyncio.run(every())

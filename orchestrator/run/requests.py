@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..judging.client import JudgeProfile
 from ..records.config import RunConfig
-from ..records.dataset import DATASET_ANCHOR, Dataset, PromptRow
+from ..records.dataset import DATASET_ANCHOR, Dataset, PromptRow, Turn, shown_conversation
 from ..records.judgments import request_key
 from ..records.templates import Template
 from ..store import PlannedRequest
@@ -121,6 +121,7 @@ class PlanContext:
         profile = self.profiles[judge]
         prompt = self.dataset.prompts[prompt_id]
         texts = [self._shown_text(template, prompt, c) for c in candidates]
+        prompt = self._as_told(prompt, candidates)
         attribute = self.config.judging.attribute
         parameters = self.config.judging.parameters()
         messages = render_messages(template, prompt, texts, attribute=attribute, prefill=profile.prefill, parameters=parameters)
@@ -141,6 +142,22 @@ class PlanContext:
             repeat=repeat,
             reserved_calls=1 if profile.logprobs else (completions or profile.samples),
         )
+
+    def _as_told(self, prompt: PromptRow, candidates: list[str]) -> PromptRow:
+        """The prompt as the judge is shown it: with the system message the candidate models among
+        ``candidates`` were given (their ``system``, where the prompt has none of its own), by the
+        same rule as a conversation's (:func:`~orchestrator.records.dataset.shown_conversation`);
+        when the shown answers were written under different ones, each is said with its position."""
+        settings = self.answers.settings if self.answers is not None else {}
+        systems = [settings[c].system if c in settings else None for c in candidates]
+        if not any(systems) or (prompt.messages and prompt.messages[0].role == "system"):
+            return prompt
+        if len(set(systems)) == 1:
+            told = systems[0] or ""
+        else:
+            told = "\n".join(f"(to the writer of the {k} answer) {s or '(none)'}" for k, s in zip(("first", "second"), systems))
+        turns = prompt.messages or [Turn(role="user", content=prompt.text)]
+        return prompt.model_copy(update={"text": shown_conversation([Turn(role="system", content=told), *turns])})
 
     def _shown_text(self, template: Template, prompt: PromptRow, candidate: str) -> str:
         if candidate == DATASET_ANCHOR and template.kind == "reference":

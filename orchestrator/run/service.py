@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import OrchestratorError, RunFailed
+from ..errors import OrchestratorError, OrchestratorWarning, RunFailed
 from ..judging.client import Judge, JudgeProfile, get_profile
 from ..records.config import RunConfig, load_config
 from ..records.named_classes import modules_beside
@@ -115,6 +116,47 @@ def recorded_answers(config: RunConfig, answers_from: str | Path | None) -> Reco
     return recorded
 
 
+def _check_unchanged(store: RunStore, config: RunConfig, allow_changed: bool) -> None:
+    """Refuse to resume when a candidate model would now be asked with other settings than its
+    stored answers were (a profile edited, a model renamed), unless the user allows it."""
+    if not config.candidates or allow_changed:
+        return
+    from ..generation.settings import resolve_candidates
+    from ..store.answers import stored_answers
+
+    now = resolve_candidates(config.candidates, config.beside("judges"))
+    for (_, candidate), record in stored_answers(store).items():
+        if record.status != "pending" and candidate in now and record.settings.identity() != now[candidate].identity():
+            before, after = record.settings, now[candidate]
+            changed = sorted(
+                k for k in type(after).model_fields if getattr(before, k) != getattr(after, k) and k not in ("api_key_env", "timeout_s")
+            )
+            raise OrchestratorError(
+                f"{store.path}: candidate {candidate!r} would now be asked with other settings than its answers were "
+                f"({', '.join(changed) or 'its identity'} changed since); resume with --allow-changed-candidates to go on "
+                "(each answer keeps the settings it was written with)"
+            )
+
+
+def _reopen_fixable(store: RunStore, progress: Callable[[RunEvent], None] | None) -> None:
+    """On resume, the answers that failed for a reason the user can fix are asked again."""
+    from ..store.answers import reopen_fixable
+
+    counts = reopen_fixable(store)
+    if counts:
+        said = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
+        notify(
+            progress, f"asking again {sum(counts.values())} answer(s) that failed at the endpoint ({said}), and the requests that show them"
+        )
+
+
+def _say_unused(recorded: RecordedAnswers | None, dataset, config: RunConfig) -> None:
+    """One warning for the rows of ``--answers-from`` that the run will never read."""
+    said = recorded.unused(set(dataset.prompts), set(config.candidates)) if recorded is not None else None
+    if said:
+        warnings.warn(said, OrchestratorWarning, stacklevel=2)
+
+
 def answering_for(
     config: RunConfig,
     recorded: RecordedAnswers | None,
@@ -129,7 +171,7 @@ def answering_for(
     from ..generation.answering import Answering, candidate_prices
     from ..generation.cache import GenerationCache
     from ..generation.generators import Generator, LiteLLMGenerator
-    from ..generation.settings import resolve_candidates
+    from ..generation.settings import candidate_router, resolve_candidates
     from .judges import embedded_server
 
     settings = resolve_candidates(config.candidates, config.beside("judges"))
@@ -142,20 +184,6 @@ def answering_for(
             generators[name] = LiteLLMGenerator(base, candidate_router(config.candidates[name].model, config.beside("judges")))
     prices = candidate_prices(settings, max_usd=config.budget.max_usd)
     return Answering(settings, generators, prices, GenerationCache(cache, say) if cache is not None and recorded is None else None)
-
-
-def candidate_router(model: str, dirs: list[Path]) -> object | None:
-    """A litellm Router over the endpoints of a candidate model named by a profile with
-    ``deployments`` (as for judges, docs/scaling.md), else None."""
-    from ..judging.deployments import DeploymentRouter
-    from ..judging.profiles import profile_dirs
-
-    if not any((d / f"{model}.toml").is_file() for d in profile_dirs(dirs)):
-        return None
-    profile = get_profile(model, dirs)
-    if not profile.deployments:
-        return None
-    return DeploymentRouter.of_profile(profile)
 
 
 def start(
@@ -205,6 +233,7 @@ def start(
         judges = log_judges(from_log, config.judging.judges)
     prepared = prepare(config, need_keys=from_log is None)
     config = prepared.config  # with what the campaign fixed at its start (a comparison's horizon)
+    _say_unused(recorded, prepared.dataset, config)
     if pilot is not None:
         from .planners import planner_for
 
@@ -259,8 +288,11 @@ def resume(
     api_base: str | None = None,
     cache: str | Path | bool | None = None,
     answers_from: str | Path | None = None,
+    allow_changed: bool = False,
 ) -> str | None:
     """Continue a run from its file; None when it had finished already (``cache`` as in :func:`start`).
+    ``allow_changed``: go on when a candidate model's settings changed since its answers were
+    generated (each answer keeps the settings it was written with).
 
     ``api_base`` replaces the config's ``dispatch.api_base``; it is needed when that address
     carried credentials (``https://user:pass@host``), which the run file does not store;
@@ -284,4 +316,8 @@ def resume(
         profiles = {name: get_profile(name, config.beside("judges")) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
         recorded = recorded_answers(config, answers_from)
+        _say_unused(recorded, store.dataset(), config)
+        if recorded is None:
+            _check_unchanged(store, config, allow_changed)
+        _reopen_fixable(store, progress)
         return _execute(store, config, store.templates(), profiles, progress, judges, cache, recorded=recorded)

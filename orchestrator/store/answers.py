@@ -40,10 +40,12 @@ __all__ = [
     "with_answers",
     "AnswerRecord",
     "answer_counts",
+    "answer_round",
     "answer_spend",
     "commit_answer",
     "create_answers_table",
     "plan_answers",
+    "reopen_fixable",
     "stored_answers",
 ]
 
@@ -128,6 +130,52 @@ def commit_answer(store: RunStore, prompt_id: str, candidate: str, answer: Gener
             ],
         )
         failpoint("commit_answer")
+
+
+FIXABLE = ("auth", "connection", "bad_request", "rate_limit", "server", "timeout")
+"""Failures of the endpoint, not of the answer (a key, an address, a model name, a rate limit, an
+outage): what a user fixes before resuming."""
+
+
+def reopen_fixable(store: RunStore) -> dict[str, int]:
+    """Make every answer that failed for a reason in :data:`FIXABLE` pending again, and the
+    requests that failed because of it (``no_answer``, no judge was asked) pending with it, so that
+    the run asks for it once more (``resume``); ``error_type → count`` of the answers reopened.
+    Nothing paid is undone: a failed call cost nothing, and the failed judgments cost nothing."""
+    if not _exists(store):
+        return {}
+    marks = ", ".join("?" for _ in FIXABLE)
+    rows = store.db.conn.execute(
+        f"select prompt_id, candidate, error_type from [{TABLE}] where status = 'failed' and error_type in ({marks})", FIXABLE
+    ).fetchall()
+    if not rows:
+        return {}
+    reopened = {(p, c) for p, c, _ in rows}
+    keys = [
+        key
+        for key, prompt, candidates in store.db.conn.execute(
+            "select key, prompt_id, candidates from judgments where status = 'failed' and error_type = 'no_answer'"
+        )
+        if any((prompt, c) in reopened for c in json.loads(candidates))
+    ]
+    with store._transaction():
+        store.db.conn.executemany(
+            f"update [{TABLE}] set status = 'pending', error = null, error_type = null, answered_at = null "
+            "where prompt_id = ? and candidate = ? and status = 'failed'",
+            sorted(reopened),
+        )
+        store.db.conn.executemany("delete from judgments where key = ?", [(k,) for k in keys])
+        store.db.conn.executemany("update requests set status = 'pending' where key = ?", [(k,) for k in keys])
+    counts: dict[str, int] = {}
+    for _, _, error_type in rows:
+        counts[error_type] = counts.get(error_type, 0) + 1
+    return counts
+
+
+def answer_round(store: RunStore, prompt_id: str, candidate: str) -> int:
+    """The round that first needed an answer (its row's ``round``; -1 without one)."""
+    row = store.db.conn.execute(f"select round from [{TABLE}] where prompt_id = ? and candidate = ?", [prompt_id, candidate]).fetchone()
+    return int(row[0]) if row is not None else -1
 
 
 def stored_answers(store: RunStore) -> dict[tuple[str, str], AnswerRecord]:

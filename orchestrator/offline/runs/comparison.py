@@ -12,7 +12,17 @@ import numpy as np
 from ...errors import OrchestratorError
 from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
-from ...run.planners.compare import comparison_order, completed_rounds, decision_of, describe, prompt_outcomes, round_looks
+from ...run.planners.compare import (
+    LOST_RULE,
+    comparison_order,
+    completed_rounds,
+    decision_of,
+    describe,
+    lost_counts,
+    lost_outcomes,
+    prompt_outcomes,
+    round_looks,
+)
 from ...run.planners.compare_anchor import (
     AnchorJudgment,
     anchor_name,
@@ -90,7 +100,10 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
     order, prompts, x, rows, anchored = _outcomes(store, config)
     if anchored is not None:
         return _anchored(config, require, order, prompts, x, rows, anchored)
-    found = decision_of(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows)))
+    lost = {p: v for p, v in lost_in(store, section).items() if p in prompts}
+    found = decision_of(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows, lost)))
+    counted = lost_counts(lost, section.candidate, section.baseline)
+    said = "; ".join(f"{n} prompt(s) counted as lost by {who} (no answer could be generated)" for who, n in counted.items() if n)
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -100,8 +113,9 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
         "win_rate_low": round(50 + found.low, 3),
         "win_rate_high": round(50 + found.high, 3),
         **_decided(found, prompts, order, require, section),
-        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}",
+        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}" + (f" ({said})" if said else ""),
         "construction": construction(section),
+        **({"lost": {"rule": LOST_RULE, **counted}} if lost else {}),
     }
 
 
@@ -111,13 +125,15 @@ def _outcomes(store: RunStore, config: RunConfig) -> tuple[list[str], list[str],
     section = config.compare
     assert section is not None
     rows = list(store.judgments())
+    lost = lost_in(store, section)
     if section.design == "planned":  # a planned design reads only its looks: rounds answered whole
         pending = [r.round for r in store.pending_requests()]
         if pending:
             rows = [r for r in rows if r.round < min(pending)]
+            lost = {p: v for p, v in lost.items() if v[1] < min(pending)}
     if section.anchor is None:
         order = comparison_order(store.dataset(), section.candidate, section.baseline, config.seed)
-        prompts, x = prompt_outcomes(order, rows, section.candidate, section.baseline)
+        prompts, x = prompt_outcomes(order, rows, section.candidate, section.baseline, lost)
         return order, prompts, x, rows, None
     anchor = anchor_name(section.anchor)
     kept = store.attachment("baseline")
@@ -127,6 +143,16 @@ def _outcomes(store: RunStore, config: RunConfig) -> tuple[list[str], list[str],
     baseline_rows = kept_rows if kept_rows is not None else mine
     prompts, x, wc, wb = anchored_outcomes(order, shares(mine, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor))
     return order, prompts, x, rows, (anchor, kept, wc, wb)
+
+
+def lost_in(store: RunStore, section: CompareConfig) -> dict[str, tuple[float, int]]:
+    """The prompts a head-to-head comparison's systems lost for want of an answer (:func:`lost_outcomes`)."""
+    if section.anchor is not None:
+        return {}
+    from ...store.answers import stored_answers
+
+    failed = {key: record.round for key, record in stored_answers(store).items() if record.status == "failed"}
+    return lost_outcomes(failed, section.candidate, section.baseline)
 
 
 def outcome_spread(path: str | Path) -> tuple[float, int]:

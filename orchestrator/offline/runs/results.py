@@ -124,8 +124,10 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     groups, posteriors = fits if fits is not None else poe_fits(config, dataset, judgments)
     truth = config.data.truth
     out = []
+    silent = _silent_models(store)
     for group, post, rows_of_group in zip(groups, posteriors, split_by_group(groups, judgments)):
-        rows = _poe_rows(group, post, dataset, truth, level)
+        unjudged = [k for k, name in enumerate(group.names) if group.candidate(name) in silent]
+        rows = _poe_rows(group, post, dataset, truth, level, leave_out=unjudged)
         _, adj = adjacent_reorder_probabilities(post)
         entry: dict[str, Any] = {
             "group": group.key,
@@ -134,10 +136,15 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
             "max_adjacent_reorder": round(float(adj.max()), 4) if adj.numel() else 0.0,
             "ranking": rows,
         }
+        if unjudged:  # no answer to judge: not ranked among the judged (an estimate from the prior alone)
+            entry["not_judged"] = [group.names[k] for k in unjudged]
         informed = post.n_comparisons > 0 or post.link is not None  # never statistics from no data
         entry["judged"] = informed
         entry["judges"] = judge_summary(group, rows_of_group, post, judgments) if informed else []
-        entry["ties"], entry["close"] = practical_ties(group, post, config.stopping.tie_delta, config.stopping.max_error)
+        entry["ties"], entry["close"] = (
+            [pair for pair in pairs if not set(pair) & set(entry.get("not_judged", []))]
+            for pairs in practical_ties(group, post, config.stopping.tie_delta, config.stopping.max_error)
+        )
         if truth and len(rows) > 2 and informed:
             from scipy.stats import spearmanr
 
@@ -171,24 +178,35 @@ def _ranking(path: str | Path, store: RunStore, *, level: float, fits: tuple[lis
     }
 
 
-def _poe_rows(group, post, dataset: Dataset, truth: str | None, level: float) -> list[dict[str, Any]]:
+def _silent_models(store: RunStore) -> set[str]:
+    """Candidate models none of whose answers could be generated (every one failed): nothing of
+    theirs was judged."""
+    from ...store.answers import answer_counts
+
+    return {c for c, n in answer_counts(store).items() if n["ok"] == 0 and n["pending"] == 0 and n["failed"] > 0}
+
+
+def _poe_rows(group, post, dataset: Dataset, truth: str | None, level: float, leave_out: list[int] | None = None) -> list[dict[str, Any]]:
     """A PoE group's ranking rows: rank, score, its sd against the field's mean and marginal, the
-    ``level`` rank interval, and the mean truth of the candidate's answers where the data has one."""
+    ``level`` rank interval, and the mean truth of the candidate's answers where the data has one.
+    ``leave_out``: candidates (indices) not ranked — the others are ranked among themselves."""
     from ...poe import centred_variances, marginal_variances, rank_intervals, ranking_order
 
-    intervals = rank_intervals(post, level=level)
+    kept = [c for c in range(len(group.names)) if c not in set(leave_out or [])]
+    intervals = rank_intervals(post, level=level, among=kept if leave_out else None)
+    position = {c: k for k, c in enumerate(kept)} if leave_out else {c: c for c in kept}
     sd = centred_variances(post).sqrt()  # what comparisons see (the common location's uncertainty left out)
     sd_marginal = marginal_variances(post).sqrt()
     rows = []
-    for rank, c in enumerate(ranking_order(post.mean, group.names), start=1):
+    for rank, c in enumerate((c for c in ranking_order(post.mean, group.names) if c in position), start=1):
         row: dict[str, Any] = {
             "rank": rank,
             "candidate": group.names[c],
             "score": round(float(post.mean[c]), 6),
             "sd": round(float(sd[c]), 6),
             "sd_marginal": round(float(sd_marginal[c]), 6),
-            "rank_low": int(intervals.lower[c]),
-            "rank_high": int(intervals.upper[c]),
+            "rank_low": int(intervals.lower[position[c]]),
+            "rank_high": int(intervals.upper[position[c]]),
         }
         if truth:
             name = group.names[c]

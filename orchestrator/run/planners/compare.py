@@ -17,7 +17,16 @@ from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, PlannerBase, no_summary
 
-__all__ = ["ComparePlanner", "common_prompts", "comparison_order", "prompt_outcomes", "decision_of"]
+__all__ = [
+    "LOST_RULE",
+    "ComparePlanner",
+    "common_prompts",
+    "comparison_order",
+    "decision_of",
+    "lost_counts",
+    "lost_outcomes",
+    "prompt_outcomes",
+]
 
 
 def common_prompts(dataset: Dataset, candidate: str, baseline: str) -> list[str]:
@@ -31,10 +40,39 @@ def comparison_order(dataset: Dataset, candidate: str, baseline: str, seed: int)
     return sorted(common_prompts(dataset, candidate, baseline), key=lambda p: seeded_hash(seed, "compare-order", p))
 
 
-def prompt_outcomes(order: list[str], rows: list[JudgmentRecord], candidate: str, baseline: str) -> tuple[list[str], np.ndarray]:
+LOST_RULE = "a prompt on which a system's answer could not be generated counts as lost by that system (both: a tie)"
+"""What a comparison does with a prompt whose answer is missing: it never leaves the comparison
+(a system that fails on the hard prompts is not compared on the easy ones only)."""
+
+
+def lost_outcomes(
+    failed: dict[tuple[str, str], int], candidate: str, baseline: str, cutoff: int | None = None
+) -> dict[str, tuple[float, int]]:
+    """``prompt → (the candidate's outcome, round)`` of every prompt on which an answer of either
+    system could not be generated (``failed``: ``(prompt, system) → the round that needed it``;
+    rounds ``<= cutoff`` only): 0 when the candidate's failed, 1 when the baseline's, ½ when both
+    (:data:`LOST_RULE`)."""
+    out: dict[str, tuple[float, int]] = {}
+    for prompt in {p for p, s in failed if s in (candidate, baseline)}:
+        mine, theirs = failed.get((prompt, candidate)), failed.get((prompt, baseline))
+        at = max(r for r in (mine, theirs) if r is not None)
+        if cutoff is None or at <= cutoff:
+            out[prompt] = (0.5 if mine is not None and theirs is not None else 0.0 if mine is not None else 1.0, at)
+    return out
+
+
+def lost_counts(lost: dict[str, tuple[float, int]], candidate: str, baseline: str) -> dict[str, int]:
+    """Prompts lost by each system for want of an answer (a prompt both lost counts for both)."""
+    return {candidate: sum(1 for x, _ in lost.values() if x <= 0.5), baseline: sum(1 for x, _ in lost.values() if x >= 0.5)}
+
+
+def prompt_outcomes(
+    order: list[str], rows: list[JudgmentRecord], candidate: str, baseline: str, lost: dict[str, tuple[float, int]] | None = None
+) -> tuple[list[str], np.ndarray]:
     """``(prompts, X)``: per prompt whose every judge answered both shown orders, in ``order``, the
     candidate's win share ``X = mean over judges of ½ (P(c first better) + 1 − P(b first better))``
-    (position bias cancels; a tie counts half). Prompts with a failed order are left out."""
+    (position bias cancels; a tie counts half). Prompts with a failed order are left out; a prompt
+    in ``lost`` (:func:`lost_outcomes`) is read with the outcome its rule gives."""
     shares: dict[tuple[str, str], dict[bool, float]] = {}
     for row in rows:
         if row.kind != "pairwise" or row.p_first is None or set(row.candidates) != {candidate, baseline}:
@@ -44,6 +82,8 @@ def prompt_outcomes(order: list[str], rows: list[JudgmentRecord], candidate: str
     for (prompt, _), orders in shares.items():
         if len(orders) == 2:
             by_prompt.setdefault(prompt, []).append(0.5 * (orders[True] + 1.0 - orders[False]))
+    for prompt, (x, _) in (lost or {}).items():
+        by_prompt[prompt] = [x]
     prompts = [p for p in order if p in by_prompt]
     return prompts, np.array([float(np.mean(by_prompt[p])) for p in prompts])
 
@@ -74,11 +114,14 @@ def round_looks(prompts: list[str], completed: dict[str, int]) -> list[int]:
     return [sum(1 for p in prompts if completed.get(p, 1 << 30) <= r) for r in rounds]
 
 
-def completed_rounds(rows: list[JudgmentRecord]) -> dict[str, int]:
-    """``prompt → the round of its last judgment`` (a prompt is read once every judgment is in)."""
+def completed_rounds(rows: list[JudgmentRecord], lost: dict[str, tuple[float, int]] | None = None) -> dict[str, int]:
+    """``prompt → the round of its last judgment`` (a prompt is read once every judgment is in; a
+    lost one, in the round that needed the answer that could not be had)."""
     out: dict[str, int] = {}
     for row in rows:
         out[row.prompt_id] = max(out.get(row.prompt_id, -1), row.round)
+    for prompt, (_, at) in (lost or {}).items():
+        out[prompt] = at
     return out
 
 
@@ -137,8 +180,10 @@ class ComparePlanner(PlannerBase):
     def decision(self, cutoff: int | None = None) -> Decision:
         """The decision on the judgments of rounds ``<= cutoff`` (None: all)."""
         rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
-        prompts, outcomes = prompt_outcomes(self.order, rows, self.section.candidate, self.section.baseline)
-        return decision_of(outcomes, self.section, round_looks(prompts, completed_rounds(rows)))
+        c, b = self.section.candidate, self.section.baseline
+        lost = lost_outcomes(self.ctx.answers.failure_rounds, c, b, cutoff) if self.ctx.answers is not None else {}
+        prompts, outcomes = prompt_outcomes(self.order, rows, c, b, lost)
+        return decision_of(outcomes, self.section, round_looks(prompts, completed_rounds(rows, lost)))
 
     def stop_before(self, cutoff: int) -> str:
         found = self.decision(cutoff)
