@@ -7,7 +7,7 @@ is refused. An ``ok`` answer must hold one probability vector per read position 
 over the template's options only, each a finite number in [0, 1], summing to 1, and they must be
 possible under the stated ``method`` (a ``verdict`` is one option at 1; ``k`` sampled verdicts
 give shares in steps of 1/k). Usage and cost are believed only within bounds (clamped with a
-note, as for litellm's own answers: :mod:`.provider`).
+note, as for litellm's own answers: :mod:`.replies`).
 
 A refused answer is stored as a failed judgment with ``error_type = "invalid"`` and the reason in
 its ``error``: what was paid for it stays counted, nothing wrong reaches a fit or an export, and

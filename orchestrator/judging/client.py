@@ -1,4 +1,4 @@
-"""The async judge client on litellm (profiles: :mod:`.profiles`; what providers send back: :mod:`.provider`).
+"""The async judge client on litellm (profiles: :mod:`.profiles`; what providers send back: :mod:`.replies`).
 
 One interface: ``async def judge(request) -> Judgment``. :class:`LiteLLMJudge` implements it for
 any litellm model (API judges, the embedded llama.cpp judge, a test server); the loop injects it,

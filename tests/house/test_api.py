@@ -24,7 +24,7 @@ def test_public_names_are_the_cli_commands():
         "RunFailed",
     } <= set(orc.__all__)
     for name in orc.__all__:
-        assert getattr(orc, name) is not None
+        assert callable(getattr(orc, name)) or name == "__version__", name
 
 
 def test_start_rank_export_replay_through_the_api(tmp_path):
@@ -112,7 +112,7 @@ def test_the_front_of_the_api_is_small_and_docs_api_md_lists_exactly_it():
 
     assert len(front.__all__) <= 30 and len(set(front.__all__)) == len(front.__all__)
     for name in front.__all__:
-        assert getattr(front, name) is not None
+        assert callable(getattr(front, name)), name  # a function, a record or the config loader
     text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
     table = text.split("<!-- api-exports -->")[1].split("<!-- /api-exports -->")[0]
     documented = re.findall(r"^\| `(\w+)` \|", table, flags=re.M)

@@ -126,17 +126,15 @@ def test_an_anytime_gate_is_sized_for_its_horizon(tmp_path, capsys):
     assert "its stakes sized for 80 prompts" in result["construction"]
 
 
-def test_a_no_op_change_stops_not_better_and_exits_13(tmp_path, capsys):
+def test_a_no_op_change_stops_early_as_equivalent_and_never_passes(tmp_path, capsys):
     with FakeOpenAIServer(quality_behaviour) as server:
         config = _config(tmp_path, server.url, name="noop", candidate="M1", baseline="M2", extra="margin = 25\n")
         code = run_cli(["compare", str(config), "--json", "--junit", str(tmp_path / "gate.xml"), "--no-cache"])
     result = json.loads(capsys.readouterr().out)
-    assert (code, result["exit_code"]) in ((13, 13), (11, 11)) and result["decision"] in ("not better", "equivalent")
-    assert (
-        result["prompts_judged"] < result["prompts_available"]
-        and "M2 within 25 points" in result["sentence"]
-        or ("not better than M2 by 25 points" in result["sentence"])
-    )
+    # both +25 and -25 are excluded: equivalent (exit 11), which fails a gate that requires better
+    assert (code, result["exit_code"], result["decision"]) == (11, 11, "equivalent")
+    assert result["prompts_judged"] < result["prompts_available"]  # stopped early
+    assert "M1 is equivalent to M2 within 25 points" in result["sentence"]
     assert 'failures="1"' in (tmp_path / "gate.xml").read_text()
 
 

@@ -68,5 +68,5 @@ def test_a_budget_stop_a_pilot_and_an_old_run_file_say_their_kind(tmp_path, caps
 )
 def test_every_stop_kind_is_in_the_published_schema(kind):
     schema = json_schemas()[f"status-v{SCHEMA_VERSION}.schema.json"]
-    published = json.dumps(schema)
-    assert f'"{kind}"' in published
+    (listed,) = [option["enum"] for option in schema["properties"]["stop_kind"]["anyOf"] if "enum" in option]
+    assert kind in listed

@@ -1,5 +1,5 @@
 """The judgment cache as a user sees it (``orchestrator cache``): where it is, its statistics,
-pruning, and filling it from an old run file or a judgment log (:mod:`.cache_import`)."""
+pruning, and filling it from an old run file or a judgment log (:mod:`.imports`)."""
 
 from __future__ import annotations
 

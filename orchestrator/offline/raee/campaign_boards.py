@@ -1,7 +1,7 @@
 """The leaderboards of campaigns (reference and absolute runs): one entry per anchor (or one for an
 absolute campaign) with shortest rank intervals from draws, and a reference campaign's win rates
 against its anchor with their intervals, overall and per prompt category (honest
-small slices). :mod:`.results` reads a run and calls these."""
+small slices). :mod:`orchestrator.offline.runs.results` reads a run and calls these."""
 
 from __future__ import annotations
 
