@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from benchmarks import harness, readers
+from benchmarks import harness, readers, readers_compare
 from benchmarks.goal import Goal
 from benchmarks.goals_judges import JUDGE_GOALS
 
@@ -214,6 +214,29 @@ GOALS: list[Goal] = [
             "tests/reliability/test_reliability_fuzz.py",
             "tests/reliability/test_reliability_catalog.py",
         ),
+    ),
+    Goal(
+        "reliability-7",
+        "#77",
+        "the seventh reliability campaign: candidate models against endpoints that fail, hang, need keys or answer too much; run files with NULLs of every schema version; references that resolve; tests that can fail",
+        "reliability.suite",
+        "tests/generation/test_real_endpoints.py tests/run/test_older_run_files.py tests/house/test_dotted_references.py",
+        "tests/generation/test_real_endpoints.py tests/run/test_older_run_files.py tests/house/test_dotted_references.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests(
+            "tests/generation/test_real_endpoints.py", "tests/run/test_older_run_files.py", "tests/house/test_dotted_references.py"
+        ),
+    ),
+    Goal(
+        "gate-lost-prompts",
+        "#77",
+        "the gate never decides on the easy prompts only: a model against a copy of another that fails on the longest third of the prompts (AlpacaEval preferences, through `orchestrator compare`, a budget of every prompt), decided under the documented rule next to the truth",
+        "validity.gate_lost_prompts",
+        "--pairs 6",
+        "",
+        readers_compare.lost_figure,
+        readers_compare.lost_verdict,
     ),
     Goal(
         "reliability-6",

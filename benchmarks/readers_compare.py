@@ -120,3 +120,20 @@ def generation_verdict(r: Record) -> str:
     gate = float(re.search(r"gate: ([\d.]+)× the prompts", line).group(1))  # type: ignore[union-attr]
     met = {"board": board <= 110, "leaderboard": share <= 25, "gate": gate <= 1.05, "same estimates": "NOT the same" not in line}
     return "met" if all(met.values()) else "not met: " + ", ".join(k for k, ok in met.items() if not ok)
+
+
+def lost_figure(r: Record) -> str:
+    return str(r["figures"]["lines"][-1])
+
+
+def lost_verdict(r: Record) -> str:
+    """The issue's target: a comparison decided under the documented rule for failed answers, next to
+    the truth — every interval covers it and no decision has the wrong sign."""
+    line = lost_figure(r)
+    import re
+
+    found = re.search(r"covers the truth in (\d+) of (\d+), (\d+) wrong decisions", line)
+    if found is None:
+        return "not read"
+    covered, pairs, wrong = (int(g) for g in found.groups())
+    return "met" if covered == pairs and wrong == 0 else f"not met: {pairs - covered} intervals miss the truth, {wrong} wrong decisions"

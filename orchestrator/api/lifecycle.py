@@ -11,6 +11,15 @@ if TYPE_CHECKING:
     from ..records.reports import Ranking, Status
 
 
+def interrupts_while_starting() -> Any:
+    """A context for a command's whole life: a Ctrl-C while it is still starting (imports, checks)
+    stops it there and is remembered, so a run that starts after one drains at once
+    (:func:`orchestrator.run.signals.early_interrupts`)."""
+    from ..run.signals import early_interrupts
+
+    return early_interrupts()
+
+
 def load_config(config: str | Path | Any, runs_dir: str | Path | None = None):
     """A run config (``RunConfig``) from a TOML file (or one already loaded), checked, with its
     ``runs_dir`` replaced when given (``--runs-dir``)."""

@@ -40,8 +40,11 @@ def main(argv: list[str] | None = None) -> None:
     # cancelling calls in flight (an interrupt, a storage error) leaves litellm coroutines that were
     # never started; Python's complaint about them is noise on the user's one-line error
     warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
+    from ..api.lifecycle import interrupts_while_starting
+
     try:
-        code = app(args=argv, standalone_mode=False)
+        with interrupts_while_starting():
+            code = app(args=argv, standalone_mode=False)
         # in non-standalone mode click returns (not raises) the code of a typer.Exit
         if isinstance(code, int) and code != 0:
             sys.exit(code)

@@ -3,9 +3,10 @@ every look, and an exit code a pipeline acts on (docs/compare.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -74,7 +75,7 @@ def compare_cmd(
     if junit is not None:  # before anything is paid: never onto the config, the data or the run file
         check_output(junit, option="--junit", inputs=[config, cfg.data.prompts, cfg.data.responses, cfg.run_path, from_log, baseline])
     display, on_event = run_display(max_calls or cfg.budget.max_calls)
-    with display:
+    with display, _interrupt_says(cfg.run_path):
         path, result = api.compare(
             cfg,
             margin=margin,
@@ -120,3 +121,14 @@ def _print_plan(config, runs_dir, margin, alpha, max_calls, require, design, bas
         out_console.print_json(json.dumps(said))
     else:
         out_console.print(said["sentence"], soft_wrap=True)
+
+
+@contextlib.contextmanager
+def _interrupt_says(run: Path) -> Iterator[None]:
+    """A Ctrl-C during a comparison: one line that says how to go on (when the run file exists), exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        more = f"; continue with: orchestrator resume {run}" if run.exists() else " before the run file was written"
+        err_console.print(f"interrupted{more}", soft_wrap=True)
+        raise typer.Exit(130) from None

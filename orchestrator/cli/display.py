@@ -43,9 +43,9 @@ def run_display(total: int | None):
             if event.generations:
                 doing += f" and {event.generations} answer generation(s)"
             limit = f" (at most {event.wait_limit_s:.0f} s)" if event.wait_limit_s else ""
+            later = " (an answer not yet written is asked again by `orchestrator resume`)" if event.generations else ""
             err_console.print(
-                f"interrupted: finishing the {doing} in flight{limit} so nothing paid for is lost; "
-                "press Ctrl-C again to stop at once (an answer not yet written is asked again by `orchestrator resume`)"
+                f"interrupted: finishing the {doing} in flight{limit} so nothing paid for is lost; press Ctrl-C again to stop at once{later}"
             )
             return
         if event.kind == "judge_stopped":

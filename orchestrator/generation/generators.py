@@ -120,6 +120,7 @@ class RecordedAnswers:
                     f"--answers-from {self.path}: this is a run file (SQLite), not a file of answers; write its answers out with "
                     f"`orchestrator export {self.path} --format answers --out answers.jsonl` and give that file"
                 )
+        _refuse_other_files(self.path)
         self.texts: dict[tuple[str, str], str] = {}
         for number, row in validate_jsonl(self.path, ResponseText, "the file has no rows"):
             key = (row.prompt_id, row.candidate)
@@ -152,3 +153,22 @@ class RecordedAnswers:
                 f"{self.path} has no answer of {request.candidate!r} to prompt {request.prompt_id!r}", "not_in_file"
             )
         return GeneratedAnswer(text=text, finish_reason="recorded")
+
+
+def _refuse_other_files(path: Path) -> None:
+    """A prompts file (rows of ``id`` and ``text``) or another JSONL given as a file of answers:
+    one line that says what it looks like, before its rows are checked one by one."""
+    import json
+
+    with path.open("rb") as fh:
+        first = next((line for line in fh if line.strip()), b"")
+    try:
+        row = json.loads(first)
+    except ValueError:
+        return  # the row-by-row check names the line
+    if isinstance(row, dict) and "prompt_id" not in row and "candidate" not in row:
+        looks = "a prompts file (rows with id and text)" if "id" in row else f"rows with {', '.join(sorted(row)[:5]) or 'no fields'}"
+        raise OrchestratorError(
+            f"--answers-from {path}: not a file of answers, it looks like {looks}; each row of an answers file has "
+            "prompt_id, candidate and text (`orchestrator export RUN --format answers` writes one)"
+        )

@@ -76,7 +76,12 @@ class AnswerPipeline:
     _tasks: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._semaphore = asyncio.Semaphore(self.concurrency)
+        shared = asyncio.Semaphore(self.concurrency)
+        # a bundled model's llama.cpp server answers one request at a time (one slot, what makes
+        # the embedded judge repeatable): its generations go one at a time too, never queued
+        # behind each other on the server where their time limits would run out
+        bundled = {s.embedded: asyncio.Semaphore(1) for s in self.settings.values() if s.embedded}
+        self._semaphores = {c: bundled[s.embedded] if s.embedded else shared for c, s in self.settings.items()}
         for key, record in stored_answers(self.store).items():
             if record.status == "failed":
                 self.failures[key] = record.error or record.error_type or "failed"
@@ -137,7 +142,7 @@ class AnswerPipeline:
         async def once() -> GeneratedAnswer | None:
             if self.draining():
                 return None
-            async with self._semaphore:
+            async with self._semaphores[request.candidate]:
                 if self.draining():
                     return None
                 self.in_flight += 1

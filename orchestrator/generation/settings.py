@@ -4,6 +4,7 @@ nothing is one line at load or at the dry run)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 
@@ -73,9 +74,18 @@ def _check_routable(name: str, model: str) -> None:
     import litellm
 
     litellm.suppress_debug_info = True
+    from ..judging.embedded import EMBEDDED_MODELS
+
+    bundled = difflib.get_close_matches(
+        model.split("/")[-1].lower().replace("-", "").replace("_", ""), list(EMBEDDED_MODELS), n=1, cutoff=0.7
+    )
     try:
         litellm.get_llm_provider(model)
     except Exception:
+        if bundled:  # a bundled model's name mistyped: the one suggestion that works here
+            raise OrchestratorError(
+                f"candidates.{name}.model: {model!r} is not a model litellm can route; did you mean the bundled model {bundled[0]!r}?"
+            ) from None
         raise OrchestratorError(
             f"candidates.{name}.model: litellm cannot route {model!r} (write it as provider/model, e.g. openai/{model}, "
             "name a judge profile, or a bundled model: qwen1.5b, gemma270m)"

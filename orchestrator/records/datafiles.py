@@ -6,7 +6,7 @@ import hashlib
 import os
 import tomllib
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -60,10 +60,40 @@ def load_toml_model(path: str | Path, model: type[M], what: str, *, name_is_file
             if first["type"] not in ("missing", "extra_forbidden") and not isinstance(first.get("input"), dict)
             else ""
         )
-        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}{got}"[:400]) from None
+        near = nearest_key(model, first["loc"]) if first["type"] == "extra_forbidden" else None
+        hint = f" (did you mean {near!r}?)" if near else ""
+        raise OrchestratorError(f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}{got}{hint}"[:400]) from None
     if name_is_file_name and getattr(obj, "name", path.stem) != path.stem:
         raise OrchestratorError(f"{path}: name {getattr(obj, 'name', '')!r} does not match the file name {path.stem!r}")
     return obj
+
+
+def nearest_key(model: type[BaseModel], loc: tuple) -> str | None:
+    """The valid key closest to the unknown last one of ``loc`` (a typo: ``max_cals`` → ``max_calls``),
+    looked up in the (sub-)model that holds it, or None."""
+    import difflib
+    import typing
+
+    current: Any = model
+    parts = list(loc)
+    while len(parts) > 1 and current is not None:
+        part = parts.pop(0)
+        field = current.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        current = None
+        for kind in (field.annotation, *typing.get_args(field.annotation)):
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                current = kind
+            elif typing.get_origin(kind) is dict and isinstance(typing.get_args(kind)[-1], type):
+                value = typing.get_args(kind)[-1]
+                if issubclass(value, BaseModel) and len(parts) > 1:  # [table.NAME]: the name is data
+                    parts.pop(0)
+                    current = value
+    if current is None or not isinstance(parts[0], str):
+        return None
+    found = difflib.get_close_matches(parts[0], list(current.model_fields), n=1, cutoff=0.75)
+    return found[0] if found else None
 
 
 def find_data_file(name: str, dirs: list[Path], what: str) -> Path:

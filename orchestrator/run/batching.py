@@ -98,7 +98,7 @@ class BatchRunner:
             except Exception as exc:
                 if attempt == PROVIDER_TRIES:
                     raise OrchestratorError(
-                        f"judge {self.judge!r}: the batch API failed {attempt} times ({error_text(exc)[:200]}); "
+                        f"judge {self.judge!r}: the batch API failed {attempt} times ({error_text(exc)}); "
                         "the batch is kept in the run file — `orchestrator resume` goes on from it"
                     ) from None
                 await self.sleep(wait)

@@ -203,7 +203,7 @@ class RunEngine:
         """Ask ``judge`` no more: its recent calls mostly failed (:mod:`.health`)."""
         self.ctx.disabled.add(judge)
         typical = self.store.typical_failure(judge=judge)
-        what = "" if typical is None else f": {typical[0]} × {typical[1]}: {' '.join(typical[2].split())[:160]}"
+        what = "" if typical is None else f": {typical[0]} × {typical[1]}: {' '.join(typical[2].split())[:500]}"
         templates = ", ".join(sorted({t.name for t in self.templates.values()}))
         message = (
             f"judge {judge!r} stopped after {self.health.stopped[judge]} of its last {self.health.seen(judge)} calls failed "
@@ -231,7 +231,7 @@ class RunEngine:
             return "no call was made"
         n, error_type, error = typical
         error = " ".join(error.split("Traceback (most recent call last)")[0].split())
-        return f"{n} × {error_type}: {error[:200]}"
+        return f"{n} × {error_type}: {error[:500]}"
 
     def _set_status_safely(self, status: str, reason: str, kind: str) -> None:
         """Mark the run's state on the way out of an error; a run file that cannot be written (a

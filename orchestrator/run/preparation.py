@@ -131,6 +131,8 @@ def prepare(config: RunConfig, *, need_keys: bool = True, plan_only: bool = Fals
         if profile.provider:
             load_provider(profile.provider, judge=name)
     check_judges(profiles, templates, api_base=config.dispatch.api_base, need_keys=need_keys)
+    if config.candidates and need_keys:
+        check_candidate_keys(config)
     if config.compare is not None and config.compare.baseline_run is not None:
         from ..judging.cache import judge_identity
         from .planners.compare_anchor import check_baseline_judges
@@ -227,6 +229,32 @@ def check_judges(
                 )
         if need_keys and profile.api_key_env and not os.environ.get(profile.api_key_env) and not api_base:
             raise OrchestratorError(f"judge {name!r} needs its API key in the environment variable {profile.api_key_env}")
+
+
+def check_candidate_keys(config: RunConfig) -> None:
+    """Every candidate model that needs a key has one in the environment, checked before any judge
+    or model is loaded (a missing key is one line, not a run of failed generations).
+
+    Raises:
+        OrchestratorError: naming the candidate and the variable.
+    """
+    import litellm
+
+    from ..generation.settings import resolve_candidates
+
+    for name, s in resolve_candidates(config.candidates, config.beside("judges")).items():
+        if s.api_key_env:
+            if not os.environ.get(s.api_key_env):
+                raise OrchestratorError(f"candidates.{name}: its profile needs the API key in the environment variable {s.api_key_env}")
+            continue
+        if s.embedded or s.api_base or s.deployments:  # a local server or endpoints of its own
+            continue
+        missing = litellm.validate_environment(s.model).get("missing_keys") or []
+        if missing:
+            raise OrchestratorError(
+                f"candidates.{name}: model {s.model!r} needs {', '.join(missing)} in the environment "
+                "(or an api_base where it is served, or a judge profile with api_key_env)"
+            )
 
 
 def people_profile(config: RunConfig) -> JudgeProfile | None:
@@ -360,7 +388,7 @@ def smoke_candidates(prepared: Prepared) -> list[dict]:
         answer: GeneratedAnswer = await tries(generator.generate, request)
         if answer.status == "ok":
             return {**row, "status": "ok", "answer": " ".join(answer.text.split())[:80]}
-        return {**row, "status": "failed", "error": f"{answer.error_type}: {' '.join((answer.error or '').split())[:200]}"}
+        return {**row, "status": "failed", "error": f"{answer.error_type}: {' '.join((answer.error or '').split())[:500]}"}
 
     async def every() -> list[dict]:
         return await asyncio.gather(*(one(name) for name in settings))

@@ -244,6 +244,7 @@ def start(
                 f"({len(prepared.profiles)} judge(s){', both orders' if role == 'pairwise' and calls > len(prepared.profiles) else ''}); "
                 f"give --pilot {calls} or more"
             )
+    _import_litellm()
     # credentials in URLs (dispatch.api_base) are not stored: resume asks for them again
     store = create_run(
         config.run_path,
@@ -263,6 +264,13 @@ def start(
         _remove_if_empty(config.run_path)
         raise
     return config.run_path, reason
+
+
+def _import_litellm() -> None:
+    """litellm's first import takes seconds (more on a loaded machine): made before the run file is
+    written, a Ctrl-C during it leaves nothing behind; made inside the event loop by the first call,
+    it would hold off the loop's Ctrl-C handling for as long."""
+    import litellm  # noqa: F401
 
 
 def _remove_if_empty(path: Path) -> None:
@@ -316,6 +324,7 @@ def resume(
         profiles = {name: get_profile(name, config.beside("judges")) for name in config.judging.judges}
         check_judges(profiles, store.templates(), api_base=config.dispatch.api_base)
         recorded = recorded_answers(config, answers_from)
+        _import_litellm()
         _say_unused(recorded, store.dataset(), config)
         if recorded is None:
             _check_unchanged(store, config, allow_changed)

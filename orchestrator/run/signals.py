@@ -11,7 +11,36 @@ import contextlib
 import signal
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["Drain", "cancel_all"]
+__all__ = ["Drain", "cancel_all", "early_interrupts"]
+
+_EARLY: list[float] = []
+"""When a signal came before a run's own handlers were installed (empty: none)."""
+
+
+@contextlib.contextmanager
+def early_interrupts() -> Iterator[None]:
+    """A command's start-up (imports, checks, loading a model): a SIGINT or SIGTERM raises
+    ``KeyboardInterrupt`` as usual and is also remembered, so that a library that swallows the
+    exception while it imports cannot make the run start as if nothing had been asked; a run that
+    starts after one drains at once (:meth:`Drain.handlers`). Outside the main thread: nothing."""
+    import time
+
+    def handler(signum, frame) -> None:
+        _EARLY.append(time.monotonic())
+        raise KeyboardInterrupt
+
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        _EARLY.clear()
 
 
 class Drain:
@@ -42,6 +71,8 @@ class Drain:
         loop = asyncio.get_running_loop()
         self.hard_stop = False
         self._woken = asyncio.Event()
+        if _EARLY and not self.draining:  # interrupted while the command was starting: no call is sent
+            self.start()
 
         def on_signal() -> None:
             if not self.draining:

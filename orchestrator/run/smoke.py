@@ -64,7 +64,7 @@ def smoke_calls(judges: dict[str, Judge], requests_by_judge: dict[str, list[Judg
             row["answer"] = {k: round(v, 3) for k, v in sorted(probs.items(), key=lambda kv: -kv[1])[:4]}
             row["method"] = judgment.method
         else:
-            row["error"] = f"{judgment.error_type}: {' '.join((judgment.error or '').split())[:200]}"
+            row["error"] = f"{judgment.error_type}: {' '.join((judgment.error or '').split())[:500]}"
             row["error_type"] = judgment.error_type
         return row
 

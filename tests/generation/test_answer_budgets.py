@@ -22,6 +22,14 @@ def answer_totals(path) -> tuple[int, int, float]:
     return n, tokens, usd
 
 
+def answer_pending(path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("select count(*) from answers where status = 'pending'").fetchone()[0]
+    finally:
+        db.close()
+
+
 def test_max_answer_tokens_stops_generation_within_it_and_says_so(tmp_path):
     writers = Writers()
     with FakeOpenAIServer(behaviour=writers) as server:
@@ -32,6 +40,10 @@ def test_max_answer_tokens_stops_generation_within_it_and_says_so(tmp_path):
     n, tokens, _ = answer_totals(path)
     assert 1 <= n == sum(writers.asked.values()) < 12 and tokens <= 700
     assert "max_answer_tokens" in str(reason) and "of 700 spent or reserved by generated answers" in str(reason)
+    # the stop counts what the answers cost once they were written, as the run file does: nothing
+    # is pending when it stops, so no reservation is left in the figure
+    said = int(str(reason).split("max_answer_tokens (")[1].split(" of 700")[0])
+    assert said == tokens and answer_pending(path) == 0
 
 
 def test_the_answers_count_in_max_usd_with_their_own_prices(tmp_path):

@@ -269,3 +269,87 @@ def test_the_gate_counts_a_prompt_whose_answer_failed_as_lost_never_leaves_it_ou
     assert out["lost"]["cand"] >= 3 and out["lost"]["base"] == 0 and "counted as lost by cand" in out["sentence"]
     assert out["difference"] < -5  # the lost prompts are in the figure: the answered ones read 0
     assert out["decision"] in ("worse", "not better", "not yet known") and code == {"worse": 10, "not better": 13}.get(out["decision"], 12)
+
+
+def test_ctrl_c_with_generations_in_flight_says_so_and_commits_what_was_paid(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    import childkit
+
+    with FakeOpenAIServer(behaviour=Writers(), delay_s=1.5) as server:
+        config = model_campaign(tmp_path, server.url, prompts=4, max_calls=24)
+        proc = childkit.popen(["run", str(config), "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not any(body.get("model") in WRITERS for _, body in list(server.requests)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        stderr = proc.stderr.read() if proc.stderr else ""
+        asked = sum(1 for _, body in server.requests if body.get("model") in WRITERS)
+    path = tmp_path / "runs" / "gen.sqlite"
+    said = " ".join(stderr.split())
+    assert code == 130 and "answer generation(s) in flight (at most 600 s)" in said and "orchestrator resume" in said, stderr
+    made = _rows(path, "select count(*) from answers where status = 'ok'")[0][0]
+    assert made == asked >= 1  # every generation that was sent was answered and committed
+    assert _rows(path, "select status from runs")[0][0] == "interrupted"
+
+
+def test_ctrl_c_during_a_comparison_drains_and_says_how_to_go_on(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    import childkit
+
+    prompts, responses = write_dataset(tmp_path / "d", prompts=30, candidates=2, seed=3, base=[0.45, 0.55], spread=0.2)
+    with FakeOpenAIServer(quality_behaviour, delay_s=0.5) as server:
+        config = write_config(
+            tmp_path, server.url, name="gate", prompts=prompts, responses=responses, max_calls=120, scope="global",
+            extra='[compare]\ncandidate = "M1"\nbaseline = "M0"\n',
+        )  # fmt: skip
+        proc = childkit.popen(["compare", str(config), "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        stderr = proc.stderr.read() if proc.stderr else ""
+    path = tmp_path / "runs" / "gate.sqlite"
+    assert code == 130 and f"interrupted; continue with: orchestrator resume {path}" in " ".join(stderr.split()), stderr
+    assert _rows(path, "select status from runs")[0][0] == "interrupted"
+
+
+def test_answers_from_a_prompts_file_says_it_is_not_a_file_of_answers(tmp_path, capsys):
+    with FakeOpenAIServer(behaviour=Writers()) as server:
+        config = model_campaign(tmp_path, server.url, prompts=2, max_calls=4)
+        capsys.readouterr()
+        assert run_cli(["run", str(config), "--no-cache", "--answers-from", str(tmp_path / "data" / "prompts.jsonl")]) == 2
+        assert not server.requests
+    err = " ".join(capsys.readouterr().err.split())
+    assert "not a file of answers, it looks like a prompts file (rows with id and text)" in err and "Field required" not in err
+
+
+def test_a_mistyped_bundled_model_is_suggested_and_a_missing_key_refused_before_anything_loads(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("WRITER_TEST_KEY", raising=False)
+    p, r = write_dataset(tmp_path / "d", prompts=2, candidates=1)
+    with FakeOpenAIServer(behaviour=Writers()) as server:
+        for model, said in (
+            ("gemma-270m", "'gemma-270m' is not a model litellm can route; did you mean the bundled model 'gemma270m'?"),
+            ("openai/gemma-270m", "candidates.mine: model 'openai/gemma-270m' needs OPENAI_API_KEY in the environment"),
+            ("writer-keyed", "candidates.mine: its profile needs the API key in the environment variable WRITER_TEST_KEY"),
+        ):
+            _keyed_profile(tmp_path, server.url)
+            extra = f'[candidates.mine]\nmodel = "{model}"\n'
+            config = write_config(tmp_path, server.url, name="keys", prompts=p, responses=r, max_calls=4, extra=extra, scope="global")
+            text = config.read_text()
+            config.write_text(
+                text[: text.index("[candidates.mine]")].replace("[dispatch]", "[dispatch]") + text[text.index("[candidates.mine]") :]
+            )
+            capsys.readouterr()
+            assert run_cli(["run", str(config), "--no-cache"]) == 2, model
+            err = " ".join(capsys.readouterr().err.split())
+            assert said in err and len(err.splitlines()) == 1, err
+        assert not server.requests and not (tmp_path / "runs" / "keys.sqlite").exists()  # nothing asked, nothing written
