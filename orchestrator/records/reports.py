@@ -245,8 +245,9 @@ class Comparison(_Closed):
     """0 better (with ``--require not-worse``: also equivalent and not worse), 10 worse, 11
     equivalent, 12 not yet known, 13 not better."""
     lost: dict[str, Any] | None = None
-    """Head to head with candidate models: the prompts each system lost because its answer could
-    not be generated (``rule``: how such a prompt is read; system → count; open). Absent: none."""
+    """With candidate models: the prompts each system lost because its answer could not be generated
+    (``rule``: how such a prompt is read — head to head a loss, through an anchor a share of 0
+    against it; system → count; open). Absent: none."""
     sentence: str
     """The decision in one sentence."""
     construction: str

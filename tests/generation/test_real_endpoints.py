@@ -12,7 +12,7 @@ import sqlite3
 from collections import Counter
 
 from genkit import WRITERS, Writers, model_campaign
-from judgekit import quality_behaviour, run_cli, write_config, write_dataset
+from judgekit import quality_behaviour, reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
 from orchestrator.judging.testserver import FakeOpenAIServer, completion
 
@@ -353,3 +353,25 @@ def test_a_mistyped_bundled_model_is_suggested_and_a_missing_key_refused_before_
             err = " ".join(capsys.readouterr().err.split())
             assert said in err and len(err.splitlines()) == 1, err
         assert not server.requests and not (tmp_path / "runs" / "keys.sqlite").exists()  # nothing asked, nothing written
+
+
+def test_through_the_anchor_a_system_whose_answer_failed_lost_that_prompt_to_the_anchor(tmp_path, capsys):
+    """Two copies of one model against the dataset's reference answers, the candidate failing on
+    every third prompt: equal on the prompts both answered, the lost ones weigh against it."""
+    prompts, responses = write_dataset(tmp_path / "d", prompts=30, candidates=1, reference=0.5)
+    with FakeOpenAIServer(behaviour=FailsOnEveryThird(judge=reference_behaviour())) as server:
+        tables = "".join(
+            f'\n[candidates.{name}]\nmodel = "openai/writer-good"\napi_base = "{server.url}"\nsystem = "{name}"\n'
+            for name in ("cand", "base")
+        )
+        compare = '\n[compare]\ncandidate = "cand"\nbaseline = "base"\nanchor = "dataset"\ndesign = "anytime"\n'
+        config = write_config(
+            tmp_path, server.url, name="anchored", prompts=prompts, responses=responses, max_calls=240, scope="global",
+            extra=tables + compare,
+        )  # fmt: skip
+        capsys.readouterr()
+        code = run_cli(["compare", str(config), "--no-cache", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["lost"]["cand"] >= 3 and out["lost"]["base"] == 0 and "counted as lost by cand" in out["sentence"]
+    assert out["difference"] < -5 and out["candidate_win_rate"] < out["baseline_win_rate"]
+    assert code == {"worse": 10, "not better": 13}.get(out["decision"], 12)

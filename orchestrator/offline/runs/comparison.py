@@ -98,12 +98,10 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
     assert section is not None
     require = require or section.require
     order, prompts, x, rows, anchored = _outcomes(store, config)
-    if anchored is not None:
-        return _anchored(config, require, order, prompts, x, rows, anchored)
     lost = {p: v for p, v in lost_in(store, section).items() if p in prompts}
+    if anchored is not None:
+        return _anchored(config, require, order, prompts, x, rows, anchored, lost)
     found = decision_of(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows, lost)))
-    counted = lost_counts(lost, section.candidate, section.baseline)
-    said = "; ".join(f"{n} prompt(s) counted as lost by {who} (no answer could be generated)" for who, n in counted.items() if n)
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -113,10 +111,22 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
         "win_rate_low": round(50 + found.low, 3),
         "win_rate_high": round(50 + found.high, 3),
         **_decided(found, prompts, order, require, section),
-        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}" + (f" ({said})" if said else ""),
+        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}{_lost_said(lost, section)}",
         "construction": construction(section),
-        **({"lost": {"rule": LOST_RULE, **counted}} if lost else {}),
+        **_lost_field(lost, section),
     }
+
+
+def _lost_said(lost: dict[str, tuple[float, int]], section: CompareConfig) -> str:
+    """`` (N prompt(s) counted as lost by X …)``: what the decision read of the answers that failed."""
+    counted = lost_counts(lost, section.candidate, section.baseline)
+    said = "; ".join(f"{n} prompt(s) counted as lost by {who} (no answer could be generated)" for who, n in counted.items() if n)
+    return f" ({said})" if said else ""
+
+
+def _lost_field(lost: dict[str, tuple[float, int]], section: CompareConfig) -> dict[str, Any]:
+    """The record's ``lost`` field (absent when nothing was lost)."""
+    return {"lost": {"rule": LOST_RULE, **lost_counts(lost, section.candidate, section.baseline)}} if lost else {}
 
 
 def _outcomes(store: RunStore, config: RunConfig) -> tuple[list[str], list[str], np.ndarray, list, tuple | None]:
@@ -141,14 +151,14 @@ def _outcomes(store: RunStore, config: RunConfig) -> tuple[list[str], list[str],
     kept_rows = kept_judgments(kept)
     order = anchored_order(config, store.dataset(), kept_rows)
     baseline_rows = kept_rows if kept_rows is not None else mine
-    prompts, x, wc, wb = anchored_outcomes(order, shares(mine, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor))
+    prompts, x, wc, wb = anchored_outcomes(
+        order, shares(mine, section.candidate, anchor), shares(baseline_rows, section.baseline, anchor), lost
+    )
     return order, prompts, x, rows, (anchor, kept, wc, wb)
 
 
 def lost_in(store: RunStore, section: CompareConfig) -> dict[str, tuple[float, int]]:
-    """The prompts a head-to-head comparison's systems lost for want of an answer (:func:`lost_outcomes`)."""
-    if section.anchor is not None:
-        return {}
+    """The prompts a comparison's systems lost for want of an answer (:func:`lost_outcomes`)."""
     from ...store.answers import stored_answers
 
     failed = {key: record.round for key, record in stored_answers(store).items() if record.status == "failed"}
@@ -190,14 +200,14 @@ def _decided(found, prompts: list[str], order: list[str], require: str, section:
 
 
 def _anchored(
-    config: RunConfig, require: str, order: list[str], prompts: list[str], x: np.ndarray, rows: list, anchored: tuple
+    config: RunConfig, require: str, order: list[str], prompts: list[str], x: np.ndarray, rows: list, anchored: tuple, lost: dict
 ) -> dict[str, Any]:
     """:func:`comparison_in` of a comparison through an anchor
     (:mod:`orchestrator.run.planners.compare_anchor`): the difference of the two win rates against it."""
     section = config.compare
     assert section is not None
     anchor, kept, wc, wb = anchored
-    found = anchored_decision(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows)))
+    found = anchored_decision(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows, lost)))
     said = describe(found, section, anchor)
     return {
         "candidate": section.candidate,
@@ -213,6 +223,7 @@ def _anchored(
         "candidate_win_rate": round(100 * float(wc[: found.at].mean()), 3) if prompts else None,
         "baseline_win_rate": round(100 * float(wb[: found.at].mean()), 3) if prompts else None,
         **_decided(found, prompts, order, require, section),
-        "sentence": f"{section.candidate} is {said}, {_after(found, prompts, order)}",
+        "sentence": f"{section.candidate} is {said}, {_after(found, prompts, order)}{_lost_said(lost, section)}",
         "construction": construction(section, anchor),
+        **_lost_field(lost, section),
     }

@@ -30,7 +30,7 @@ from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, PlannerBase
-from .compare import completed_rounds, decision_of, decision_summary, describe, planned_order, prompt_batch, round_looks
+from .compare import completed_rounds, decision_of, decision_summary, describe, lost_outcomes, planned_order, prompt_batch, round_looks
 
 __all__ = [
     "AnchorJudgment",
@@ -89,17 +89,30 @@ def shares(rows: Iterable[AnchorJudgment], system: str, anchor: str) -> dict[tup
 
 
 def anchored_outcomes(
-    order: list[str], candidate: dict[tuple[str, str], dict[bool, float]], baseline: dict[tuple[str, str], dict[bool, float]]
+    order: list[str],
+    candidate: dict[tuple[str, str], dict[bool, float]],
+    baseline: dict[tuple[str, str], dict[bool, float]],
+    lost: dict[str, tuple[float, int]] | None = None,
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """``(prompts, X, w_c, w_b)`` in ``order``: per prompt, over the judges whose candidate shares
     cover every shown order the baseline has, ``X = mean (1 + w_c − w_b) / 2`` with each side's share
-    averaged over those orders (module docstring). Prompts without such a judge are left out."""
+    averaged over those orders (module docstring). Prompts without such a judge are left out. A
+    system whose answer to a prompt could not be generated (``lost``, :func:`.compare.lost_outcomes`)
+    lost that prompt to the anchor: its share there is 0."""
+    lost = lost or {}
+    no_candidate = {p for p, (x, _) in lost.items() if x <= 0.5}
+    no_baseline = {p for p, (x, _) in lost.items() if x >= 0.5}
     prompts, x, wc, wb = [], [], [], []
     by_prompt: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for (prompt, judge), base in baseline.items():
-        mine = candidate.get((prompt, judge))
+        mine = {o: 0.0 for o in base} if prompt in no_candidate else candidate.get((prompt, judge))
         if mine and set(base) <= set(mine):
             by_prompt[prompt].append((float(np.mean([mine[o] for o in base])), float(np.mean(list(base.values())))))
+    for (prompt, judge), mine in candidate.items():
+        if prompt in no_baseline and prompt not in no_candidate:
+            by_prompt[prompt].append((float(np.mean(list(mine.values()))), 0.0))
+    for prompt in no_candidate & no_baseline:
+        by_prompt[prompt] = [(0.0, 0.0)]
     for prompt in order:
         if prompt in by_prompt:
             c, b = np.mean(by_prompt[prompt], axis=0)
@@ -263,17 +276,26 @@ class AnchoredComparePlanner(PlannerBase):
             self.rows.append(row)
             self.read.append(AnchorJudgment.of_record(row))  # what the shares read, made once per judgment
 
+    def lost(self, cutoff: int | None = None) -> dict[str, tuple[float, int]]:
+        """The prompts a system of this run lost for want of an answer (rounds ``<= cutoff``)."""
+        if self.ctx.answers is None:
+            return {}
+        return lost_outcomes(self.ctx.answers.failure_rounds, self.section.candidate, self.section.baseline, cutoff)
+
     def outcomes(self, cutoff: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         rows = self.read if cutoff is None else [a for a, r in zip(self.read, self.rows) if r.round <= cutoff]
         baseline = self.baseline_rows if self.baseline_rows is not None else rows
         return anchored_outcomes(
-            self.order, shares(rows, self.section.candidate, self.anchor), shares(baseline, self.section.baseline, self.anchor)
+            self.order,
+            shares(rows, self.section.candidate, self.anchor),
+            shares(baseline, self.section.baseline, self.anchor),
+            self.lost(cutoff),
         )
 
     def decision(self, cutoff: int | None = None) -> Decision:
         rows = self.rows if cutoff is None else [r for r in self.rows if r.round <= cutoff]
         prompts, x, _, _ = self.outcomes(cutoff)
-        return anchored_decision(x, self.section, round_looks(prompts, completed_rounds(rows)))
+        return anchored_decision(x, self.section, round_looks(prompts, completed_rounds(rows, self.lost(cutoff))))
 
     def stop_before(self, cutoff: int) -> str:
         found = self.decision(cutoff)
