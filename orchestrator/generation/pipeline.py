@@ -71,8 +71,6 @@ class AnswerPipeline:
     """The same answers, each with the round that first needed it."""
     in_flight: int = 0
     """Generation calls sent and not yet answered."""
-    attempts: dict[str, int] = field(default_factory=dict)
-    """Candidate → generation calls made this session."""
     _tasks: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -137,7 +135,6 @@ class AnswerPipeline:
         at most ``max_attempts`` calls, ``Retry-After`` honoured); None when a drain stopped it
         before an answer came (left pending for the resume)."""
         generator = self.generators[request.candidate]
-        self.attempts[request.candidate] = self.attempts.get(request.candidate, 0)
 
         async def once() -> GeneratedAnswer | None:
             if self.draining():
@@ -147,7 +144,6 @@ class AnswerPipeline:
                     return None
                 self.in_flight += 1
                 try:
-                    self.attempts[request.candidate] += 1
                     return await generator.generate(request)
                 finally:
                     self.in_flight -= 1

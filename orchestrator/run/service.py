@@ -311,7 +311,9 @@ def resume(
     """
     with open_run(path) as store:
         run = store.run
-        if run["status"] == "finished":
+        from ..store.answers import fixable
+
+        if run["status"] == "finished" and not fixable(store):  # (answers that failed at the endpoint are asked again)
             return None
         config = RunConfig.from_stored(store.config)
         if api_base is not None:

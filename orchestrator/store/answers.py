@@ -45,6 +45,7 @@ __all__ = [
     "commit_answer",
     "create_answers_table",
     "plan_answers",
+    "fixable",
     "reopen_fixable",
     "stored_answers",
 ]
@@ -137,17 +138,22 @@ FIXABLE = ("auth", "connection", "bad_request", "rate_limit", "server", "timeout
 outage): what a user fixes before resuming."""
 
 
+def fixable(store: RunStore) -> list[tuple[str, str, str]]:
+    """``(prompt, candidate, error type)`` of every answer that failed for a reason in :data:`FIXABLE`."""
+    if not _exists(store):
+        return []
+    marks = ", ".join("?" for _ in FIXABLE)
+    return store.db.conn.execute(
+        f"select prompt_id, candidate, error_type from [{TABLE}] where status = 'failed' and error_type in ({marks})", FIXABLE
+    ).fetchall()
+
+
 def reopen_fixable(store: RunStore) -> dict[str, int]:
     """Make every answer that failed for a reason in :data:`FIXABLE` pending again, and the
     requests that failed because of it (``no_answer``, no judge was asked) pending with it, so that
     the run asks for it once more (``resume``); ``error_type → count`` of the answers reopened.
     Nothing paid is undone: a failed call cost nothing, and the failed judgments cost nothing."""
-    if not _exists(store):
-        return {}
-    marks = ", ".join("?" for _ in FIXABLE)
-    rows = store.db.conn.execute(
-        f"select prompt_id, candidate, error_type from [{TABLE}] where status = 'failed' and error_type in ({marks})", FIXABLE
-    ).fetchall()
+    rows = fixable(store)
     if not rows:
         return {}
     reopened = {(p, c) for p, c, _ in rows}

@@ -375,3 +375,20 @@ def test_through_the_anchor_a_system_whose_answer_failed_lost_that_prompt_to_the
     assert out["lost"]["cand"] >= 3 and out["lost"]["base"] == 0 and "counted as lost by cand" in out["sentence"]
     assert out["difference"] < -5 and out["candidate_win_rate"] < out["baseline_win_rate"]
     assert code == {"worse": 10, "not better": 13}.get(out["decision"], 12)
+
+
+def test_resume_of_a_finished_run_asks_again_what_failed_at_the_endpoint(tmp_path, capsys):
+    down = Writers(failing={"writer-bad"})
+    with FakeOpenAIServer(behaviour=down) as server:
+        config = model_campaign(tmp_path, server.url, prompts=3, max_calls=16)
+        assert run_cli(["run", str(config), "--no-cache"]) == 0
+        path = tmp_path / "runs" / "gen.sqlite"
+        assert _rows(path, "select status from runs")[0][0] == "finished"
+        failed = _rows(path, "select count(*) from answers where candidate = 'bad' and status = 'failed'")[0][0]
+        down.failing = set()
+        capsys.readouterr()
+        assert run_cli(["resume", str(path), "--no-cache"]) == 0
+        assert f"asking again {failed} answer(s)" in capsys.readouterr().err
+        assert _rows(path, "select count(*) from answers where status = 'failed'")[0][0] == 0
+        assert run_cli(["resume", str(path), "--no-cache"]) == 0  # nothing left to ask: finished, nothing to do
+    assert "already finished" in capsys.readouterr().err
