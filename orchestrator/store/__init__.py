@@ -188,9 +188,15 @@ def check_run_file(path: Path) -> None:
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise OrchestratorError(f"{path}: not a run file ({exc})") from None
+    try:  # (the scan reads every row: a damaged page shows here)
         wrong = inconsistencies(conn, tables) if version <= SCHEMA_VERSION else []
     except sqlite3.DatabaseError as exc:
-        raise OrchestratorError(f"{path}: not a run file ({exc})") from None
+        raise OrchestratorError(
+            f"{path}: the run file is damaged ({exc}); check it with `sqlite3 RUN 'PRAGMA integrity_check'` and restore it from a copy"
+        ) from None
     finally:
         conn.close()
     if version > SCHEMA_VERSION:
