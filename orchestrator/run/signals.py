@@ -29,6 +29,17 @@ def early_interrupts() -> Iterator[None]:
         _EARLY.append(time.monotonic())
         raise KeyboardInterrupt
 
+    try:
+        with _handling(handler):
+            yield
+    finally:
+        _EARLY.clear()
+
+
+@contextlib.contextmanager
+def _handling(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for SIGINT and SIGTERM while the block runs, the previous ones back after it
+    (outside the main thread, where signals cannot be handled: nothing)."""
     previous = {}
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -40,7 +51,6 @@ def early_interrupts() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-        _EARLY.clear()
 
 
 class Drain:
@@ -107,21 +117,17 @@ class Drain:
                 self.hard_stop = True
                 raise KeyboardInterrupt
 
-        previous = {}
         wakeup = None
         try:
             # asyncio also learns of signals through its wake-up fd and would act on them a second
             # time once the loop runs again: switch that off while these handlers stand in
             wakeup = signal.set_wakeup_fd(-1)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, handler)
         except ValueError:  # not the main thread: leave signals alone
             pass
         try:
-            yield
+            with _handling(handler) if wakeup is not None else contextlib.nullcontext():
+                yield
         finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
             if wakeup is not None:
                 signal.set_wakeup_fd(wakeup)
 
