@@ -196,7 +196,7 @@ class RunEngine:
             self.store.last_round(),
             planned_requests=self.dispatcher.in_flight_calls,
             generations=generations,
-            wait_limit_s=max([self.answers.time_limit_s()] if generations and self.answers is not None else [], default=None),
+            wait_limit_s=self.answers.time_limit_s() if generations and self.answers is not None else None,
         )
 
     def _stop_judge(self, judge: str) -> None:

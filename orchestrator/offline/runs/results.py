@@ -192,7 +192,8 @@ def _poe_rows(group, post, dataset: Dataset, truth: str | None, level: float, le
     ``leave_out``: candidates (indices) not ranked — the others are ranked among themselves."""
     from ...poe import centred_variances, marginal_variances, rank_intervals, ranking_order
 
-    kept = [c for c in range(len(group.names)) if c not in set(leave_out or [])]
+    left_out = set(leave_out or [])
+    kept = [c for c in range(len(group.names)) if c not in left_out]
     intervals = rank_intervals(post, level=level, among=kept if leave_out else None)
     position = {c: k for k, c in enumerate(kept)} if leave_out else {c: c for c in kept}
     sd = centred_variances(post).sqrt()  # what comparisons see (the common location's uncertainty left out)
