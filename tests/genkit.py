@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -62,6 +63,33 @@ class Writers:
         if model in self.truncate:
             body_out["choices"][0]["finish_reason"] = "length"
         return 200, {}, body_out
+
+
+DEBRIS = "<|im_end|>\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"
+"""What a base model writes when shown a chat template it was not trained on."""
+
+
+class BaseModelWriters(Writers):
+    """``writer-bad`` is a base model: through a chat template it writes template markup and the
+    question echoed; as plain text after ``Answer:`` it writes an answer."""
+
+    def __init__(self):
+        super().__init__()
+        self.completions: list[dict] = []
+
+    def __call__(self, body):
+        if "prompt" in body:  # /v1/completions
+            with self.lock:
+                self.completions.append(body)
+            text = f" Answer by {body['model']} <<q={WRITERS[body['model']]:.4f}>>"
+            choice = {"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}
+            usage = {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
+            return 200, {}, {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": body["model"],
+                             "choices": [choice], "usage": usage}  # fmt: skip
+        if body.get("model") == "writer-bad":
+            question = body["messages"][-1]["content"]
+            return 200, {}, completion(question + DEBRIS + question[:20], prompt_tokens=40)
+        return super().__call__(body)
 
 
 def candidate_tables(api_base: str, names: dict[str, str], **fields) -> str:

@@ -47,6 +47,13 @@ class LiteLLMGenerator:
         }
         if s.seed is not None:
             kwargs["seed"] = s.seed
+        if s.prompt_format == "completion":
+            from .settings import COMPLETION_STOP, completion_prompt
+
+            del kwargs["messages"]
+            kwargs["prompt"] = completion_prompt(request.messages)
+            stop = kwargs.get("stop") or []
+            kwargs["stop"] = [*([stop] if isinstance(stop, str) else stop), *COMPLETION_STOP]
         base = self.api_base or s.api_base
         if base and self.router is None:
             kwargs["api_base"] = base
@@ -56,6 +63,18 @@ class LiteLLMGenerator:
             kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
         return kwargs
 
+    def _text_client(self, base: str, key: str | None, timeout_s: float) -> Any:
+        """One OpenAI client per address and key while the run's loop lasts (litellm would make a
+        new one for every text completion and never close it)."""
+        from openai import AsyncOpenAI
+
+        from ..judging.sessions import owned_client
+
+        clients = self.__dict__.setdefault("_text_clients", {})
+        if (base, key) not in clients or clients[(base, key)].is_closed():
+            clients[(base, key)] = owned_client(AsyncOpenAI(base_url=base, api_key=key or "not-needed", max_retries=0, timeout=timeout_s))
+        return clients[(base, key)]
+
     async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
         import litellm
 
@@ -64,7 +83,13 @@ class LiteLLMGenerator:
         started = time.perf_counter()
         try:
             kwargs = self._kwargs(request)
-            response = await (self.router.acompletion(**kwargs) if self.router is not None else litellm.acompletion(**kwargs))
+            if "prompt" in kwargs:  # a base model: a plain-text completion
+                call = self.router.atext_completion if self.router is not None else litellm.atext_completion
+                if self.router is None and kwargs.get("api_base") and kwargs["model"].startswith("openai/"):
+                    kwargs["client"] = self._text_client(kwargs["api_base"], kwargs.get("api_key"), kwargs["timeout"])
+            else:
+                call = self.router.acompletion if self.router is not None else litellm.acompletion
+            response = await call(**kwargs)
         except Exception as exc:  # a failed call is an answer that says why
             error_type, retryable, retry_after = classify_error(exc)
             return GeneratedAnswer.failure(
@@ -73,7 +98,7 @@ class LiteLLMGenerator:
         latency = time.perf_counter() - started
         try:
             choice = response.choices[0]
-            text = choice.message.content or ""
+            text = (choice.text if "prompt" in kwargs else choice.message.content) or ""
             finish = getattr(choice, "finish_reason", None)
         except (AttributeError, IndexError, TypeError):
             return GeneratedAnswer.failure("the response has no answer (no choices)", "invalid", latency_s=latency)

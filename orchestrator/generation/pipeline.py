@@ -9,6 +9,7 @@ why, and no judge is asked about it."""
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,7 +26,7 @@ from .generators import TIMEOUT_S, Generator
 from .planning import BYTES_PER_TOKEN_BOUND
 from .settings import answer_messages
 
-__all__ = ["AnswerPipeline", "INTERRUPTED", "too_long"]
+__all__ = ["AnswerPipeline", "INTERRUPTED", "template_only", "too_long"]
 
 INTERRUPTED = "interrupted"
 """What :meth:`AnswerPipeline.ensure` says of an answer a drain left for the resume."""
@@ -44,6 +45,30 @@ def too_long(answer: GeneratedAnswer, max_tokens: int) -> GeneratedAnswer:
         "that judge requests reserve for it; no judge is shown it"
     )
     return answer.model_copy(update={"status": "failed", "text": "", "error": error, "error_type": "answer_too_long"})
+
+
+_TEMPLATE_TOKEN = re.compile(r"<\|[A-Za-z_]+\|>|<(?:start|end)_of_turn>|</?s>|<(?:eos|bos|pad)>|\[/?INST\]")
+_ROLE_LINE = re.compile(r"^\s*(?:system|user|assistant|model)?\s*$", re.IGNORECASE)
+
+
+def template_only(answer: GeneratedAnswer, messages: list[dict[str, str]]) -> GeneratedAnswer:
+    """``answer``, or its failure ``template_only`` when its text is chat-template markup and
+    nothing else: control tokens, role names and the prompt's own turns echoed back, whole or cut (what a model
+    writes when shown a template it was not trained on). Such a text is no answer a judge should
+    compare; an answer that says something beside the markup is kept as it is."""
+    if answer.status != "ok" or not _TEMPLATE_TOKEN.search(answer.text):
+        return answer
+    echoes = {m["content"].strip() for m in messages if m.get("content")}
+    # (an echo cut off by max_tokens is a prefix of a turn)
+    rest = [
+        line
+        for line in _TEMPLATE_TOKEN.sub("\n", answer.text).splitlines()
+        if not _ROLE_LINE.match(line) and not any(echo.startswith(line.strip()) for echo in echoes)
+    ]
+    if rest:
+        return answer
+    error = "the answer is only chat-template markup (control tokens, role names, the prompt echoed): the model was not prompted in a format it was trained on"
+    return answer.model_copy(update={"status": "failed", "text": "", "error": error, "error_type": "template_only"})
 
 
 @dataclass(eq=False)
@@ -116,7 +141,7 @@ class AnswerPipeline:
             answer = await self._call(request)
             if answer is None:
                 return INTERRUPTED
-        answer = too_long(answer, request.settings.max_tokens)
+        answer = too_long(template_only(answer, request.messages), request.settings.max_tokens)
         commit_answer(self.store, prompt_id, candidate, answer)
         failpoint("answer_committed")
         if answer.status != "ok":

