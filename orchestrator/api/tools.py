@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import OrchestratorError
+from ..judging.sessions import run_closing_clients
 
 
 def cache_stats(cache: str | Path | None = None) -> dict:
@@ -134,7 +135,6 @@ def record(
     chosen prompts (``prompt_ids``, or the ``first`` N), appending to the judgment log ``out``
     (run again, it asks only what is missing); the counts planned, skipped, written, failed. A
     profile with ``embedded = ...`` starts and stops its llama.cpp server unless ``api_base``."""
-    import asyncio
     import contextlib
 
     from ..judging.client import LiteLLMJudge, get_profile
@@ -170,7 +170,7 @@ def record(
     server = EmbeddedServer(profile.embedded) if profile.embedded and not api_base else contextlib.nullcontext()
     with server as running:
         base = api_base or (running.api_base if running is not None else None)
-        return asyncio.run(
+        return run_closing_clients(
             run_recording(
                 plan,
                 LiteLLMJudge(profile, api_base=base),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile, get_profile
 from ..judging.providers import load_provider
+from ..judging.sessions import run_closing_clients
 from ..records.config import RunConfig
 from ..records.dataset import Dataset, ResponseText, load_dataset
 from ..records.named_classes import module_origin, modules_beside
@@ -29,6 +30,7 @@ class Prepared:
     profiles: dict[str, JudgeProfile]
     people: JudgeProfile | None = None
     """``judging.people``'s profile (kind ``human``), None without."""
+    prompt_costs: tuple[int, int] | None = None  # a comparison's (prompts the data hold, judge calls a prompt takes)
 
 
 def _select_prompts(config: RunConfig, dataset: Dataset) -> Dataset:
@@ -133,16 +135,14 @@ def prepare(config: RunConfig, *, need_keys: bool = True, plan_only: bool = Fals
     check_judges(profiles, templates, api_base=config.dispatch.api_base, need_keys=need_keys)
     if config.candidates and need_keys:
         check_candidate_keys(config)
-    if config.compare is not None and config.compare.baseline_run is not None:
-        from ..judging.cache import judge_identity
-        from .planners.compare_anchor import check_baseline_judges
+    costs = None
+    if config.compare is not None:  # the baseline run's judges checked, the horizon fixed and stored with the run
+        from .planners.compare_plan import fixed_comparison
 
-        check_baseline_judges(config, {name: judge_identity(p, config.dispatch.api_base) for name, p in profiles.items()})
-    if config.compare is not None:  # the horizon it is sized for, fixed and stored with the run
-        from .planners.compare_plan import fix_plan
-
-        config = fix_plan(config, dataset, profiles, planner.possible_requests(config, dataset, len(profiles)), check=not plan_only)
-    prepared = Prepared(config, dataset, templates, profiles, people_profile(config))
+        config, costs = fixed_comparison(
+            config, dataset, profiles, planner.possible_requests(config, dataset, len(profiles)), check=not plan_only
+        )
+    prepared = Prepared(config, dataset, templates, profiles, people_profile(config), costs)
     check_budget_fits(prepared)
     return prepared
 
@@ -393,4 +393,4 @@ def smoke_candidates(prepared: Prepared) -> list[dict]:
     async def every() -> list[dict]:
         return await asyncio.gather(*(one(name) for name in settings))
 
-    return asyncio.run(every())
+    return run_closing_clients(every())

@@ -3,7 +3,6 @@ judges (:mod:`.judges`), the engine (:mod:`.engine`)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sqlite3
 import warnings
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import OrchestratorError, OrchestratorWarning, RunFailed
 from ..judging.client import Judge, JudgeProfile, get_profile
+from ..judging.sessions import run_closing_clients
 from ..records.config import RunConfig, load_config
 from ..records.named_classes import modules_beside
 from ..records.templates import Template
@@ -85,12 +85,13 @@ def _execute(
         async def drive() -> str:
             reason = await engine.run()
             if embedded and store.run["status"] == "finished":  # is the judge itself repeatable?
-                from .repeatability import repeat_check
+                from .repeatability import REPEATS, repeat_check
 
+                say(f"asking the embedded judge {REPEATS} of its requests again, past the cache, to see how repeatable it is…")
                 await repeat_check(store, raw, embedded, templates)
             return reason
 
-        return asyncio.run(drive())
+        return run_closing_clients(drive())
 
 
 def recorded_answers(config: RunConfig, answers_from: str | Path | None) -> RecordedAnswers | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..judging.client import Judge, JudgeRequest
 from ..judging.dispatch import RetryPolicy, call_with_retries
+from ..judging.sessions import run_closing_clients
 from ..records.dataset import Dataset
 from ..records.templates import Template
 from .requests import DATASET_ANCHOR, render_messages
@@ -71,4 +72,4 @@ def smoke_calls(judges: dict[str, Judge], requests_by_judge: dict[str, list[Judg
     async def every() -> list[dict[str, Any]]:
         return await asyncio.gather(*(one(name, r) for name, requests in requests_by_judge.items() for r in requests))
 
-    return asyncio.run(every())
+    return run_closing_clients(every())
