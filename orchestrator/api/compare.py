@@ -93,7 +93,7 @@ def compare_plan(
     elif spread is not None:
         source = "given"
     prepared = prepare(cfg, need_keys=False, plan_only=True)
-    return gate_plan_report(prepared.config, effect=effect, spread=spread, spread_from=source)
+    return gate_plan_report(prepared.config, effect=effect, spread=spread, spread_from=source, costs=prepared.prompt_costs)
 
 
 def _with_options(config, runs_dir, margin, alpha, max_calls, require, design, baseline_run) -> Any:

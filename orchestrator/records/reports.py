@@ -248,6 +248,11 @@ class Comparison(_Closed):
     """With candidate models: the prompts each system lost because its answer could not be generated
     (``rule``: how such a prompt is read — head to head a loss, through an anchor a share of 0
     against it; system → count; open). Absent: none."""
+    to_decide: dict[str, Any] | None = None
+    """When not yet known: what would decide it if the true difference is the one seen —
+    ``effect`` (points from the edge the decision turns on), ``prompts`` a plan needs for a power of
+    0.8, the ``max_calls`` to set, ``prompts_available`` in the data, and the ``sentence``; only
+    ``effect`` and ``sentence`` when the difference is too near that edge for any practical budget."""
     sentence: str
     """The decision in one sentence."""
     construction: str

@@ -293,3 +293,51 @@ def test_compare_from_a_log_decides_as_the_function_does_on_what_it_read(tmp_pat
     assert result["max_prompts"] == n and result["design"] == "anytime"
     assert (expected.decision, expected.at) == (result["decision"], result["decided_after"]) == ("better", result["decided_after"])
     assert result["prompts_judged"] < n
+
+
+def _even_config(tmp_path, url, name, max_calls):
+    """Two systems of the same quality over 60 prompts: 40 calls read 20 of them, not enough to know."""
+    prompts, responses = write_dataset(tmp_path / f"data-{name}", prompts=60, candidates=2, seed=5, base=[0.5, 0.5], spread=0.3)
+    config = write_config(tmp_path, url, name=name, prompts=prompts, responses=responses, max_calls=max_calls, batch=4)
+    config.write_text(config.read_text() + '\n[compare]\ncandidate = "M1"\nbaseline = "M0"\n')
+    return config
+
+
+def test_not_yet_known_says_the_max_calls_that_would_decide_and_the_prompts_the_data_hold(tmp_path, capsys):
+    """The next step a not-yet-known gate prints, checked by hand: the plan's prompts at the seen
+    difference and the run's own outcomes' spread, times the calls a prompt took."""
+    import sqlite3
+
+    from orchestrator.raee.gate import plan
+    from orchestrator.run.planners.compare import comparison_order
+    from orchestrator.store import open_run
+
+    with FakeOpenAIServer(quality_behaviour) as server:
+        config = _even_config(tmp_path, server.url, "even", 40)
+        assert run_cli(["compare", str(config), "--json", "--no-cache"]) == 12
+        result = json.loads(capsys.readouterr().out)
+        step = result["to_decide"]
+        with open_run(result["run"], write=False) as store:
+            order = comparison_order(store.dataset(), "M1", "M0", 7)
+        shares: dict[str, dict[str, float]] = {}
+        for prompt, shown, p in sqlite3.connect(result["run"]).execute("select prompt_id, candidates, p_first from judgments"):
+            shares.setdefault(prompt, {})[json.loads(shown)[0]] = p
+        x = np.array([0.5 * (shares[p]["M1"] + 1 - shares[p]["M0"]) for p in order if len(shares.get(p, {})) == 2])
+        effect = abs(100 * float(x.mean()) - 50)
+        expected = plan(effect=effect, alpha=0.05, available=60, spread=float(np.std(x, ddof=1)), looks=15).planned
+        assert step["effect"] == pytest.approx(effect, abs=1e-3) and step["prompts"] == expected and step["max_calls"] == 2 * expected
+        assert step["prompts_available"] == 60 and len(x) == 20
+        assert run_cli(["compare", str(config), "--no-cache", "--runs-dir", str(tmp_path / "again")]) == 12
+        said = " ".join(capsys.readouterr().out.split())
+        assert f"max_calls = {2 * expected} ({expected} prompts × 2 judge calls a prompt)" in said
+        assert "the data hold 60 prompts" in said if expected <= 60 else "the data hold only 60 prompts" in said
+        # --plan ends with the max_calls to set and the prompts the data hold
+        assert run_cli(["compare", str(config), "--plan", "--json"]) == 0
+        planned = json.loads(capsys.readouterr().out)
+        assert planned["prompts_in_data"] == 60 and planned["max_calls_needed"] == 2 * planned["planned_prompts"]
+        assert run_cli(["compare", str(config), "--plan"]) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert said.endswith(
+            f"To reach that power: max_calls = {planned['max_calls_needed']} ({planned['planned_prompts']} prompts × 2 judge calls a prompt), "
+            f"but the data hold only 60 prompts the comparison can read: give at least {planned['planned_prompts'] - 60} more."
+        )

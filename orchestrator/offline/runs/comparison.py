@@ -102,6 +102,7 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
     if anchored is not None:
         return _anchored(config, require, order, prompts, x, rows, anchored, lost)
     found = decision_of(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows, lost)))
+    step = _to_decide(found, config, prompts, order, x, rows, anchored=False)
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -111,10 +112,37 @@ def comparison_in(store: RunStore, *, require: str | None = None) -> dict[str, A
         "win_rate_low": round(50 + found.low, 3),
         "win_rate_high": round(50 + found.high, 3),
         **_decided(found, prompts, order, require, section),
-        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}{_lost_said(lost, section)}",
+        "sentence": f"{section.candidate} is {describe(found, section)}, {_after(found, prompts, order)}{_lost_said(lost, section)}"
+        + (f"; {step['sentence']}" if step else ""),
         "construction": construction(section),
         **_lost_field(lost, section),
+        **({"to_decide": step} if step else {}),
     }
+
+
+def _to_decide(found, config: RunConfig, prompts: list[str], order: list[str], x: np.ndarray, rows: list, *, anchored: bool) -> dict | None:
+    """:func:`~orchestrator.run.planners.compare_plan.next_step` of a comparison not yet known
+    after reading some prompts, from its own outcomes' spread and the judge calls its prompts took."""
+    from ...records.judgments import UNASKED
+    from ...run.planners.compare_plan import next_step
+
+    section = config.compare
+    assert section is not None
+    if found.decision != "not yet known" or not prompts:
+        return None
+    read = set(prompts)
+    calls = sum(1 for r in rows if r.prompt_id in read and r.error_type not in UNASKED)
+    return next_step(
+        difference=found.difference,
+        margin=section.margin,
+        spread=float(np.std(x, ddof=1)) if len(x) >= 2 else None,
+        alpha=section.alpha,
+        design=section.design,
+        batch=config.selection.batch,
+        calls_per_prompt=max(1, -(-calls // len(prompts))),
+        available=len(order),
+        anchored=anchored,
+    )
 
 
 def _lost_said(lost: dict[str, tuple[float, int]], section: CompareConfig) -> str:
@@ -209,6 +237,7 @@ def _anchored(
     anchor, kept, wc, wb = anchored
     found = anchored_decision(x, section.model_copy(update={"require": require}), round_looks(prompts, completed_rounds(rows, lost)))
     said = describe(found, section, anchor)
+    step = _to_decide(found, config, prompts, order, x, rows, anchored=True)
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -223,7 +252,9 @@ def _anchored(
         "candidate_win_rate": round(100 * float(wc[: found.at].mean()), 3) if prompts else None,
         "baseline_win_rate": round(100 * float(wb[: found.at].mean()), 3) if prompts else None,
         **_decided(found, prompts, order, require, section),
-        "sentence": f"{section.candidate} is {said}, {_after(found, prompts, order)}{_lost_said(lost, section)}",
+        "sentence": f"{section.candidate} is {said}, {_after(found, prompts, order)}{_lost_said(lost, section)}"
+        + (f"; {step['sentence']}" if step else ""),
         "construction": construction(section, anchor),
         **_lost_field(lost, section),
+        **({"to_decide": step} if step else {}),
     }

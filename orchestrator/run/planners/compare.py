@@ -203,7 +203,8 @@ class ComparePlanner(PlannerBase):
                 if (j, prompt, shown) not in ctx.asked
             ]
 
-        return prompt_batch(planned_order(self.order, self.section), unit, "pairwise", ctx.config.selection.batch, (c, b), self.done)
+        done = done_words(self.order, self.section, self.done)
+        return prompt_batch(planned_order(self.order, self.section), unit, "pairwise", ctx.config.selection.batch, (c, b), done)
 
     def summary(self, cutoff: int | None) -> dict:
         return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)
@@ -213,6 +214,15 @@ def planned_order(order: list[str], section: CompareConfig) -> list[str]:
     """The prompts a comparison may ask: a planned design stops at its planned maximum (its error is
     spent there, whatever budget is left); the anytime sequence may read on."""
     return order[: section.max_prompts] if section.design == "planned" and section.max_prompts else order
+
+
+def done_words(order: list[str], section: CompareConfig, done: str) -> str:
+    """Why a comparison has nothing left to ask: ``done``, or, when its plan stops short of the data
+    (the prompts ``max_calls`` pays for), that those have been judged."""
+    planned = planned_order(order, section)
+    if len(planned) < len(order):
+        return f"the {len(planned)} prompts the plan reads (what max_calls pays for) have been judged; the data hold {len(order)}"
+    return done
 
 
 def prompt_batch(order: list[str], unit_for, kind: str, batch: int, systems: tuple[str, str], done: str) -> Plan | str:
@@ -250,13 +260,16 @@ def describe(found: Decision, section: CompareConfig, anchor: str | None = None)
         return f"not yet known against {baseline}: " + (
             NO_PROMPT_READ if anchor is None else f"no prompt has both systems judged against {anchor} yet"
         )
-    kind = "anytime-valid interval" if section.design == "anytime" else "interval valid at the planned looks"
+    level = f"{100 * (1 - section.alpha):g}%"
+    valid = "valid whenever the run is looked at" if section.design == "anytime" else "valid at the ends of rounds"
     if anchor is None:
-        span = f"win rate over {baseline} {50 + found.difference:.1f}% ({kind} {50 + found.low:.1f}–{50 + found.high:.1f}%)"
+        span = (
+            f"win rate over {baseline} {50 + found.difference:.1f}% ({level} interval {50 + found.low:.1f}–{50 + found.high:.1f}%, {valid})"
+        )
     else:
         span = (
             f"{found.difference:+.1f} points of win rate against {anchor} compared with {baseline} "
-            f"({kind} {found.low:+.1f} to {found.high:+.1f} points)"
+            f"({level} interval {found.low:+.1f} to {found.high:+.1f} points, {valid})"
         )
     by = f" by at least {margin:g} points" if margin else ""
     words = {

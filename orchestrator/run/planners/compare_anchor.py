@@ -30,7 +30,17 @@ from ...records.dataset import DATASET_ANCHOR, Dataset
 from ...store import JudgmentRecord
 from ..requests import PlanContext, seeded_hash
 from .base import Plan, PlannerBase
-from .compare import completed_rounds, decision_of, decision_summary, describe, lost_outcomes, planned_order, prompt_batch, round_looks
+from .compare import (
+    completed_rounds,
+    decision_of,
+    decision_summary,
+    describe,
+    done_words,
+    lost_outcomes,
+    planned_order,
+    prompt_batch,
+    round_looks,
+)
 
 __all__ = [
     "AnchorJudgment",
@@ -318,7 +328,8 @@ class AnchoredComparePlanner(PlannerBase):
                 out += [ctx.request(j, "reference", prompt, list(shown)) for shown in wanted if (j, prompt, shown) not in ctx.asked]
             return out
 
-        return prompt_batch(planned_order(self.order, self.section), unit, "reference", ctx.config.selection.batch, (c, b), self.done)
+        done = done_words(self.order, self.section, self.done)
+        return prompt_batch(planned_order(self.order, self.section), unit, "reference", ctx.config.selection.batch, (c, b), done)
 
     def summary(self, cutoff: int | None) -> dict:
         return decision_summary(self.decision(cutoff).decision, self.section.candidate, self.section.baseline)

@@ -11,7 +11,7 @@ from ...raee.gate import plan, reachable
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 
-__all__ = ["available_prompts", "fix_plan", "prompt_calls"]
+__all__ = ["available_prompts", "fix_plan", "fixed_comparison", "next_step", "prompt_calls", "prompt_costs"]
 
 
 def available_prompts(config: RunConfig, dataset: Dataset) -> list[str]:
@@ -36,6 +36,78 @@ def prompt_calls(config: RunConfig, profiles: dict[str, JudgeProfile], available
     per_prompt = -(-possible // max(available, 1))
     samples = max([1] + [p.samples for p in profiles.values() if not p.logprobs])
     return max(1, per_prompt) * samples
+
+
+def prompt_costs(config: RunConfig, dataset: Dataset, profiles: dict[str, JudgeProfile], possible: int) -> tuple[int, int]:
+    """``(prompts the comparison can read in the data, judge calls one prompt takes at most)``."""
+    available = len(available_prompts(config, dataset))
+    return available, prompt_calls(config, profiles, available, possible)
+
+
+def fixed_comparison(
+    config: RunConfig, dataset: Dataset, profiles: dict[str, JudgeProfile], possible: int, *, check: bool = True
+) -> tuple[RunConfig, tuple[int, int]]:
+    """:func:`fix_plan`'s config, and :func:`prompt_costs` (what a plan's ``max_calls`` is made of),
+    once the judges of a ``baseline_run`` are found to be the ones that answered it.
+
+    Raises:
+        OrchestratorError: as :func:`fix_plan` and :func:`~.compare_anchor.check_baseline_judges`."""
+    assert config.compare is not None
+    if config.compare.baseline_run is not None:
+        from ...judging.cache import judge_identity
+        from .compare_anchor import check_baseline_judges
+
+        check_baseline_judges(config, {name: judge_identity(p, config.dispatch.api_base) for name, p in profiles.items()})
+    return fix_plan(config, dataset, profiles, possible, check=check), prompt_costs(config, dataset, profiles, possible)
+
+
+def budget_words(prompts: int, calls_per_prompt: int, available: int) -> str:
+    """``max_calls = N (P prompts × C calls a prompt); the data hold A prompts``, or that they hold
+    too few: the budget and the data a plan of ``prompts`` prompts needs."""
+    said = f"max_calls = {prompts * calls_per_prompt} ({prompts} prompts × {calls_per_prompt} judge calls a prompt)"
+    if prompts > available:
+        return f"{said}, but the data hold only {available} prompts the comparison can read: give at least {prompts - available} more"
+    return f"{said}; the data hold {available} prompts"
+
+
+def next_step(
+    *,
+    difference: float,
+    margin: float,
+    spread: float | None,
+    alpha: float,
+    design: str,
+    batch: int,
+    calls_per_prompt: int,
+    available: int,
+    anchored: bool,
+) -> dict:
+    """What would decide a comparison that is not yet known: the prompts a plan needs for a power
+    of 0.8 if the true difference is the one seen, as a ``max_calls`` to set, beside the prompts
+    the data hold (:func:`~orchestrator.raee.gate.plan` with the outcomes' own spread). The
+    distance that matters is from the seen difference to the nearest edge a decision turns on
+    (the margin on either side, or 0 without one); under half a point, no practical budget
+    decides it, and the record says so."""
+    edges = [margin, -margin] if margin else [0.0]
+    effect = min(abs(difference - e) for e in edges)
+    if effect < 0.5:
+        return {
+            "effect": round(effect, 3),
+            "sentence": (
+                f"the difference seen ({difference:+.1f} points) is within half a point of where the decision turns "
+                f"({', '.join(f'{e:+g}' for e in edges)}): no practical budget decides it; a wider --margin would"
+            ),
+        }
+    scale = 2.0 if anchored else 1.0  # through an anchor the outcomes' mean moves half the difference
+    needed = plan(effect=effect / scale, alpha=alpha, available=available, spread=spread, looks=-(-available // max(1, batch)))
+    prompts = needed.anytime if design == "anytime" else needed.planned
+    return {
+        "effect": round(effect, 3),
+        "prompts": prompts,
+        "max_calls": prompts * calls_per_prompt,
+        "prompts_available": available,
+        "sentence": f"to decide a difference like the one seen ({difference:+.1f} points) with power 0.8: {budget_words(prompts, calls_per_prompt, available)}",
+    }
 
 
 def fix_plan(config: RunConfig, dataset: Dataset, profiles: dict[str, JudgeProfile], possible: int, *, check: bool = True) -> RunConfig:
@@ -87,10 +159,13 @@ def fix_plan(config: RunConfig, dataset: Dataset, profiles: dict[str, JudgeProfi
     return fixed
 
 
-def gate_plan_report(config: RunConfig, *, effect: float, spread: float | None, spread_from: str) -> dict:
+def gate_plan_report(
+    config: RunConfig, *, effect: float, spread: float | None, spread_from: str, costs: tuple[int, int] | None = None
+) -> dict:
     """``compare --plan``'s answer for a config whose horizon :func:`fix_plan` has fixed: the prompts
     each design needs for a power of 0.8 at ``effect`` points beyond the margin (:func:`~orchestrator.raee.gate.plan`),
-    the most this run can read, and whether that reaches them and any decision at all."""
+    the most this run can read, whether that reaches them and any decision at all, and (``costs``:
+    :func:`prompt_costs`) the ``max_calls`` to set and the prompts the data hold."""
     section = config.compare
     assert section is not None and section.max_prompts is not None
     batch = max(1, config.selection.batch)
@@ -107,6 +182,7 @@ def gate_plan_report(config: RunConfig, *, effect: float, spread: float | None, 
         max_prompts=section.max_prompts,
         batch=batch,
     )
+    to_set = f" To reach that power: {budget_words(within, costs[1], costs[0])}." if costs is not None else ""
     return {
         "candidate": section.candidate,
         "baseline": section.baseline,
@@ -123,6 +199,7 @@ def gate_plan_report(config: RunConfig, *, effect: float, spread: float | None, 
         "max_prompts": section.max_prompts,
         "power_reached": section.max_prompts >= within,
         "reachable": decisions,
+        **({"max_calls_needed": within * costs[1], "prompts_in_data": costs[0]} if costs is not None else {}),
         "sentence": (
             f"A fixed-size paired test needs {needed.fixed} prompts for a power of 0.8 at a true difference of {effect:g} points "
             f"beyond the margin of {section.margin:g} (spread {needed.spread:.3f}, {spread_from}); the {section.design} design needs "
@@ -134,5 +211,6 @@ def gate_plan_report(config: RunConfig, *, effect: float, spread: float | None, 
                 if decisions and section.max_prompts < within
                 else (" No decision can be reached at all." if not decisions else "")
             )
+            + to_set
         ),
     }
