@@ -183,11 +183,14 @@ class ProgressLines:
         seconds = int(time.monotonic() - self.started)
         return f"{seconds // 60}:{seconds % 60:02d}"
 
-    def line(self, text: str, *, force: bool = False) -> None:
+    def line(self, text: str, *, force: bool = False) -> bool:
+        """Print ``text`` unless a line was printed less than ``every_s`` ago; whether it was."""
         now = time.monotonic()
         if force or now - self.last >= self.every_s:
             self.last = now
             err_console.print(f"[{self.elapsed()}] {text}", soft_wrap=True)
+            return True
+        return False
 
 
 class _Progress(Progress):

@@ -96,7 +96,8 @@ def compare_cmd(
         out_console.print_json(json.dumps(result.model_dump(mode="json", exclude_unset=True)))
     else:
         out_console.print(result.sentence + f" (α = {result.alpha:g}; exit {result.exit_code})", soft_wrap=True)
-        err_console.print(f"run file: {path}; the interval holds at every look ({result.construction.split(' (')[0]})", soft_wrap=True)
+        holds = "whenever the run is looked at" if result.design == "anytime" else "at the ends of rounds (its planned looks)"
+        err_console.print(f"run file: {path}; the interval holds {holds} ({result.construction.split(' (')[0]})", soft_wrap=True)
     raise typer.Exit(result.exit_code)
 
 

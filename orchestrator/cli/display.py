@@ -27,7 +27,7 @@ def run_display(total: int | None):
         disable=not err_console.is_terminal,
     )
     task = progress.add_task("round 0", total=total, info="")
-    state: dict[str, Any] = {"entropy": None, "top": [], "max_adj": None}
+    state: dict[str, Any] = {"entropy": None, "top": [], "max_adj": None, "round": 0, "calls": 0}
     # not a terminal (a log, CI, a notebook): plain lines instead of the bar, never silence
     lines = None if err_console.is_terminal else ProgressLines()
 
@@ -54,26 +54,33 @@ def run_display(total: int | None):
         if event.entropy is not None:
             state.update(entropy=event.entropy, top=event.top, max_adj=event.max_adjacent_reorder)
         spend = event.spend
+        # rounds overlap (the next is planned while the last answers come in): an older round's
+        # event never takes the line back, and the count never goes down
+        state["round"] = shown_round = max(state["round"], event.round)
+        state["calls"] = calls = max(state["calls"], spend.calls)
         info = f"{spend.tokens} tok"
         if spend.cached:
-            info += f" ({spend.cached} cached)"
+            info += f" ({spend.cached} from the cache)"
         if spend.usd:
             info += f" ${spend.usd:.4f}"
         if event.failed:
             info += f" · {event.failed} failed"
         if event.forecast is not None:
             state["forecast"] = event.forecast
-        if state["entropy"] is not None:
-            info += f" · entropy {state['entropy']:.2f} · max reorder {state['max_adj']:.2f} · top {' > '.join(state['top'][:3])}"
+        if state["entropy"] is not None:  # (the posterior's entropy, a differential one that can be negative, is for --details)
+            info += f" · top {' > '.join(state['top'][:3])} · closest neighbours swap with p {state['max_adj']:.2f}"
         if state.get("forecast") and event.kind != "stop":
             info += " · " + forecast_text(state["forecast"], short=True)
-        progress.update(task, description=f"round {event.round}", completed=spend.calls, info=info)
-        if lines is not None and event.kind in ("round", "judgment"):
-            of = f" of {total}" if total else ""
-            lines.line(f"round {event.round}: {spend.calls}{of} calls · {info}")
+        progress.update(task, description=f"round {shown_round}", completed=calls, info=info)
+        of = f" of {total}" if total else ""
+        if lines is not None and event.kind in ("round", "judgment") and lines.line(f"round {shown_round}: {calls}{of} calls · {info}"):
+            state["printed"] = (calls, spend.cached)
+        if lines is not None and event.kind == "stop" and state.get("printed", (0, 0)) != (calls, spend.cached):
+            # the last line shows the count the stop line gives, not one from seconds before it
+            lines.line(f"round {shown_round}: {calls}{of} calls · {info}", force=True)
         if event.kind == "stop" and not err_console.is_terminal:
-            cached = f", {spend.cached} from the cache" if spend.cached else ""
-            err_console.print(f"stopped after round {event.round}: {event.reason} ({spend.calls} calls{cached}, {spend.tokens} tokens)")
+            cached = f" ({spend.cached} from the cache)" if spend.cached else ""
+            err_console.print(f"stopped after round {shown_round}: {event.reason} ({calls} calls{cached}, {spend.tokens} tok)")
         if event.kind == "stop" and event.forecast is not None and getattr(event.reason, "kind", None) == "pilot":
             err_console.print("forecast: " + forecast_text(event.forecast), soft_wrap=True)
 
@@ -84,11 +91,8 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
     """The forecast of :mod:`orchestrator.run.forecast` in words."""
     usd = lambda v: f"${v:.4f}" if v < 1 else f"${v:,.2f}"  # noqa: E731
     if short:
-        return (
-            f"to stop ≈{f['calls']} calls (p90 {f['calls_p90']}), {usd(f['usd'])}"
-            if f["usd"]
-            else f"to stop ≈{f['calls']} calls (p90 {f['calls_p90']})"
-        )
+        said = f"likely done after ≈{f['calls']} calls (9 runs in 10 by {f['calls_p90']})"
+        return f"{said}, {usd(f['usd'])}" if f["usd"] else said
     stops = "the stopping rule" if f["stops_by"] == "the stopping rule" else f"{f['stops_by']} (before the stopping rule)"
     return (
         f"expected to stop by {stops} after ≈{f['calls']} calls (p90 {f['calls_p90']}), {f['tokens']:,} tokens "
@@ -225,7 +229,9 @@ def _group_notes(entry: Group, information: dict[str, dict], level: str, details
         )
     if entry.close:
         out_console.print(
-            "in this order, but only just (the gap is small): " + "; ".join(" > ".join(pair) for pair in entry.close), soft_wrap=True
+            "in this order with high probability, though the gap is small (within the stopping rule's tie margin): "
+            + "; ".join(" > ".join(pair) for pair in entry.close),
+            soft_wrap=True,
         )
     if entry.people:
         out_console.print(people_table(entry.group, entry.people, level))
@@ -321,7 +327,8 @@ def judge_lines(judges: list[JudgeEntry], information: dict[str, dict]) -> list[
             if test["p_value"] >= 0.05:
                 parts.append("no detectable information about the answers")
             elif share is not None and not 0.05 < share < 0.95:
-                parts.append("its verdicts follow the answers in how sure it is, not in which one it picks")
+                side = "first" if share >= 0.95 else "second"
+                parts.append(f"it picks the {side}-shown answer nearly every time; only how sure it is depends on the answers")
             else:
                 parts.append("its verdicts follow the answers")
         lines.append("; ".join(parts))

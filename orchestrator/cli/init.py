@@ -1,4 +1,5 @@
-"""``orchestrator init``: a starter config for a user's own prompts and responses."""
+"""``orchestrator init``: a starter config for a user's own prompts and responses; ``orchestrator
+docs``: the documentation it points to, printed where the user is (their folder has no docs/)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from .common import app, err_console, file_option
+from ..errors import OrchestratorError
+from .common import app, err_console, file_option, out_console
 
 
 @app.command("init")
@@ -47,3 +49,33 @@ def init_cmd(
         truth=truth,
     )
     err_console.print(f"wrote {out}; check it with `orchestrator run {out} --dry-run`, then `orchestrator run {out}`", soft_wrap=True)
+
+
+def docs_folder() -> Path | None:
+    """The docs/ folder of the source tree the package was installed from (an editable install, as
+    the README's commands make), or None (a wheel carries no docs)."""
+    folder = Path(__file__).resolve().parents[2] / "docs"
+    return folder if (folder / "configuration.md").is_file() else None
+
+
+@app.command("docs")
+def docs_cmd(
+    page: Optional[str] = typer.Argument(None, help="A page: own-data, configuration, compare, … (none: the list of pages)."),
+) -> None:
+    """Print a page of the documentation (none: where the pages are, and their names)."""
+    import difflib
+
+    folder = docs_folder()
+    if folder is None:
+        raise OrchestratorError("the documentation is not installed with this package: it is the docs/ folder of the source it came from")
+    pages = sorted(p.stem for p in folder.glob("*.md"))
+    if page is None:
+        out_console.print(f"{folder}: " + ", ".join(pages) + " (orchestrator docs PAGE prints one)", soft_wrap=True)
+        return
+    name = page.removeprefix("docs/").removesuffix(".md")
+    if name not in pages:
+        near = difflib.get_close_matches(name, pages, n=1)
+        raise OrchestratorError(
+            f"no page {page!r} in the documentation" + (f"; did you mean {near[0]!r}?" if near else f" (pages: {', '.join(pages)})")
+        )
+    out_console.print((folder / f"{name}.md").read_text(encoding="utf-8"), markup=False, highlight=False, soft_wrap=True)

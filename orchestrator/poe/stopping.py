@@ -216,5 +216,6 @@ def indifference_stop(
     if posterior.n_comparisons == 0 and posterior.link is None or not done:
         return IndifferenceDecision(False, "", tied, worst, ent)
     goal = "every neighbour pair" if top_k is None else f"the top {top_k}"
-    ties = f"; {len(tied)} neighbour pair(s) practically tied (within δ = {delta:g})" if tied else ""
-    return IndifferenceDecision(True, f"{goal} in order up to δ = {delta:g} or not worth another call{ties}", tied, worst, ent)
+    ties = f"; {len(tied)} neighbour pair(s) practically tied" if tied else ""
+    said = f"{goal} in order, too close to matter (stopping.tie_delta = {delta:g}) or not worth another call{ties}"
+    return IndifferenceDecision(True, said, tied, worst, ent)

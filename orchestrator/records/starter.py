@@ -113,7 +113,7 @@ def starter_config(dataset: Dataset, options: StarterOptions) -> str:
         f"# Starter config written by `orchestrator init` for {len(dataset.prompts)} prompts and {len(candidates)} candidates",
         f"# ({min(per_prompt)}–{max(per_prompt)} responses per prompt). Check it without spending anything:",
         f"#   orchestrator run {options.out.as_posix()} --dry-run --offline",
-        "# then run it; every field is described in docs/own-data.md and docs/configuration.md.",
+        "# then run it; every field is described by `orchestrator docs own-data` and `orchestrator docs configuration`.",
         f"name = {_toml(options.name)}",
         "seed = 0",
         "",

@@ -103,8 +103,8 @@ def summary_text(data: ReportData) -> str:
         close = n.get("ordered_within_delta", 0)
         text += (
             f"Of {n['total']} neighbouring pairs, {_count(n['resolved'], 'is', 'are')} settled (in this order with probability "
-            f"≥ {sure:g}, or so close that the order would not matter; δ = {delta:g})"
-            + (f", {close} of them in order although only just" if close else "")
+            f"≥ {sure:g}, or so close that the order would not matter: stopping.tie_delta = {delta:g})"
+            + (f", {close} of them in order though close" if close else "")
             + f"; {_count(n['tied'], 'is', 'are')} too close to call and "
             f"{_count(n['uncertain'], 'is', 'are')} still open (more judgments would tell). "
         )
@@ -121,7 +121,8 @@ def summary_text(data: ReportData) -> str:
         text += data.repeatability + " "
     rhos = [g["spearman_vs_truth"] for g in groups if g.get("spearman_vs_truth") is not None]
     if rhos:
-        text += f"Spearman with the reference scores: {sum(rhos) / len(rhos):.2f} (mean over {len(rhos)} rankings). "
+        over = f" (mean over {len(rhos)} rankings)" if len(rhos) > 1 else ""
+        text += f"Agreement with the reference scores (Spearman): {sum(rhos) / len(rhos):.2f}{over}. "
     elif data.config.data.truth:
-        text += "Spearman with the reference scores: not computable (fewer than 3 candidates with scores, or all equal). "
+        text += "Agreement with the reference scores (Spearman): not computable (fewer than 3 candidates with scores, or all equal). "
     return text + spent

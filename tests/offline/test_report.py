@@ -49,7 +49,7 @@ def test_the_summary_says_what_was_found_what_is_uncertain_and_what_it_cost(fini
     assert "leads" in text and "neighbouring pairs" in text and "are settled" in text and "judge calls" in text
     n = data.neighbours
     assert n["total"] == 10 and n["resolved"] + n["tied"] + n["uncertain"] == 10 and n["resolved"] >= 5
-    assert "Spearman with the reference scores" in text
+    assert "Agreement with the reference scores (Spearman)" in text
     # the efficiency curve ends at every judgment, with the truth
     assert data.curve[-1]["calls"] == len(data.judgments) and data.curve[-1]["spearman"] > 0.8
     judge = data.judges["local-openai"]

@@ -49,4 +49,4 @@ def test_the_github_actions_example_runs_as_written_with_the_embedded_judge(tmp_
         assert "Traceback" not in done.stderr
         report = ET.parse(tmp_path / "compare-gate.xml").getroot().find("testsuite")
         assert report is not None and report.get("failures") == ("0" if done.returncode == 0 else "1")
-        assert "M22" in done.stdout and "interval valid at the planned looks" in done.stdout
+        assert "M22" in done.stdout and "95% interval" in done.stdout and "valid at the ends of rounds" in done.stdout
