@@ -16,7 +16,7 @@ from ..records.config import BudgetConfig
 from ..records.templates import Template
 from ..store import PlannedRequest, Spend
 
-__all__ = ["MESSAGE_OVERHEAD_TOKENS", "judge_price", "judge_prices", "worst_case", "fit_budget"]
+__all__ = ["MESSAGE_OVERHEAD_TOKENS", "BudgetStop", "fit_budget", "judge_price", "judge_prices", "worst_case"]
 
 MESSAGE_OVERHEAD_TOKENS = 16
 """Chat-template tokens per message added on top of the content (generous for known templates)."""
@@ -95,18 +95,30 @@ def typical_cost(messages: list[dict], template: Template, profile: JudgeProfile
     return calls * (prompt + completion), calls * (prompt * price[0] + completion * price[1])
 
 
+class BudgetStop(str):
+    """Why the budget stopped a round: the message (this string) and the ``limit`` that did it
+    (``max_calls``, ``max_tokens``, ``max_usd``, ``max_answer_tokens``, ``max_answer_usd``)."""
+
+    limit: str
+
+    def __new__(cls, message: str, limit: str) -> "BudgetStop":
+        made = super().__new__(cls, message)
+        made.limit = limit
+        return made
+
+
 def fit_budget(
     units: list[list[PlannedRequest]],
     spend: Spend,
     budget: BudgetConfig,
     extra: Callable[[list[PlannedRequest]], tuple[int, float]] | None = None,
     answers_spent: tuple[int, float] = (0, 0.0),
-) -> tuple[list[list[PlannedRequest]], str]:
+) -> tuple[list[list[PlannedRequest]], BudgetStop | str]:
     """Keep units (a comparison's requests) in priority order while their reservations fit in what
     ``budget`` leaves after ``spend``; the reason when one did not fit. ``extra(unit)``: tokens and
     USD a unit reserves besides its requests (the candidate models' answers it needs first), which
     also fit in ``max_answer_tokens``/``max_answer_usd`` after ``answers_spent`` (the answers' part
-    of ``spend``)."""
+    of ``spend``); the reason a :class:`BudgetStop`."""
     calls = math.inf if budget.max_calls is None else budget.max_calls - spend.calls
     tokens = math.inf if budget.max_tokens is None else budget.max_tokens - spend.tokens
     usd = math.inf if budget.max_usd is None else budget.max_usd - spend.usd
@@ -126,15 +138,18 @@ def fit_budget(
                 if more_tokens > answer_tokens
                 else f"max_answer_usd (${answers_spent[1]:.4f} of ${budget.max_answer_usd} spent or reserved by generated answers)"
             )
-            return kept, f"budget: {what}"
+            return kept, BudgetStop(f"budget: {what}", "max_answer_tokens" if more_tokens > answer_tokens else "max_answer_usd")
         if need_calls > calls or need_tokens > tokens or need_usd > usd + 1e-12:
             if need_calls > calls:
-                what = f"max_calls ({spend.calls} of {budget.max_calls} used)"
+                limit, what = "max_calls", f"max_calls ({spend.calls} of {budget.max_calls} used)"
             elif need_tokens > tokens:
-                what = f"max_tokens ({spend.tokens} of {budget.max_tokens} used; the next request may need {need_tokens})"
+                limit, what = (
+                    "max_tokens",
+                    f"max_tokens ({spend.tokens} of {budget.max_tokens} used; the next request may need {need_tokens})",
+                )
             else:
-                what = f"max_usd (${spend.usd:.4f} of ${budget.max_usd} used; the next request may need ${need_usd:.4f})"
-            return kept, f"budget: {what}"
+                limit, what = "max_usd", f"max_usd (${spend.usd:.4f} of ${budget.max_usd} used; the next request may need ${need_usd:.4f})"
+            return kept, BudgetStop(f"budget: {what}", limit)
         calls, tokens, usd = calls - need_calls, tokens - need_tokens, usd - need_usd
         answer_tokens, answer_usd = answer_tokens - more_tokens, answer_usd - more_usd
         kept.append(unit)

@@ -272,7 +272,7 @@ class RunEngine:
                     break
                 with self.drain.cpu_work():
                     reason, round_no, planned = self._plan_round(round_no, cutoff)
-                if planned is None and reason.kind == "budget" and in_flight and not reason.startswith("budget: max_calls"):
+                if planned is None and reason.kind == "budget" and in_flight and reason.limit != "max_calls":
                     # tokens and USD in flight are reserved at their worst case: such a budget ends
                     # the run only once they are committed and their real cost has replaced it
                     # (a call costs one call, reserved or spent)

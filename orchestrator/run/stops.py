@@ -15,15 +15,20 @@ class StopReason(str):
     """A stop reason: the message (this string) and its :data:`StopKind`."""
 
     kind: StopKind
+    limit: str | None
+    """A budget stop's limit (``max_calls``, ``max_tokens``…; :class:`~orchestrator.run.budget.BudgetStop`), else None."""
 
     def __new__(cls, message: str, kind: StopKind = "campaign") -> "StopReason":
         made = super().__new__(cls, message)
         made.kind = kind
+        made.limit = getattr(message, "limit", None)
         return made
 
     def extended(self, more: str) -> "StopReason":
         """The same kind of stop, with more words."""
-        return StopReason(str(self) + more, self.kind)
+        made = StopReason(str(self) + more, self.kind)
+        made.limit = self.limit
+        return made
 
 
 def kind_of(reason: str) -> StopKind:
