@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.leaderboards.common import load
-from orchestrator.raee.gate import plan
+from orchestrator.gate.designs import plan
 from orchestrator.records.compare_config import CompareConfig
 from orchestrator.run.planners.compare_anchor import anchored_decision
 

@@ -34,8 +34,8 @@ from scipy.stats import norm
 
 from benchmarks import harness
 from benchmarks.leaderboards.common import load
-from orchestrator.raee.gate import gate_decision
-from orchestrator.raee.sequence import confidence_sequence, decide
+from orchestrator.gate.designs import gate_decision
+from orchestrator.gate.sequence import confidence_sequence, decide
 
 
 def wrong(decision: str, truth: float, margin: float) -> bool:

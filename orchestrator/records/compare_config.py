@@ -1,6 +1,6 @@
 """The ``[compare]`` section of a run config: a candidate system against a baseline on
 the same prompts, judged head to head in both shown orders, with a decision valid at every look
-(:mod:`orchestrator.raee.sequence`)."""
+(:mod:`orchestrator.gate.sequence`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The package's layering (issue #29): no import cycle between any two modules, and the pure math
-(``poe/``, ``raee/``, ``simplex/``) imports neither the judging layer, the run engine, the store,
+(``poe/``, ``raee/``, ``simplex/``, ``gate/``) imports neither the judging layer, the run engine, the store,
 the CLI, the report nor plotting. Imports are read from the source (function-level ones included);
 imports under ``if TYPE_CHECKING:`` are for the type checker only and never run, so they do not count."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
-PURE = ("poe", "raee", "simplex")
+PURE = ("poe", "raee", "simplex", "gate")
 NOT_IN_PURE = (
     "orchestrator.judging",
     "orchestrator.run",

@@ -1,4 +1,4 @@
-"""The tests mirror the package: a folder per part of the house (``poe/``, ``raee/``, ``simplex/``,
+"""The tests mirror the package: a folder per part of the package (``poe/``, ``raee/``, ``simplex/``, ``gate/``,
 ``run/``, ``judging/``, ``generation/``, ``offline/``, ``people/``, ``reliability/``, ``house/``), shared kits at the
 top, and no test module over 400 lines (a longer one is two concerns)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-FOLDERS = {"poe", "raee", "simplex", "run", "judging", "generation", "offline", "people", "reliability", "house"}
+FOLDERS = {"poe", "raee", "simplex", "gate", "run", "judging", "generation", "offline", "people", "reliability", "house"}
 
 
 def test_every_test_module_lives_in_the_folder_of_what_it_tests():

@@ -15,8 +15,8 @@ import pytest
 
 from judgekit import reference_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
+from orchestrator.gate.sequence import confidence_sequence, decide
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.raee.sequence import confidence_sequence, decide
 from orchestrator.run.planners.compare_anchor import AnchorJudgment, anchored_outcomes, shares
 
 # M0 weak, M1 strong, M2 as strong as M1; every prompt has a reference text of middling quality

@@ -13,10 +13,10 @@ import pytest
 
 from judgekit import quality_behaviour, run_cli, write_config, write_dataset
 from orchestrator import api
+from orchestrator.gate.designs import gate_decision, plan, reachable
+from orchestrator.gate.group_sequential import group_sequential_bounds, inflation, repeated_intervals
+from orchestrator.gate.sequence import confidence_sequence, decide
 from orchestrator.judging.testserver import FakeOpenAIServer
-from orchestrator.raee.gate import gate_decision, plan, reachable
-from orchestrator.raee.group_sequential import group_sequential_bounds, inflation, repeated_intervals
-from orchestrator.raee.sequence import confidence_sequence, decide
 
 
 def test_the_boundaries_are_the_published_lan_demets_obrien_fleming_ones():

@@ -1,7 +1,7 @@
 """Two systems compared head to head (``[compare]``): the candidate against the baseline
 on the prompts both answered, in a seeded random order, both shown orders per prompt and judge;
 after every round the anytime-valid confidence sequence of the candidate's win rate
-(:mod:`orchestrator.raee.sequence`) is read, and the run stops as soon as it supports a decision
+(:mod:`orchestrator.gate.sequence`) is read, and the run stops as soon as it supports a decision
 (better / worse by at least the margin, equivalent within it) or the budget ends."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import OrchestratorError
-from ...raee.sequence import Decision
+from ...gate.sequence import Decision
 from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
@@ -90,10 +90,10 @@ def prompt_outcomes(
 
 def decision_of(outcomes: np.ndarray, section: CompareConfig, looks: list[int] | None = None, *, scale: float = 1.0) -> Decision:
     """The decision the outcomes read so far support under the section's design, margin, α and
-    requirement (:func:`orchestrator.raee.gate.gate_decision`); ``looks``: the prompts read at the
+    requirement (:func:`orchestrator.gate.designs.gate_decision`); ``looks``: the prompts read at the
     end of each round (a planned design decides there only); ``scale``: points of the decision per
     point of the outcomes' mean (2 through an anchor: a difference of two win rates)."""
-    from ...raee.gate import gate_decision  # (scipy's statistics only where a comparison is read)
+    from ...gate.designs import gate_decision  # (scipy's statistics only where a comparison is read)
 
     found = gate_decision(
         outcomes,

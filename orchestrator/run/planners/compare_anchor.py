@@ -5,7 +5,7 @@ on the same prompts — or only the candidate, when an earlier run holds the bas
 On prompt ``j`` each system's win share against the anchor is ``w = P(win) + ½ P(tie)``, averaged over
 the shown orders asked and the judges; the outcome ``X_j = (1 + w_cj − w_bj) / 2`` lies in [0, 1] and
 ``100 (2 X̄ − 1)`` is the difference of the two win rates in points. The anytime-valid confidence
-sequence of X̄ (:mod:`orchestrator.raee.sequence`) is read after every round with the margin halved,
+sequence of X̄ (:mod:`orchestrator.gate.sequence`) is read after every round with the margin halved,
 and reported on the difference's scale. With a ``baseline_run`` the candidate is asked in the shown
 orders the baseline was, by the same judges, so a judge's position bias enters both sides alike.
 """
@@ -21,9 +21,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...errors import OrchestratorError
+from ...gate.sequence import Decision
 from ...paths import file_sha256
 from ...raee.records import reference_wtl
-from ...raee.sequence import Decision
 from ...records.compare_config import CompareConfig
 from ...records.config import RunConfig
 from ...records.dataset import DATASET_ANCHOR, Dataset

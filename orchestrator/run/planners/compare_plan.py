@@ -6,8 +6,8 @@ from __future__ import annotations
 import warnings
 
 from ...errors import OrchestratorError, OrchestratorWarning
+from ...gate.designs import plan, reachable
 from ...judging.profiles import JudgeProfile
-from ...raee.gate import plan, reachable
 from ...records.config import RunConfig
 from ...records.dataset import Dataset
 
@@ -84,7 +84,7 @@ def next_step(
 ) -> dict:
     """What would decide a comparison that is not yet known: the prompts a plan needs for a power
     of 0.8 if the true difference is the one seen, as a ``max_calls`` to set, beside the prompts
-    the data hold (:func:`~orchestrator.raee.gate.plan` with the outcomes' own spread). The
+    the data hold (:func:`~orchestrator.gate.designs.plan` with the outcomes' own spread). The
     distance that matters is from the seen difference to the nearest edge a decision turns on
     (the margin on either side, or 0 without one); under half a point, no practical budget
     decides it, and the record says so."""
@@ -163,7 +163,7 @@ def gate_plan_report(
     config: RunConfig, *, effect: float, spread: float | None, spread_from: str, costs: tuple[int, int] | None = None
 ) -> dict:
     """``compare --plan``'s answer for a config whose horizon :func:`fix_plan` has fixed: the prompts
-    each design needs for a power of 0.8 at ``effect`` points beyond the margin (:func:`~orchestrator.raee.gate.plan`),
+    each design needs for a power of 0.8 at ``effect`` points beyond the margin (:func:`~orchestrator.gate.designs.plan`),
     the most this run can read, whether that reaches them and any decision at all, and (``costs``:
     :func:`prompt_costs`) the ``max_calls`` to set and the prompts the data hold."""
     section = config.compare
