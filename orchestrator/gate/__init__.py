@@ -16,26 +16,21 @@ CLI. The run's side (which prompts, in what order, what a lost answer counts as)
 :mod:`orchestrator.run.planners.compare`.
 """
 
-from .designs import ANYTIME_INFLATION, ASSUMED_SPREAD, DESIGNS, GatePlan, gate_decision, plan, reachable
-from .group_sequential import group_sequential_bounds, inflation, obrien_fleming_spending, repeated_intervals
-from .sequence import DECISIONS, REQUIRE, Decision, SequenceBounds, confidence_sequence, decide
+import importlib
+from typing import Any
 
-__all__ = [
-    "ANYTIME_INFLATION",
-    "ASSUMED_SPREAD",
-    "DECISIONS",
-    "DESIGNS",
-    "REQUIRE",
-    "Decision",
-    "GatePlan",
-    "SequenceBounds",
-    "confidence_sequence",
-    "decide",
-    "gate_decision",
-    "group_sequential_bounds",
-    "inflation",
-    "obrien_fleming_spending",
-    "plan",
-    "reachable",
-    "repeated_intervals",
-]
+_SOURCES = {
+    **dict.fromkeys(("ANYTIME_INFLATION", "ASSUMED_SPREAD", "DESIGNS", "GatePlan", "gate_decision", "plan", "reachable"), "designs"),
+    **dict.fromkeys(("group_sequential_bounds", "inflation", "obrien_fleming_spending", "repeated_intervals"), "group_sequential"),
+    **dict.fromkeys(("DECISIONS", "REQUIRE", "Decision", "SequenceBounds", "confidence_sequence", "decide"), "sequence"),
+}
+"""Name → the submodule defining it: loaded on first use (PEP 562), so reading a decision does not
+import scipy's statistics, which only the planned design and the plan need."""
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)

@@ -4,13 +4,13 @@ handed to the engine: each candidate's settings, its generator, their prices, th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..errors import OrchestratorError
 from ..judging.dispatch import RetryPolicy
 from ..records.candidate_models import GenerationSettings
 from ..records.config import DispatchConfig
-from ..run.requests import PlanContext
+from ..records.dataset import Dataset
 from ..store import RunStore
 from ..store.answers import stored_answers
 from .generators import Generator
@@ -18,6 +18,14 @@ from .pipeline import AnswerPipeline
 from .planning import AnswerPlanning
 
 __all__ = ["Answering", "candidate_prices"]
+
+
+class PlanningContext(Protocol):
+    """What :meth:`Answering.pipeline` reads and sets on the run's planning context (the run's
+    layer is above this one: :class:`orchestrator.run.requests.PlanContext` is what it is given)."""
+
+    dataset: Dataset
+    answers: AnswerPlanning | None
 
 
 def candidate_prices(settings: dict[str, GenerationSettings], *, max_usd: float | None) -> dict[str, tuple[float, float]]:
@@ -59,7 +67,7 @@ class Answering:
     """A :class:`~orchestrator.generation.cache.GenerationCache`, or None."""
 
     def pipeline(
-        self, store: RunStore, ctx: PlanContext, dispatch: DispatchConfig, draining: Callable[[], bool], sleep: Callable[[float], Any]
+        self, store: RunStore, ctx: PlanningContext, dispatch: DispatchConfig, draining: Callable[[], bool], sleep: Callable[[float], Any]
     ) -> AnswerPipeline:
         """The run's pipeline of answers, and the planning context told about them (``ctx.answers``)."""
         policy = RetryPolicy(dispatch.max_attempts, dispatch.backoff_initial_s, dispatch.backoff_max_s)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..failpoints import failpoint
 from ..judging.dispatch import RetryPolicy, retrier
@@ -19,7 +19,6 @@ from ..records.answers import AnswerRequest, GeneratedAnswer
 from ..records.candidate_models import GenerationSettings
 from ..records.dataset import Dataset
 from ..records.judgments import JudgeRequest, Judgment
-from ..run.requests import PlanContext
 from ..store import PlannedRequest, RunStore
 from ..store.answers import answer_round, commit_answer, stored_answers
 from .generators import TIMEOUT_S, Generator
@@ -69,6 +68,15 @@ def template_only(answer: GeneratedAnswer, messages: list[dict[str, str]]) -> Ge
         return answer
     error = "the answer is only chat-template markup (control tokens, role names, the prompt echoed): the model was not prompted in a format it was trained on"
     return answer.model_copy(update={"status": "failed", "text": "", "error": error, "error_type": "template_only"})
+
+
+class RequestShaping(Protocol):
+    """What the pipeline asks of the run's planning context (the run's layer is above this one:
+    :class:`orchestrator.run.requests.PlanContext` is what it is given)."""
+
+    def rendered(self, row: PlannedRequest) -> PlannedRequest: ...
+
+    def fits(self, row: PlannedRequest) -> bool: ...
 
 
 @dataclass(eq=False)
@@ -182,7 +190,7 @@ class AnswerPipeline:
         return await retrying(once)
 
     async def ready(
-        self, row: PlannedRequest, *, ctx: PlanContext, request_of: Callable[[PlannedRequest], JudgeRequest]
+        self, row: PlannedRequest, *, ctx: RequestShaping, request_of: Callable[[PlannedRequest], JudgeRequest]
     ) -> PlannedRequest | Judgment | None:
         """A request with the answers it shows in place: generated now where they are not yet,
         its messages rendered with them and stored; a failed judgment that asks no judge where an

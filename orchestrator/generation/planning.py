@@ -10,7 +10,7 @@ from typing import Callable
 
 from ..records.candidate_models import GenerationSettings
 from ..records.dataset import Dataset
-from ..run.budget import MESSAGE_OVERHEAD_TOKENS
+from ..records.templates import MESSAGE_OVERHEAD_TOKENS
 from ..store import PlannedRequest
 from .settings import answer_messages
 

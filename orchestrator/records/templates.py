@@ -21,7 +21,11 @@ from ..errors import OrchestratorError
 from .datafiles import data_dirs, find_data_file, load_toml_model
 from .log import GRADES
 
-__all__ = ["Template", "Criterion", "load_template", "load_templates", "get_template", "template_dirs"]
+__all__ = ["MESSAGE_OVERHEAD_TOKENS", "Template", "Criterion", "load_template", "load_templates", "get_template", "template_dirs"]
+
+MESSAGE_OVERHEAD_TOKENS = 16
+"""Chat-template tokens per message added on top of the content when a request's worst case is
+reserved (generous for known templates)."""
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -13,13 +13,10 @@ from typing import Callable
 from ..errors import OrchestratorError
 from ..judging.client import JudgeProfile
 from ..records.config import BudgetConfig
-from ..records.templates import Template
+from ..records.templates import MESSAGE_OVERHEAD_TOKENS, Template
 from ..store import PlannedRequest, Spend
 
 __all__ = ["MESSAGE_OVERHEAD_TOKENS", "BudgetStop", "fit_budget", "judge_price", "judge_prices", "worst_case"]
-
-MESSAGE_OVERHEAD_TOKENS = 16
-"""Chat-template tokens per message added on top of the content (generous for known templates)."""
 
 
 def judge_price(profile: JudgeProfile, local: bool) -> tuple[float, float] | None:

@@ -81,3 +81,19 @@ def test_the_interval_ends_are_where_the_capital_crosses_one_over_alpha():
     for horizon in (None, 200):  # tight at every time, and sized for a horizon the run knows
         low = float(confidence_sequence(x, 0.05, horizon=horizon).low[-1])
         assert ever_rejected(low - 2 * step, horizon) and not ever_rejected(low + 2 * step, horizon)
+
+
+def test_the_package_index_names_each_function_where_it_is_defined_and_loads_it_on_first_use():
+    import importlib
+    import subprocess
+    import sys
+
+    import orchestrator.gate as gate
+
+    for name in gate.__all__:
+        module = importlib.import_module(f"orchestrator.gate.{gate._SOURCES[name]}")
+        assert getattr(gate, name) is getattr(module, name)
+    with pytest.raises(AttributeError):
+        gate.not_a_name  # noqa: B018
+    code = "import sys, orchestrator.gate as g; g.decide; print('scipy.stats' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
