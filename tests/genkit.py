@@ -92,6 +92,17 @@ class BaseModelWriters(Writers):
         return super().__call__(body)
 
 
+def stored_rows(path, sql: str, args: tuple = ()) -> list[tuple]:
+    """The rows of ``sql`` on the run file at ``path`` (a connection opened and closed here)."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
+
 def candidate_tables(api_base: str, names: dict[str, str], **fields) -> str:
     """``[candidates.NAME]`` tables for ``name → model`` on the test server."""
     extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in fields.items())

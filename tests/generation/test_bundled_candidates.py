@@ -6,11 +6,11 @@ not chat-template markup."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from conftest import ROOT
+from genkit import stored_rows
 from judgekit import run_cli
 
 pytest.importorskip("xllamacpp")
@@ -53,14 +53,6 @@ concurrency = 3
     return config
 
 
-def _rows(path, sql):
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
-
-
 def test_a_bundled_candidate_shares_the_judges_server_one_call_at_a_time_and_repeats(tmp_path, capsys):
     outcomes = []
     for name in ("first", "again"):
@@ -70,8 +62,8 @@ def test_a_bundled_candidate_shares_the_judges_server_one_call_at_a_time_and_rep
         assert (said.out + said.err).count("loading the embedded") == 1  # one server for the judge and the candidate
         assert "asking the embedded judge 3 of its requests again" in said.err  # the repeat check is said, never silent
         path = tmp_path / "runs" / f"{name}.sqlite"
-        answers = _rows(path, "select prompt_id, status, text, answered_at - latency_s, answered_at from answers order by prompt_id")
-        verdicts = _rows(path, "select prompt_id, candidates, status, p_first from judgments order by prompt_id, candidates")
+        answers = stored_rows(path, "select prompt_id, status, text, answered_at - latency_s, answered_at from answers order by prompt_id")
+        verdicts = stored_rows(path, "select prompt_id, candidates, status, p_first from judgments order by prompt_id, candidates")
         outcomes.append((answers, verdicts))
     (answers, verdicts), (answers_again, verdicts_again) = outcomes
     assert len(answers) == 3 and all(status == "ok" for _, status, *_ in answers)

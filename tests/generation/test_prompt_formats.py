@@ -6,21 +6,12 @@ code, shown to no judge."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
-from genkit import WRITERS, BaseModelWriters, model_campaign
+from genkit import WRITERS, BaseModelWriters, model_campaign, stored_rows
 from judgekit import run_cli
 from orchestrator.generation.settings import COMPLETION_STOP, completion_prompt, generation_settings
 from orchestrator.judging.testserver import FakeOpenAIServer
 from orchestrator.records.candidate_models import CandidateModel, GenerationSettings
-
-
-def _rows(path, sql):
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
 
 
 def test_answers_that_are_only_template_markup_fail_with_their_own_code_and_reach_no_judge(tmp_path, capsys):
@@ -29,9 +20,9 @@ def test_answers_that_are_only_template_markup_fail_with_their_own_code_and_reac
         assert run_cli(["run", str(config), "--no-cache"]) == 0
         shown = [body for _, body in server.requests if body.get("model") not in WRITERS]
     path = tmp_path / "runs" / "gen.sqlite"
-    assert set(_rows(path, "select status, error_type from answers where candidate = 'bad'")) == {("failed", "template_only")}
+    assert set(stored_rows(path, "select status, error_type from answers where candidate = 'bad'")) == {("failed", "template_only")}
     assert shown and all("<|im_start|>" not in json.dumps(body) for body in shown)  # no judge saw the markup
-    judged_bad = _rows(path, "select status, error_type from judgments where candidates like '%\"bad\"%'")
+    judged_bad = stored_rows(path, "select status, error_type from judgments where candidates like '%\"bad\"%'")
     assert judged_bad and set(judged_bad) == {("failed", "no_answer")}
     capsys.readouterr()
     assert run_cli(["rank", str(path)]) == 0
@@ -46,14 +37,14 @@ def test_a_base_model_is_asked_for_a_plain_text_completion_and_its_answer_judged
         config.write_text(text)
         assert run_cli(["run", str(config), "--no-cache"]) == 0
     path = tmp_path / "runs" / "gen.sqlite"
-    made = _rows(path, "select status, text, settings from answers where candidate = 'bad'")
+    made = stored_rows(path, "select status, text, settings from answers where candidate = 'bad'")
     assert made and all(status == "ok" and "Answer by writer-bad" in text for status, text, _ in made)
     assert all(json.loads(settings)["prompt_format"] == "completion" for *_, settings in made)
     assert writers.completions and all(
         body["prompt"].startswith("Question: ") and body["prompt"].endswith("\nAnswer:") for body in writers.completions
     )
     assert all(body["stop"] == COMPLETION_STOP for body in writers.completions)
-    ok_bad = _rows(path, "select count(*) from judgments where status = 'ok' and candidates like '%\"bad\"%'")[0][0]
+    ok_bad = stored_rows(path, "select count(*) from judgments where status = 'ok' and candidates like '%\"bad\"%'")[0][0]
     assert ok_bad >= 1  # its answers were judged
 
 
