@@ -220,12 +220,31 @@ GOALS: list[Goal] = [
         "#77",
         "the seventh reliability campaign: candidate models against endpoints that fail, hang, need keys or answer too much; run files with NULLs of every schema version; references that resolve; tests that can fail",
         "reliability.suite",
-        "tests/generation/test_real_endpoints.py tests/run/test_older_run_files.py tests/house/test_dotted_references.py",
-        "tests/generation/test_real_endpoints.py tests/run/test_older_run_files.py tests/house/test_dotted_references.py",
+        "tests/generation/test_real_endpoints.py tests/run/test_older_run_files.py tests/house/test_dotted_references.py "
+        "tests/generation/test_bundled_candidates.py tests/run/test_budget_limits.py",
+        "tests/generation/test_real_endpoints.py tests/run/test_older_run_files.py tests/house/test_dotted_references.py "
+        "tests/generation/test_bundled_candidates.py tests/run/test_budget_limits.py",
         readers.tests_figure,
         readers.tests_verdict,
         readers.tests(
-            "tests/generation/test_real_endpoints.py", "tests/run/test_older_run_files.py", "tests/house/test_dotted_references.py"
+            "tests/generation/test_real_endpoints.py",
+            "tests/run/test_older_run_files.py",
+            "tests/house/test_dotted_references.py",
+            "tests/generation/test_bundled_candidates.py",
+            "tests/run/test_budget_limits.py",
+        ),
+    ),
+    Goal(
+        "first-read-2",
+        "#82",
+        "the first read, second round: bundled models asked as they were trained and template-only answers refused, a not-yet-known gate that says the max_calls to set, one progress count, plain words, docs where the user is, no unclosed sessions",
+        "reliability.suite",
+        "tests/reliability/test_first_read_words.py tests/generation/test_prompt_formats.py tests/generation/test_client_sessions.py",
+        "tests/reliability/test_first_read_words.py tests/generation/test_prompt_formats.py tests/generation/test_client_sessions.py",
+        readers.tests_figure,
+        readers.tests_verdict,
+        readers.tests(
+            "tests/reliability/test_first_read_words.py", "tests/generation/test_prompt_formats.py", "tests/generation/test_client_sessions.py"
         ),
     ),
     Goal(
