@@ -41,7 +41,7 @@ SMALL_GROUP = 256
 
 QUASI_NEWTON_MIN_DIM = 256
 """Below this many parameters a Cholesky factorisation is cheaper than the extra iterations of
-frozen-Hessian steps (measured: 3.6 vs 5.3 ms per round at N=16), so warm starts use Newton."""
+frozen-Hessian steps (``benchmarks/speed/``), so warm starts use Newton."""
 
 
 @dataclass(frozen=True)
@@ -363,8 +363,7 @@ def _judge_parameters(objective: NegLogPosterior, config: PoEConfig, theta: Tens
 @contextmanager
 def threads_for(n_max: int) -> Iterator[None]:
     """One torch thread while fitting posteriors of at most ``n_max`` candidates when that is below
-    :data:`SMALL_GROUP`: the thread pool's overhead outweighs the work (measured 3.5 → 0.96 ms per
-    round at N=16)."""
+    :data:`SMALL_GROUP`: the thread pool's overhead outweighs the work on groups that small."""
     before = torch.get_num_threads()
     if n_max < SMALL_GROUP and before > 1:
         torch.set_num_threads(1)

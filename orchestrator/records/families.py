@@ -1,7 +1,7 @@
 """Model-family maps (``--family NAME=FAMILY``, a run's ``model.families``): one parser and one
-validator for every command that reads one (``fit raee``, ``replay`` and a run's config
-each accepted a name that is neither a judge nor a candidate, or a candidate given two families,
-without a word, and the run then showed the self-preference prior as if it had been measured).
+validator for every command that reads one (``fit raee``, ``replay``, a run's config), so that a
+name that is neither a judge nor a candidate, or a candidate given two families, is refused in
+one line rather than showing the self-preference prior as if it had been measured.
 
 The self-preference control tells a judge's taste for answers of its own family from
 that family's quality only beside a judge without the taste, so a usable map names, among the

@@ -270,8 +270,8 @@ class RunStore:
                 if len(records) >= FREEZE_AFTER:
                     # The records live as long as the run is open: move them (and what else is
                     # alive) out of the collector's generations, or its next full passes walk them
-                    # all anyway (+0.6 s on the first refit of a 100k-judgment run). Refcounting
-                    # still frees them; only cyclic garbage alive at this moment would wait.
+                    # all anyway, a delay that grows with the run. Refcounting still frees
+                    # them; only cyclic garbage alive at this moment would wait.
                     gc.freeze()
                 gc.enable()
         return iter(records)

@@ -1,5 +1,5 @@
-"""What a replay is asked to do, as one frozen object (the option group that the API,
-the CLI and the benchmarks used to spell out argument by argument), and its checks.
+"""What a replay is asked to do, as one frozen object (the option group the API, the CLI and
+the benchmarks share), and its checks.
 
 Light on purpose: nothing here imports torch until :meth:`ReplaySettings.checked` runs."""
 
