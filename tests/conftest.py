@@ -149,7 +149,7 @@ def one_embedded_judge_at_a_time(request, tmp_path_factory):
     """Tests marked ``embedded_judge`` (a llama.cpp model on the CPU: the README's live runs, the
     embedded judge's own tests) run one at a time across the xdist workers, behind a file lock in
     the session's shared temporary folder: three models on two cores would each take three times as
-    long (issue #54; pytest-xdist's ``loadgroup`` did not group them here). A waiting test waits
+    long (pytest-xdist's ``loadgroup`` did not group them here). A waiting test waits
     within its own timeout, so these tests carry a long one."""
     if request.node.get_closest_marker("embedded_judge") is None:
         yield

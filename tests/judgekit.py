@@ -254,7 +254,7 @@ def write_judge(folder: Path, name: str, **fields) -> Path:
 STOP_AT_BUDGET = '[stopping]\nrule = "budget"\n'
 """`budget_extra` for a run that must spend its whole budget: the quality-following test judge's
 probabilities are exact, so its precision is read as high and the stopping rule would end the run
-first (issue #36's precision estimate)."""
+first (the precision estimate)."""
 
 
 def write_config(

@@ -1,4 +1,4 @@
-"""The public Python API (issue #15): what the README's Python section shows, on a real run."""
+"""The public Python API: what the README's Python section shows, on a real run."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Docs that stay true (issue #61, item 7): every link between the README and docs/ points at a file
+"""Docs that stay true: every link between the README and docs/ points at a file
 that exists and, with an anchor, at a heading that exists; every "README, \"Section\"" citation names a
 section of the README."""
 

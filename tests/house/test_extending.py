@@ -1,4 +1,4 @@
-"""Doors (issue #61): a judge provider from outside the package, named by a profile, runs a campaign
+"""Doors: a judge provider from outside the package, named by a profile, runs a campaign
 from the CLI; a provider that cannot serve is one line before anything is written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Help texts in plain words (issue #32): no Python type names, no braces in the usage line."""
+"""Help texts in plain words: no Python type names, no braces in the usage line."""
 
 from __future__ import annotations
 

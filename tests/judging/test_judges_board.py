@@ -1,4 +1,4 @@
-"""`orchestrator judges` (issue #34): judges against people's labels, checked against a hand
+"""`orchestrator judges`: judges against people's labels, checked against a hand
 computation; the labels format validated like every input."""
 
 import json

@@ -1,4 +1,4 @@
-"""Judges that think (issue #62): a verdict read after the thinking, reasoning tokens counted,
+"""Judges that think: a verdict read after the thinking, reasoning tokens counted,
 reasoning_effort passed through, and the hostile cases — a thinking block that never closes, no
 verdict after it, a provider that rejects reasoning_effort, an empty reasoning field, samples = 64
 with a tiny budget — each one clear line, nothing lost or paid twice. Real HTTP: the test server."""

@@ -1,4 +1,4 @@
-"""`orchestrator import FORMAT PATH --out DIR` (issue #18 item 5): AlpacaEval, MT-Bench (multi-turn:
+"""`orchestrator import FORMAT PATH --out DIR`: AlpacaEval, MT-Bench (multi-turn:
 the judge sees the whole conversation), arena-hard v0.1 and v2, CSV; malformed input is one line,
 exit 2, nothing written."""
 

@@ -1,4 +1,4 @@
-"""Humans in the loop (issue #34 item 4): the items a person labels first, the labelling server
+"""Humans in the loop: the items a person labels first, the labelling server
 storing each verdict once in the run file, and the page itself in a real headless Chromium — five
 items labelled by keyboard across a kill -9 and a restart, each verdict in the file exactly once."""
 
@@ -194,7 +194,7 @@ def test_labels_imported_from_csv_are_stored_once_with_their_source(judged_run, 
     assert "0 labels added, 0 replaced" in again and "3 unchanged" in again
     rows = sqlite3.connect(path).execute("select kind, annotator, source from human_labels order by rowid").fetchall()
     assert rows == [("absolute", "ana", "import:people.csv")] * 2 + [("pairwise", "ben", "import:people.csv")]
-    # a corrected file: ana's score of M1 and ben's verdict change, one label is new (issue #54)
+    # a corrected file: ana's score of M1 and ben's verdict change, one label is new
     fixed = tmp_path / "fixed.csv"
     fixed.write_text(
         "prompt_id,candidate,score,first,second,winner,annotator\np0,M0,4,,,,ana\np0,M1,5,,,,ana\np1,,,M2,M0,M2,ben\np1,M0,3,,,,ana\n"

@@ -1,4 +1,4 @@
-"""Length and style control of absolute experts (issue #33): each judge's weights κ_jc on an
+"""Length and style control of absolute experts: each judge's weights κ_jc on an
 answer's covariates against its prompt's typical answer, fitted with the scores in the Laplace step."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Cost estimates (issue #18 item 3): the forecast of comparisons to the stopping rule, `run --pilot N`,
+"""Cost estimates: the forecast of comparisons to the stopping rule, `run --pilot N`,
 the forecast in `status`, and the dry run's expected figure beside its worst case."""
 
 import json

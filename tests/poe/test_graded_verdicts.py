@@ -1,4 +1,4 @@
-"""Graded five-way verdicts (issue #33 item 4): arena-hard's A≫B … B≫A read from a judge's option
+"""Graded five-way verdicts: arena-hard's A≫B … B≫A read from a judge's option
 log-probabilities or its text, stored under their verdict names, and fitted by the ordered-logit
 expert with each judge's cut-points (ties modelled, not counted as half a win)."""
 

@@ -1,5 +1,5 @@
 """A judge's precision κ (orchestrator/poe/reliability.py): read back from judges of known
-dispersion, and the rank intervals it sets cover the truth (issue #36's measurement of the prior)."""
+dispersion, and the rank intervals it sets cover the truth (the measurement of the prior)."""
 
 import math
 import random

@@ -1,4 +1,4 @@
-"""Length and style control in the PoE posterior (issue #33): each judge's tastes β_jc fitted with
+"""Length and style control in the PoE posterior: each judge's tastes β_jc fitted with
 the scores in the Laplace step (arena-hard's style control), through a run, `rank` and `replay`."""
 
 import json
@@ -108,7 +108,7 @@ def test_replay_with_length_control_reports_the_effect_and_refuses_per_prompt(tm
     assert effect["length"] == pytest.approx(2.5, rel=0.25) and effect["length_sd"] > 0
     assert run_cli([*args, "--control", "length"]) == 2
     assert "--control length needs --scope global" in capsys.readouterr().err
-    # length control needs the texts, not human scores: --responses without --truth only ranks (issue #54)
+    # length control needs the texts, not human scores: --responses without --truth only ranks
     untruthful = ["replay", str(log), "--responses", str(responses), "--strategy", "random", "--batch", "40", "--scope", "global"]
     assert run_cli([*untruthful, "--control", "length", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["control_effects"]["global"]["j"]["length"] == pytest.approx(effect["length"], rel=1e-6)

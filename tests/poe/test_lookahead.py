@@ -1,4 +1,4 @@
-"""Look-ahead selection (issue #36): its gain is the preposterior expectation it claims to be, it
+"""Look-ahead selection: its gain is the preposterior expectation it claims to be, it
 leaves settled ties for unexplored candidates, batches spread, and a run or replay can use it."""
 
 import json

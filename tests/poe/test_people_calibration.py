@@ -1,4 +1,4 @@
-"""People's win rates and rankings beside the judges' (issue #34 item 3): RAEE with PPI++ against a hand
+"""People's win rates and rankings beside the judges': RAEE with PPI++ against a hand
 computation and a simulated panel whose judges share a bias against one candidate (without labels every
 interval misses people's win rate there, with labels on 5% of the items they cover it), and PoE's people's ranking."""
 

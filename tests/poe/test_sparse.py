@@ -1,4 +1,4 @@
-"""The sparse posterior for large N (issue #21): the same mode and nuisance parameters as the dense
+"""The sparse posterior for large N: the same mode and nuisance parameters as the dense
 path, variance estimates within their stated error, candidate-pair selection that only asks open
 pairs, and the same learning curve as dense selection; a replay through the engine with it."""
 

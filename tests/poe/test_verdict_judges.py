@@ -1,4 +1,4 @@
-"""Judges without log-probabilities (issue #62): verdicts are counts, fitted as such; a log of
+"""Judges without log-probabilities: verdicts are counts, fitted as such; a log of
 verdicts replays as verdicts; a record whose probabilities cannot come from its method is refused."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A board as prior knowledge (issue #52): the 2PL fit of a board and a new model placed on it,
+"""A board as prior knowledge: the 2PL fit of a board and a new model placed on it,
 checked on a board simulated from a known 2PL model (pure functions, no files)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The adaptive leaderboard allocation's pure core (issue #30): prompt-difficulty corrected win
+"""The adaptive leaderboard allocation's pure core: prompt-difficulty corrected win
 rates that equal the plain means on complete data, and gains that never starve a candidate."""
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def test_a_candidate_judged_on_its_whole_pool_gets_its_own_win_rate_exactly():
     """A candidate without an answer to some prompts, judged on every prompt it has: its win rate is
     the mean of its outcomes with a point interval — the difficulty adjustment (which reads the pool of
     every prompt) used to move it by the missing prompts' difficulty, and a zero-width interval then
-    missed its own win rate (issue #52, found on AlpacaEval's two models with 804 of 805 answers)."""
+    missed its own win rate (found on AlpacaEval's two models with 804 of 805 answers)."""
     rng = np.random.default_rng(3)
     y = np.clip(rng.normal(0.4, 0.25, (6, 60)) + np.linspace(-0.2, 0.2, 60)[None, :], 0, 1)
     y[2, :5] = np.nan  # candidate 2 has no answer to five (easy) prompts

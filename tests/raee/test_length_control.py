@@ -1,4 +1,4 @@
-"""Length control and degenerate candidates (issue #33): AlpacaEval's length-controlled win rate on
+"""Length control and degenerate candidates: AlpacaEval's length-controlled win rate on
 simulated judges with a known length taste, the flags, and `orchestrator fit raee --responses R
 --control length` end to end on real files."""
 

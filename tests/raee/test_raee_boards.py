@@ -132,7 +132,7 @@ def test_se_curve_on_alpacaeval_matches_the_paper(tmp_path, capsys):
 
 def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, capsys):
     # M1 is good at maths and poor at writing, M2 the other way round: the overall leaderboard has
-    # them close, each category's has them far apart in opposite orders (issue #30 item 5)
+    # them close, each category's has them far apart in opposite orders
     prompts, responses = write_dataset(tmp_path / "data", prompts=6, candidates=4, seed=2)
     rows = [json.loads(line) for line in prompts.read_text().splitlines()]
     category = {f"p{k}": "maths" if k < 3 else "writing" for k in range(6)}
@@ -169,7 +169,7 @@ def test_a_leaderboard_per_prompt_category_from_one_run(tmp_path, two_judges, ca
     for name, part in slices.items():
         for row in part["ranking"]:
             assert row["win_rate"] == pytest.approx(100 * np.mean(outcome[(name, row["candidate"])]), abs=1e-3)
-            # a category's prompts are a sample of it: never a point interval (issue #54), even with every prompt judged
+            # a category's prompts are a sample of it: never a point interval, even with every prompt judged
             assert row["prompts"] == 3 and row["win_rate_low"] <= row["win_rate"] <= row["win_rate_high"]
             assert row["win_rate_high"] - row["win_rate_low"] > 5
         assert part["small"] and not all(r["rank_low"] == r["rank_high"] for r in part["ranking"])
@@ -221,7 +221,7 @@ def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
     # maths only: the gains of the first adaptive round planned on the warm-up's judgments (the
     # second adaptive round: the engine plans one round ahead) with slice_weight = 1 (the default)
     # are those with 0 plus the per-category gains of each candidate's next prompt, computed here
-    # from the warm-up's judgments (issue #30 item 5)
+    # from the warm-up's judgments
     from orchestrator.raee.allocation import slice_gains
 
     quality = {"A": (0.85, 0.15), "B": (0.95, 0.95), "C": (0.5, 0.2), "D": (0.5, 0.8)}
@@ -252,7 +252,7 @@ def test_the_adaptive_allocation_adds_the_gains_of_each_category(tmp_path):
 
 def test_reading_a_leaderboard_imports_neither_torch_nor_scipy_stats(tmp_path):
     # `rank` of a reference campaign: 2.0 s on a 57 × 805 run instead of 4.8 s, most of it the
-    # imports (issue #30 item 6); a fresh interpreter, as a user's `orchestrator rank` is
+    # imports; a fresh interpreter, as a user's `orchestrator rank` is
     _categories_log(tmp_path, {"A": (0.6, 0.4), "B": (0.3, 0.7)}, prompts=10)
     path, _ = _categories_run(tmp_path, "read", 'allocation = "all"\n', max_calls=20)
     code = (
@@ -264,7 +264,7 @@ def test_reading_a_leaderboard_imports_neither_torch_nor_scipy_stats(tmp_path):
 
 
 def test_a_reference_campaign_of_one_candidate_against_the_prompts_references(tmp_path, capsys):
-    """The everyday "evaluate my model against the anchor" (issue #52): one response per prompt and
+    """The everyday "evaluate my model against the anchor": one response per prompt and
     the prompts' reference texts as the anchor is a campaign, not "no prompt has 2 or more responses"."""
     prompts, responses = write_dataset(tmp_path / "data", prompts=12, candidates=1, seed=1, reference=0.5)
     with FakeOpenAIServer(reference_behaviour()) as server:
@@ -291,7 +291,7 @@ def test_a_new_model_is_placed_on_an_existing_board_from_few_prompts(tmp_path, c
     """``[reference] board``: a board of 8 models judged on 40 prompts (a run file); a new model judged
     on 24 of the prompts is placed on it — its win rate over the board's 40 prompts with an interval
     that holds its full-data win rate (measured by judging it on all 40), and its rank among the
-    board's models (issue #52)."""
+    board's models."""
     with FakeOpenAIServer(reference_behaviour(slope=4.0)) as server:
         prompts, new_responses, board = board_run(tmp_path, server)
         full_config = write_config(
@@ -322,7 +322,7 @@ def test_a_new_model_is_placed_on_an_existing_board_from_few_prompts(tmp_path, c
 
 
 def test_extend_of_a_reference_run_places_the_newcomer_on_the_run_itself(tmp_path, capsys):
-    """``extend`` of a reference run uses the run as the board (issue #52): the 8 candidates judged on
+    """``extend`` of a reference run uses the run as the board: the 8 candidates judged on
     all 40 prompts are the board, the newcomer added with a budget of 24 calls is placed on it — its
     win rate over the 40 prompts with an interval that holds its full-data win rate (a run that judged
     it on all 40), and its rank among the 8."""

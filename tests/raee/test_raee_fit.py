@@ -95,7 +95,7 @@ def test_reference_campaign_asks_every_item_once_and_fit_raee_reports_it(tmp_pat
 
 
 def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_judges, capsys):
-    # the gains rule (the default before issue #52): M1 is far above the anchor M0; M2, M3, M4 are
+    # the gains rule (the default before the lockstep rule): M1 is far above the anchor M0; M2, M3, M4 are
     # close to each other: they get more prompts on average, and nobody is starved (every candidate
     # goes beyond its warm-up prompts)
     path, reason = reference_run(
@@ -148,7 +148,7 @@ def test_gains_allocation_spends_prompts_where_intervals_overlap(tmp_path, two_j
 
 
 def test_adaptive_allocation_walks_the_open_candidates_at_one_depth(tmp_path, two_judges):
-    # the default adaptive rule since issue #52 (lockstep): M1 far above the crowd is settled beyond
+    # the default adaptive rule (lockstep): M1 far above the crowd is settled beyond
     # doubt and stops; M2, M3, M4 (within a point, noisy) walk the shared order at one depth until the budget ends
     path, reason = reference_run(
         tmp_path,

@@ -1,5 +1,5 @@
 """``fit raee --control self``: a judge's preference for its own model family in a reference
-campaign, recovered from a panel with a neutral judge and taken out of its win rates (issue #33)."""
+campaign, recovered from a panel with a neutral judge and taken out of its win rates."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""The first read (issue #51): output a person who is not a statistician can trust — a judge that
+"""The first read: output a person who is not a statistician can trust — a judge that
 carries no information named as such and no leader named from it, plain words first with the
 model's figures one step away (``rank --details``), tidy exports, output that survives a log,
 repeatable results from the same answers, and a starter config its judge can run."""

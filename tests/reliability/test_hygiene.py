@@ -1,4 +1,4 @@
-"""The suite cleans up after itself (issue #32): a test that leaves a thread, a server or a
+"""The suite cleans up after itself: a test that leaves a thread, a server or a
 subprocess running fails, and the test server ends its kept-alive connections when it closes."""
 
 import shutil

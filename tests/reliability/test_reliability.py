@@ -1,4 +1,4 @@
-"""Reliability and security campaign (issue #7): faults, crashes, bad input, secrets, concurrency,
+"""Reliability and security campaign: faults, crashes, bad input, secrets, concurrency,
 prompt injection — with real parts: an HTTP test server on 127.0.0.1 that injects faults, real
 SQLite files, real `orchestrator` processes killed with SIGKILL."""
 

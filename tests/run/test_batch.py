@@ -1,4 +1,4 @@
-"""Batch mode (issue #18 item 2) against the test server's files and batches endpoints: a round's
+"""Batch mode against the test server's files and batches endpoints: a round's
 requests go out as one batch at half price; failed lines, expired and failed batches are asked
 again in the next batch; a kill -9 campaign during submission, polling and commit never submits a
 request twice, and the final judgments equal a non-batch run's."""

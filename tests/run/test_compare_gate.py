@@ -1,4 +1,4 @@
-"""The comparison gate's GitHub Actions example (issue #60), run in the suite as written: its steps
+"""The comparison gate's GitHub Actions example, run in the suite as written: its steps
 after the install, in a copy of the example's files, with the embedded judge."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several endpoints for one judge through litellm's Router (issue #21 item 2): three local
+"""Several endpoints for one judge through litellm's Router: three local
 OpenAI-compatible servers, one slow, one that dies mid-run; the run completes, nothing is lost or
 paid twice, the slow server gets less work, and `status` counts each deployment's judgments."""
 

@@ -1,4 +1,4 @@
-"""`orchestrator extend RUN --responses NEW.jsonl` (issue #18 item 4): a finished run grows by two
+"""`orchestrator extend RUN --responses NEW.jsonl`: a finished run grows by two
 candidates, pays only for comparisons that involve them, never asks anything twice, and keeps a
 fingerprinted snapshot history; a reference (RAEE) campaign likewise; bad input changes nothing."""
 

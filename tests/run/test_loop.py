@@ -94,7 +94,7 @@ def test_global_scope_spreads_comparisons_over_prompts(tmp_path, server, data):
     db = sqlite3.connect(path)
     per_prompt = dict(db.execute("select prompt_id, count(*) from judgments group by prompt_id").fetchall())
     # least-used prompt first among those where the pair is still open: a pair asked again (the
-    # global scope repeats close pairs on other prompts) may have only one prompt left (issue #17:
+    # global scope repeats close pairs on other prompts) may have only one prompt left (
     # with judge precision the posterior is surer, and the reorder metric repeats its closest pairs)
     assert sum(per_prompt.values()) == 24 and max(per_prompt.values()) - min(per_prompt.values()) <= 2
     report = api.ranking(path).as_dict()
@@ -130,7 +130,7 @@ def test_retries_honour_retry_after_and_permanent_failures_are_recorded(tmp_path
         attempts = [a for (a,) in db.execute("select attempts from judgments order by round, key")]
         assert sum(attempts) == 8 + 2 and db.execute("select count(*) from judgments where status='ok'").fetchone()[0] == 8
     # a server that always answers 400: permanent failures with the reason; the run ends as failed
-    # (issue #16: never "finished" from no data), and its file keeps every failure
+    # (never "finished" from no data), and its file keeps every failure
     from orchestrator.errors import RunFailed
 
     with FakeOpenAIServer(lambda body: (400, {}, {"error": {"message": "bad request"}})) as server:
@@ -174,7 +174,7 @@ def test_resuming_a_finished_run_says_so_and_a_second_writer_is_refused(tmp_path
 
 def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server, data, capsys):
     config = write_config(tmp_path, server.url, prompts=data[0], responses=data[1], max_calls=20)
-    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 0  # (issue #17: without --offline, one smoke call)
+    assert run_cli(["run", str(config), "--dry-run", "--offline"]) == 0  # (without --offline, one smoke call)
     out = capsys.readouterr().out
     assert "possible requests" in out and "90" in out and "20" in out
     assert server.requests == [] and not (tmp_path / "runs").exists()
@@ -187,7 +187,7 @@ def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server, data, capsys
         (("max_calls = 40", "max_calls = -5"), "budget.max_calls: Input should be greater than 0"),
         (("[selection]", "[selection]\ncolour = 1"), "selection.colour: Extra inputs are not permitted"),
         (('strategy = "reorder"', 'strategy = "best"'), "selection.strategy: unknown strategy"),
-        # (issue #15: "items" is a live scope now)
+        # ("items" is a live scope now)
         (('scope = "per_prompt"', 'scope = "stories"'), "data.scope: Input should be 'per_prompt', 'global' or 'items'"),
         (('judges = ["local-openai"]', 'judges = ["nobody"]'), "no judge profile 'nobody'"),
         (('judges = ["local-openai"]', 'judges = "local-openai"'), "judging.judges: Input should be a valid list"),

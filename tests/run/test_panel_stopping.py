@@ -50,7 +50,7 @@ def test_gradient_and_hessian_with_per_judge_parameters_match_autograd():
             _, grad, hess = objective.evaluate(theta)
             assert torch.allclose(grad, torch.autograd.functional.jacobian(objective.value, theta), atol=1e-10)
             assert torch.allclose(hess, torch.autograd.functional.hessian(objective.value, theta), atol=1e-10)
-    # graded verdicts on two of the comparisons (issue #33): the ordered-logit expert's terms too
+    # graded verdicts on two of the comparisons: the ordered-logit expert's terms too
     graded = dataclasses.replace(
         obs,
         grades=torch.tensor(
@@ -184,7 +184,8 @@ def test_a_run_file_from_before_keeps_its_behaviour_and_an_unreadable_config_is_
     from orchestrator.records.config import RunConfig
 
     stored = RunConfig.model_validate({"data": {"prompts": "p.jsonl", "responses": "r.jsonl"}}).to_json()
-    del stored["model"]["judge_reliability"], stored["stopping"]["rule"]  # what a run made before issue #17 stored
+    # what a run made before judge reliability and stopping rules were stored
+    del stored["model"]["judge_reliability"], stored["stopping"]["rule"]
     old = RunConfig.from_stored(stored)
     assert old.model.judge_reliability is False and old.stopping.rule == "budget"
     assert RunConfig.from_stored(RunConfig.model_validate({"data": stored["data"]}).to_json()).stopping.rule == "indifference"

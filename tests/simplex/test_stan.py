@@ -1,4 +1,4 @@
-"""The simplex model's default fit in Stan agrees with the numpyro fit (issue #20): posterior means
+"""The simplex model's default fit in Stan agrees with the numpyro fit: posterior means
 of the expected scores within Monte Carlo error, rank intervals within one rank. Skipped where PyStan
 (``pip install -e '.[stan]'``) or a C++ compiler is missing; ``.ci/run`` installs both."""
 
