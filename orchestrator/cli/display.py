@@ -68,7 +68,7 @@ def run_display(total: int | None):
         if event.forecast is not None:
             state["forecast"] = event.forecast
         if state["entropy"] is not None:  # (the posterior's entropy, a differential one that can be negative, is for --details)
-            info += f" · top {' > '.join(state['top'][:3])} · closest neighbours swap with p {state['max_adj']:.2f}"
+            info += f" · top {' > '.join(state['top'][:3])} · chance the closest pair is misordered {state['max_adj']:.0%}"
         if state.get("forecast") and event.kind != "stop":
             info += " · " + forecast_text(state["forecast"], short=True)
         progress.update(task, description=f"round {shown_round}", completed=calls, info=info)
@@ -95,8 +95,8 @@ def forecast_text(f: dict, *, short: bool = False) -> str:
         return f"{said}, {usd(f['usd'])}" if f["usd"] else said
     stops = "the stopping rule" if f["stops_by"] == "the stopping rule" else f"{f['stops_by']} (before the stopping rule)"
     return (
-        f"expected to stop by {stops} after ≈{f['calls']} calls (p90 {f['calls_p90']}), {f['tokens']:,} tokens "
-        f"(p90 {f['tokens_p90']:,}), {usd(f['usd'])} (p90 {usd(f['usd_p90'])}); worst case {f['worst_calls']} calls, "
+        f"expected to stop by {stops} after ≈{f['calls']} calls (9 runs in 10 by {f['calls_p90']}), {f['tokens']:,} tokens "
+        f"(9 in 10: {f['tokens_p90']:,}), {usd(f['usd'])} (9 in 10: {usd(f['usd_p90'])}); worst case {f['worst_calls']} calls, "
         f"{f['worst_tokens']:,} tokens, {usd(f['worst_usd'])} (estimated after {f['after_calls']} calls)"
         + (f"; ≈{f['answers']} answers generated (p90 {f['answers_p90']}) of {f['answers_of']} possible" if "answers" in f else "")
     )

@@ -33,6 +33,7 @@ class LiteLLMGenerator:
         self.router = router
         """A :class:`~orchestrator.judging.deployments.DeploymentRouter` over several endpoints of
         the model (a profile's ``deployments``), or None."""
+        self._text_clients: dict[tuple[str, str | None], Any] = {}
 
     def _kwargs(self, request: AnswerRequest) -> dict[str, Any]:
         s = request.settings
@@ -70,10 +71,11 @@ class LiteLLMGenerator:
 
         from ..judging.sessions import owned_client
 
-        clients = self.__dict__.setdefault("_text_clients", {})
-        if (base, key) not in clients or clients[(base, key)].is_closed():
-            clients[(base, key)] = owned_client(AsyncOpenAI(base_url=base, api_key=key or "not-needed", max_retries=0, timeout=timeout_s))
-        return clients[(base, key)]
+        client = self._text_clients.get((base, key))
+        if client is None or client.is_closed():
+            client = owned_client(AsyncOpenAI(base_url=base, api_key=key or "not-needed", max_retries=0, timeout=timeout_s))
+            self._text_clients[(base, key)] = client
+        return client
 
     async def generate(self, request: AnswerRequest) -> GeneratedAnswer:
         import litellm
