@@ -244,7 +244,9 @@ GOALS: list[Goal] = [
         readers.tests_figure,
         readers.tests_verdict,
         readers.tests(
-            "tests/reliability/test_first_read_words.py", "tests/generation/test_prompt_formats.py", "tests/generation/test_client_sessions.py"
+            "tests/reliability/test_first_read_words.py",
+            "tests/generation/test_prompt_formats.py",
+            "tests/generation/test_client_sessions.py",
         ),
     ),
     Goal(
