@@ -8,8 +8,9 @@ cache, so the next loop opens its own."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
-from typing import Any, Awaitable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 __all__ = ["close_clients", "owned_client", "run_closing_clients"]
 
@@ -37,13 +38,26 @@ async def close_clients() -> None:
     if "litellm" not in sys.modules:
         return
     import litellm
-    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
 
+    cleanup: Callable[[], Awaitable[Any]] | None = None
     try:
-        await close_litellm_async_clients()
+        from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients as cleanup
+    except ImportError:  # an older litellm: close what its cache holds here
+        pass
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    try:
+        if cleanup is not None:
+            await cleanup()
+        else:
+            for client in list(getattr(cache, "cache_dict", {}).values()):
+                close = getattr(client, "aclose", None) or getattr(client, "close", None)
+                done = close() if callable(close) else None
+                if inspect.isawaitable(done):
+                    await done
     except Exception:  # a client already closed, or one of a kind this litellm does not know
         pass
-    litellm.in_memory_llm_clients_cache.flush_cache()
+    if cache is not None and hasattr(cache, "flush_cache"):
+        cache.flush_cache()
 
 
 def run_closing_clients(work: Awaitable[T]) -> T:
