@@ -58,7 +58,8 @@ def fixed_comparison(
         from .compare_anchor import check_baseline_judges
 
         check_baseline_judges(config, {name: judge_identity(p, config.dispatch.api_base) for name, p in profiles.items()})
-    return fix_plan(config, dataset, profiles, possible, check=check), prompt_costs(config, dataset, profiles, possible)
+    costs = prompt_costs(config, dataset, profiles, possible)
+    return fix_plan(config, dataset, profiles, possible, check=check, costs=costs), costs
 
 
 def budget_words(prompts: int, calls_per_prompt: int, available: int) -> str:
@@ -110,7 +111,15 @@ def next_step(
     }
 
 
-def fix_plan(config: RunConfig, dataset: Dataset, profiles: dict[str, JudgeProfile], possible: int, *, check: bool = True) -> RunConfig:
+def fix_plan(
+    config: RunConfig,
+    dataset: Dataset,
+    profiles: dict[str, JudgeProfile],
+    possible: int,
+    *,
+    check: bool = True,
+    costs: tuple[int, int] | None = None,
+) -> RunConfig:
     """``config`` with ``compare.max_prompts`` fixed: the prompts available, and as many as
     ``max_calls`` pays for (``possible``: the requests the campaign could ask at most), and at most
     a ``max_prompts`` the config gives. Stored with the run, so the sequence's stakes and the planned
@@ -122,8 +131,7 @@ def fix_plan(config: RunConfig, dataset: Dataset, profiles: dict[str, JudgeProfi
             neither refused nor warned."""
     section = config.compare
     assert section is not None
-    available = len(available_prompts(config, dataset))
-    calls = prompt_calls(config, profiles, available, possible)
+    available, calls = costs or prompt_costs(config, dataset, profiles, possible)  # (``costs``: computed by the caller already)
     most = available if config.budget.max_calls is None else min(available, config.budget.max_calls // calls)
     if section.max_prompts is not None:
         most = min(most, section.max_prompts)
